@@ -1,0 +1,194 @@
+//! Compaction: history older than the retention window is dropped, so the log does not grow
+//! forever, while every key's state at the compaction point stays readable.
+//!
+//! `compact(C)` persists C as the compaction point (flushed in durable mode), raises the
+//! in-memory point, so reads and watches below C fail with [`Error::Compacted`] from then on,
+//! and then removes, key by key, the records no read at C or later can reach (see `index.rs`
+//! for which). Removal happens in chunks so that writers never wait long for the index lock.
+//! A crash in the middle leaves superseded records, which the next open removes.
+//!
+//! The background compactor samples the published revision every interval and compacts to the
+//! newest revision that is both older than `min_age` and more than `min_revisions` back (etcd's
+//! revision-sampling periodic compactor).
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use tracing::{debug, warn};
+
+use crate::Revision;
+use crate::error::{Error, Result};
+use crate::store::{Retention, Shared};
+
+/// Keys compacted per hold of the index lock.
+const COMPACTION_CHUNK_KEYS: usize = 1024;
+/// Revisions removed from the backend per batch.
+const REMOVAL_BATCH: usize = 8192;
+
+impl Shared {
+    /// Compacts at `revision`; returns the compaction point afterwards. Blocking.
+    pub(crate) fn compact(&self, revision: Revision) -> Result<Revision> {
+        let _compaction = self.compaction.lock();
+        let current = self.published.load(Ordering::Acquire);
+        if revision > current {
+            return Err(Error::FutureRevision {
+                requested: revision,
+                current,
+            });
+        }
+        let compacted = self.compacted.load(Ordering::Acquire);
+        if revision <= compacted {
+            return Ok(compacted);
+        }
+        self.backend.set_compacted(revision)?;
+        if self.config.data_dir.is_some() {
+            // The point must be durable before any record below it is removed; otherwise a
+            // crash could reopen with a point below history that no longer exists.
+            self.backend.flush()?;
+        }
+        self.compacted.store(revision, Ordering::Release);
+        let removed = self.remove_history(revision)?;
+        debug!(revision, removed, "compacted");
+        Ok(revision)
+    }
+
+    /// Removes from the index and the backend every record superseded at `revision`. Returns
+    /// how many records were removed.
+    pub(crate) fn remove_history(&self, revision: Revision) -> Result<usize> {
+        let mut cursor = None;
+        let mut removed = Vec::new();
+        let mut total = 0;
+        loop {
+            cursor = self.state.write().index.compact_chunk(
+                cursor.as_ref(),
+                COMPACTION_CHUNK_KEYS,
+                revision,
+                &mut removed,
+            );
+            if removed.len() >= REMOVAL_BATCH || (cursor.is_none() && !removed.is_empty()) {
+                self.backend.remove(&removed)?;
+                total += removed.len();
+                removed.clear();
+            }
+            if cursor.is_none() {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// The background compactor's loop; returns when the store closes.
+    pub(crate) fn run_compactor(&self, interval: Duration) {
+        let retention = self.config.retention;
+        let mut samples = VecDeque::new();
+        loop {
+            {
+                let mut stop = self.stop.lock();
+                if !*stop {
+                    self.stop_cv.wait_for(&mut stop, interval);
+                }
+                if *stop {
+                    return;
+                }
+            }
+            let now = Instant::now();
+            let current = self.published.load(Ordering::Acquire);
+            let Some(target) = retention_target(&mut samples, now, current, retention) else {
+                continue;
+            };
+            if target <= self.compacted.load(Ordering::Acquire) {
+                continue;
+            }
+            if let Err(err) = self.compact(target) {
+                warn!(error = %err, target, "background compaction failed");
+            }
+        }
+    }
+}
+
+/// Records the sample `(now, current)` and returns the revision the retention allows compacting
+/// to, if any. `samples` holds the compactor's past samples, oldest first; samples no longer
+/// needed are dropped (the newest one old enough is kept as the next candidate's floor).
+pub(crate) fn retention_target(
+    samples: &mut VecDeque<(Instant, Revision)>,
+    now: Instant,
+    current: Revision,
+    retention: Retention,
+) -> Option<Revision> {
+    samples.push_back((now, current));
+    let old_enough = |at: Instant| now.saturating_duration_since(at) >= retention.min_age;
+    // Drop samples older than the newest sample that is old enough.
+    while samples.len() > 1 && samples.get(1).is_some_and(|(at, _)| old_enough(*at)) {
+        samples.pop_front();
+    }
+    let (at, by_age) = *samples.front()?;
+    if !old_enough(at) {
+        return None;
+    }
+    let by_count = current.saturating_sub(retention.min_revisions);
+    Some(by_age.min(by_count)).filter(|target| *target > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    fn retention(min_revisions: u64, minutes: u64) -> Retention {
+        Retention {
+            min_revisions,
+            min_age: MINUTE * minutes as u32,
+        }
+    }
+
+    #[test]
+    fn nothing_is_compacted_before_the_age_is_reached() {
+        let start = Instant::now();
+        let mut samples = VecDeque::new();
+        let policy = retention(10, 5);
+        for minute in 0..5 {
+            let now = start + MINUTE * minute;
+            assert_eq!(
+                retention_target(&mut samples, now, 1_000 * (u64::from(minute) + 1), policy),
+                None
+            );
+        }
+        // At minute 5 the sample of minute 0 (revision 1,000) is old enough.
+        let now = start + MINUTE * 5;
+        assert_eq!(
+            retention_target(&mut samples, now, 6_000, policy),
+            Some(1_000)
+        );
+        // A minute later the sample of minute 1 (2,000) is, and older samples are dropped.
+        let now = start + MINUTE * 6;
+        assert_eq!(
+            retention_target(&mut samples, now, 7_000, policy),
+            Some(2_000)
+        );
+        assert_eq!(samples.front().map(|s| s.1), Some(2_000));
+    }
+
+    #[test]
+    fn the_revision_count_caps_the_target() {
+        let start = Instant::now();
+        let mut samples = VecDeque::new();
+        let policy = retention(10_000, 5);
+        retention_target(&mut samples, start, 9_000, policy);
+        // Old enough by age, but only 3,000 revisions back.
+        assert_eq!(
+            retention_target(&mut samples, start + MINUTE * 5, 12_000, policy),
+            Some(2_000)
+        );
+    }
+
+    #[test]
+    fn zero_age_compacts_by_count_alone() {
+        let mut samples = VecDeque::new();
+        let policy = retention(5, 0);
+        let now = Instant::now();
+        assert_eq!(retention_target(&mut samples, now, 3, policy), None);
+        assert_eq!(retention_target(&mut samples, now, 25, policy), Some(20));
+        assert_eq!(samples.len(), 1);
+    }
+}

@@ -1,0 +1,849 @@
+//! The sled-backed store: reads at any retained revision, writes through one writer, and the
+//! group commit that makes a write durable before anyone sees it.
+//!
+//! Write path. A write takes the `state` write lock (the single writer), checks existence and
+//! its guard against the index, takes the next revision, inserts the history record, updates
+//! the index and queues the event. In ephemeral mode it publishes the event to watchers at once;
+//! in durable mode the group-commit thread calls sled's blocking `flush()` as soon as events are
+//! pending, then publishes everything the flush covered and acknowledges the writers waiting on
+//! it. Many writers share one flush.
+//!
+//! Visibility. Readers and watchers see the *published* revision only: a read at "latest" is a
+//! read at the published revision, and the index's newer, not yet durable entries are ignored.
+//! So nobody observes a change that a crash could undo, and revisions never go backwards across
+//! a restart. Writers check guards against everything committed (there is one writer), and even
+//! a failed write (exists, conflict, absent) waits until what it observed is durable.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex, RwLock};
+use tokio::sync::watch;
+use tracing::{error, info};
+
+use crate::Revision;
+use crate::backend::{Backend, BackendConfig};
+use crate::error::{BackendError, Error, Result};
+use crate::index::{Entry, Index};
+use crate::kv::{
+    CreateOutcome, DeleteOutcome, Event, EventKind, GetResponse, Guard, KeyValue, Kv, RangeRequest,
+    RangeResponse, UpdateOutcome, WatchStream,
+};
+use crate::revision::{Record, RecordKind};
+use crate::watch::{Hub, SledWatch};
+
+/// sled's page cache defaults to 1 GiB; a test server should not reserve that much. Objects
+/// are read through the cache but the working set of a test is small.
+pub const DEFAULT_CACHE_CAPACITY: u64 = 64 * 1024 * 1024;
+/// Events a watcher may have queued before it is cut off as lagging: about a second of a busy
+/// store's writes, so a healthy consumer never hits it, and at most this many `Arc`s per watcher.
+pub const DEFAULT_WATCH_BUFFER: usize = 1024;
+/// How often the background compactor samples the revision and applies the retention: fine
+/// enough that history never exceeds the retention by much, rare enough to cost nothing.
+pub const DEFAULT_COMPACTION_INTERVAL: Duration = Duration::from_secs(30);
+
+/// How much history the background compactor keeps. Both minimums hold: history is dropped
+/// only when it is older than `min_age` *and* more than `min_revisions` revisions back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Keep at least this many of the latest revisions.
+    pub min_revisions: u64,
+    /// Keep at least this much time of history.
+    pub min_age: Duration,
+}
+
+impl Default for Retention {
+    /// Five minutes (what a Kubernetes client may hold a resourceVersion for, like etcd's
+    /// compaction interval under kube-apiserver) and 10,000 revisions.
+    fn default() -> Self {
+        Retention {
+            min_revisions: 10_000,
+            min_age: Duration::from_secs(5 * 60),
+        }
+    }
+}
+
+/// How to open a [`SledStore`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Data directory for a durable store; `None` for an ephemeral one (sled temporary mode,
+    /// never fsyncs, gone when closed).
+    pub data_dir: Option<PathBuf>,
+    /// sled page cache size in bytes (default [`DEFAULT_CACHE_CAPACITY`]).
+    pub cache_capacity: u64,
+    /// History the background compactor keeps.
+    pub retention: Retention,
+    /// How often the background compactor runs; `None` disables it (compact on demand only).
+    pub compaction_interval: Option<Duration>,
+    /// Per-watcher event buffer (default [`DEFAULT_WATCH_BUFFER`]).
+    pub watch_buffer: usize,
+}
+
+impl Config {
+    /// An ephemeral store with default settings.
+    pub fn ephemeral() -> Self {
+        Config {
+            data_dir: None,
+            cache_capacity: DEFAULT_CACHE_CAPACITY,
+            retention: Retention::default(),
+            compaction_interval: Some(DEFAULT_COMPACTION_INTERVAL),
+            watch_buffer: DEFAULT_WATCH_BUFFER,
+        }
+    }
+
+    /// A durable store in `dir` with default settings.
+    pub fn durable(dir: impl Into<PathBuf>) -> Self {
+        Config {
+            data_dir: Some(dir.into()),
+            ..Config::ephemeral()
+        }
+    }
+
+    /// Sets the page cache size in bytes.
+    #[must_use]
+    pub fn cache_capacity(mut self, bytes: u64) -> Self {
+        self.cache_capacity = bytes;
+        self
+    }
+
+    /// Sets the retention of the background compactor.
+    #[must_use]
+    pub fn retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Sets (or, with `None`, disables) the background compaction interval.
+    #[must_use]
+    pub fn compaction_interval(mut self, interval: Option<Duration>) -> Self {
+        self.compaction_interval = interval;
+        self
+    }
+
+    /// Sets the per-watcher event buffer (at least 1).
+    #[must_use]
+    pub fn watch_buffer(mut self, events: usize) -> Self {
+        self.watch_buffer = events.max(1);
+        self
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::ephemeral()
+    }
+}
+
+/// The revisioned store on sled. A cheap-clone handle; the store closes when the last handle
+/// is dropped or [`SledStore::close`] is called.
+#[derive(Clone)]
+pub struct SledStore {
+    shared: Arc<Shared>,
+    lifecycle: Arc<Lifecycle>,
+}
+
+/// State shared by the handles, the background threads and (weakly) the watchers.
+///
+/// Lock order: `state`, then `pending`, then `hub`; `compaction` is taken before `state`.
+pub(crate) struct Shared {
+    pub(crate) backend: Backend,
+    /// True with a data directory: writes wait for a flush.
+    durable: bool,
+    pub(crate) config: Config,
+    /// The key index and the last committed revision. Its write lock is the single writer: it
+    /// is held from a write's guard check until its event is queued or published. Readers hold
+    /// the read lock only to look entries up.
+    pub(crate) state: RwLock<State>,
+    /// Events committed but not yet durable (durable mode only). Pushed by writers under
+    /// `state`; drained by the group-commit thread after each flush.
+    pending: Mutex<Pending>,
+    /// Wakes the group-commit thread when `pending` gets an event or shutdown begins.
+    pending_cv: Condvar,
+    /// Watchers and the published revision (`watch.rs`). Publishing and registering a watcher
+    /// are serialised by this lock, so a watcher sees each event exactly once.
+    pub(crate) hub: Mutex<Hub>,
+    /// The published revision (mirror of the hub's, for lock-free reads): what readers and
+    /// watchers see. Written only with the hub lock held.
+    pub(crate) published: AtomicU64,
+    /// The last committed revision (mirror of `state.committed`, for the group-commit thread).
+    committed: AtomicU64,
+    /// The compaction point: reads below it fail. Raised before history is removed.
+    pub(crate) compacted: AtomicU64,
+    /// Serialises compactions (on demand and background).
+    pub(crate) compaction: Mutex<()>,
+    /// Durable revision and fail-stop state, for writers waiting on group commit. Written only
+    /// by the group-commit thread.
+    durability: watch::Sender<Durability>,
+    /// Set (under the `state` write lock) when closing: no write starts after it.
+    closed: AtomicBool,
+    /// Stop flag of the background compactor, with its condition variable.
+    pub(crate) stop: Mutex<bool>,
+    pub(crate) stop_cv: Condvar,
+}
+
+/// What the single writer guards.
+pub(crate) struct State {
+    pub(crate) index: Index,
+    /// The last committed (written to the backend) revision; may be ahead of `published`.
+    committed: Revision,
+}
+
+struct Pending {
+    /// Committed events in revision order, waiting for a flush.
+    events: VecDeque<Arc<Event>>,
+    /// Set when closing: the group-commit thread drains `events` and exits.
+    shutdown: bool,
+}
+
+#[derive(Clone)]
+struct Durability {
+    /// Every revision up to this one is durable.
+    revision: Revision,
+    /// Set when a flush failed: nothing more will become durable.
+    failed: Option<BackendError>,
+}
+
+/// A change the writer applies to one key.
+enum Change {
+    Put {
+        value: Bytes,
+        /// `None` for a new generation (the create's own revision).
+        create_revision: Option<Revision>,
+        version: u64,
+    },
+    Delete,
+}
+
+/// Owns the background threads; dropping the last handle closes the store.
+struct Lifecycle {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl SledStore {
+    /// Opens (or creates) a store: opens sled, rebuilds the key index from the history log,
+    /// finishes an interrupted compaction and starts the background threads. Blocks for as long
+    /// as the rebuild takes (call it from `spawn_blocking` in async code if that matters).
+    pub fn open(config: Config) -> Result<Self> {
+        let started = std::time::Instant::now();
+        let backend = Backend::open(&BackendConfig {
+            data_dir: config.data_dir.as_deref(),
+            cache_capacity: config.cache_capacity,
+        })?;
+        let compacted = backend.compacted()?;
+        let (index, last) = rebuild_index(&backend, compacted)?;
+        let current = last.max(compacted);
+        let durable = config.data_dir.is_some();
+        let shared = Arc::new(Shared {
+            backend,
+            durable,
+            state: RwLock::new(State {
+                index,
+                committed: current,
+            }),
+            pending: Mutex::new(Pending {
+                events: VecDeque::new(),
+                shutdown: false,
+            }),
+            pending_cv: Condvar::new(),
+            hub: Mutex::new(Hub::new(current)),
+            published: AtomicU64::new(current),
+            committed: AtomicU64::new(current),
+            compacted: AtomicU64::new(compacted),
+            compaction: Mutex::new(()),
+            durability: watch::Sender::new(Durability {
+                revision: current,
+                failed: None,
+            }),
+            closed: AtomicBool::new(false),
+            stop: Mutex::new(false),
+            stop_cv: Condvar::new(),
+            config,
+        });
+        // A crash between persisting a compaction point and removing the history below it
+        // leaves superseded records behind; remove them now.
+        if compacted > 0 {
+            shared.remove_history(compacted)?;
+        }
+        let mut threads = Vec::new();
+        if durable {
+            let for_thread = Arc::clone(&shared);
+            threads.push(spawn_thread("kubemock-group-commit", move || {
+                for_thread.run_group_commit();
+            })?);
+        }
+        if let Some(interval) = shared.config.compaction_interval {
+            let for_thread = Arc::clone(&shared);
+            threads.push(spawn_thread("kubemock-compactor", move || {
+                for_thread.run_compactor(interval);
+            })?);
+        }
+        info!(
+            durable,
+            revision = current,
+            compacted,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "store opened"
+        );
+        Ok(SledStore {
+            lifecycle: Arc::new(Lifecycle {
+                shared: Arc::clone(&shared),
+                threads: Mutex::new(threads),
+            }),
+            shared,
+        })
+    }
+
+    /// Closes the store: refuses new operations, makes every committed write durable and
+    /// publishes it, ends every watch with [`Error::Closed`] and stops the background threads.
+    /// Idempotent; dropping the last handle does the same.
+    pub fn close(&self) {
+        self.lifecycle.shutdown();
+    }
+
+    /// True if the store has a data directory.
+    pub fn is_durable(&self) -> bool {
+        self.shared.durable
+    }
+
+    /// The current (published) revision, without a future.
+    pub fn revision(&self) -> Revision {
+        self.shared.published.load(Ordering::Acquire)
+    }
+
+    /// The compaction point, without a future.
+    pub fn compaction_point(&self) -> Revision {
+        self.shared.compacted.load(Ordering::Acquire)
+    }
+
+    /// Number of watchers currently receiving live events.
+    pub fn live_watchers(&self) -> usize {
+        self.shared.hub.lock().len()
+    }
+}
+
+fn spawn_thread(name: &str, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(body)
+        .map_err(|source| Error::Backend {
+            op: "start a background thread",
+            source: BackendError(Arc::new(source)),
+        })
+}
+
+/// Rebuilds the key index from the history log (etcd's restore), checking that revisions above
+/// the compaction point are contiguous. Returns the index and the last revision found.
+fn rebuild_index(backend: &Backend, compacted: Revision) -> Result<(Index, Revision)> {
+    let mut index = Index::default();
+    let mut last = 0;
+    let mut expected = compacted + 1;
+    for item in backend.scan(1, Revision::MAX) {
+        let (revision, raw) = item?;
+        let record = Record::decode(&raw, revision)?;
+        if revision > compacted {
+            if revision != expected {
+                return Err(Error::RevisionGap {
+                    expected,
+                    found: revision,
+                });
+            }
+            expected += 1;
+        }
+        if !index.push(record.key, entry_of(&record, revision)) {
+            return Err(Error::CorruptRecord {
+                revision,
+                reason: "record older than its key's previous record",
+            });
+        }
+        last = revision;
+    }
+    Ok((index, last))
+}
+
+fn entry_of(record: &Record<'_>, revision: Revision) -> Entry {
+    match record.kind {
+        RecordKind::Put => Entry {
+            mod_revision: revision,
+            create_revision: record.create_revision,
+            version: record.version,
+        },
+        RecordKind::Delete => Entry::tombstone(revision),
+    }
+}
+
+impl Shared {
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Resolves the revision a read is served at.
+    fn read_revision(&self, requested: Option<Revision>) -> Result<Revision> {
+        self.check_open()?;
+        let current = self.published.load(Ordering::Acquire);
+        let Some(requested) = requested else {
+            return Ok(current);
+        };
+        if requested > current {
+            return Err(Error::FutureRevision { requested, current });
+        }
+        let compacted = self.compacted.load(Ordering::Acquire);
+        if requested < compacted {
+            return Err(Error::Compacted {
+                requested,
+                compacted,
+            });
+        }
+        Ok(requested)
+    }
+
+    /// The error for a record the index pointed at but the backend no longer holds, during a
+    /// read at `read_at`: compaction overtook the read, or the index is wrong.
+    pub(crate) fn missing_record(&self, revision: Revision, read_at: Revision) -> Error {
+        let compacted = self.compacted.load(Ordering::Acquire);
+        if read_at < compacted {
+            Error::Compacted {
+                requested: read_at,
+                compacted,
+            }
+        } else {
+            Error::IndexMismatch { revision }
+        }
+    }
+
+    /// Loads the value of `key` at the index `entry`, for a read at `read_at`.
+    fn load(&self, key: Bytes, entry: Entry, read_at: Revision) -> Result<KeyValue> {
+        let Some(raw) = self.backend.get(entry.mod_revision)? else {
+            return Err(self.missing_record(entry.mod_revision, read_at));
+        };
+        let record = Record::decode(&raw, entry.mod_revision)?;
+        if record.kind != RecordKind::Put || record.key != key.as_ref() {
+            return Err(Error::IndexMismatch {
+                revision: entry.mod_revision,
+            });
+        }
+        Ok(KeyValue {
+            value: Bytes::copy_from_slice(record.value),
+            key,
+            create_revision: entry.create_revision,
+            mod_revision: entry.mod_revision,
+            version: entry.version,
+        })
+    }
+
+    /// Loads the live value a history record replaced (its `prev_revision`), for a read or
+    /// watch at `read_at`.
+    pub(crate) fn load_prev(
+        &self,
+        record: &Record<'_>,
+        read_at: Revision,
+    ) -> Result<Option<KeyValue>> {
+        if record.prev_revision == 0 {
+            return Ok(None);
+        }
+        let Some(raw) = self.backend.get(record.prev_revision)? else {
+            return Err(self.missing_record(record.prev_revision, read_at));
+        };
+        let prev = Record::decode(&raw, record.prev_revision)?;
+        if prev.kind != RecordKind::Put || prev.key != record.key {
+            return Err(Error::IndexMismatch {
+                revision: record.prev_revision,
+            });
+        }
+        Ok(Some(KeyValue {
+            key: Bytes::copy_from_slice(prev.key),
+            value: Bytes::copy_from_slice(prev.value),
+            create_revision: prev.create_revision,
+            mod_revision: record.prev_revision,
+            version: prev.version,
+        }))
+    }
+
+    /// Builds the event of a history record, as a replaying watcher at `read_at` sees it.
+    pub(crate) fn event_of(
+        &self,
+        record: &Record<'_>,
+        revision: Revision,
+        read_at: Revision,
+    ) -> Result<Event> {
+        let key = Bytes::copy_from_slice(record.key);
+        let prev = self.load_prev(record, read_at)?;
+        Ok(match record.kind {
+            RecordKind::Put => Event {
+                kind: EventKind::Put,
+                kv: KeyValue {
+                    key,
+                    value: Bytes::copy_from_slice(record.value),
+                    create_revision: record.create_revision,
+                    mod_revision: revision,
+                    version: record.version,
+                },
+                prev,
+            },
+            RecordKind::Delete => Event {
+                kind: EventKind::Delete,
+                kv: tombstone_kv(key, revision),
+                prev,
+            },
+        })
+    }
+
+    fn get(&self, key: &[u8], revision: Option<Revision>) -> Result<GetResponse> {
+        let read_at = self.read_revision(revision)?;
+        let found = {
+            let state = self.state.read();
+            state
+                .index
+                .at(key, read_at)
+                .and_then(|entry| Some((state.index.shared_key(key)?, entry)))
+        };
+        let kv = match found {
+            Some((key, entry)) => Some(self.load(key, entry, read_at)?),
+            None => None,
+        };
+        Ok(GetResponse {
+            kv,
+            revision: read_at,
+        })
+    }
+
+    fn range(&self, request: &RangeRequest) -> Result<RangeResponse> {
+        let read_at = self.read_revision(request.revision)?;
+        let page = self.state.read().index.range(
+            &request.prefix,
+            request.start_after.as_deref(),
+            read_at,
+            request.limit,
+        );
+        let items = page
+            .entries
+            .into_iter()
+            .map(|(key, entry)| self.load(key, entry, read_at))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RangeResponse {
+            items,
+            revision: read_at,
+            remaining: page.remaining,
+        })
+    }
+
+    /// Refuses a write when closed or after a failed flush. Call with the `state` write lock.
+    fn check_writable_locked(&self) -> Result<()> {
+        self.check_open()?;
+        if let Some(source) = &self.durability.borrow().failed {
+            return Err(Error::Failed {
+                source: source.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Commits one change at the next revision: history record, index, and the event (queued
+    /// for the group commit, or published at once when ephemeral). Returns the event's `kv`.
+    /// Call with the `state` write lock; on error nothing has changed.
+    fn commit_locked(
+        &self,
+        state: &mut State,
+        key: Bytes,
+        change: Change,
+        prev: Option<KeyValue>,
+    ) -> Result<KeyValue> {
+        let revision = state.committed + 1;
+        let (record, kv, kind) = match change {
+            Change::Put {
+                value,
+                create_revision,
+                version,
+            } => {
+                let create_revision = create_revision.unwrap_or(revision);
+                let record = Record {
+                    kind: RecordKind::Put,
+                    key: &key,
+                    create_revision,
+                    version,
+                    prev_revision: prev.as_ref().map_or(0, |p| p.mod_revision),
+                    value: &value,
+                }
+                .encode();
+                let kv = KeyValue {
+                    key: key.clone(),
+                    value,
+                    create_revision,
+                    mod_revision: revision,
+                    version,
+                };
+                (record, kv, EventKind::Put)
+            }
+            Change::Delete => {
+                let record = Record {
+                    kind: RecordKind::Delete,
+                    key: &key,
+                    create_revision: 0,
+                    version: 0,
+                    prev_revision: prev.as_ref().map_or(0, |p| p.mod_revision),
+                    value: &[],
+                }
+                .encode();
+                (
+                    record,
+                    tombstone_kv(key.clone(), revision),
+                    EventKind::Delete,
+                )
+            }
+        };
+        self.backend.insert(revision, record)?;
+        let entry = match kind {
+            EventKind::Put => Entry {
+                mod_revision: revision,
+                create_revision: kv.create_revision,
+                version: kv.version,
+            },
+            EventKind::Delete => Entry::tombstone(revision),
+        };
+        if !state.index.push(&key, entry) {
+            return Err(Error::IndexMismatch { revision });
+        }
+        state.committed = revision;
+        self.committed.store(revision, Ordering::Release);
+        let event = Arc::new(Event {
+            kind,
+            kv: kv.clone(),
+            prev,
+        });
+        if self.durable {
+            self.pending.lock().events.push_back(event);
+            self.pending_cv.notify_one();
+        } else {
+            self.publish(std::slice::from_ref(&event), revision);
+        }
+        Ok(kv)
+    }
+
+    /// The current value of `key` for the writer. Call with the `state` lock.
+    fn current_locked(&self, state: &State, key: &Bytes) -> Result<Option<KeyValue>> {
+        match state.index.latest(key) {
+            Some(entry) => Ok(Some(self.load(key.clone(), entry, entry.mod_revision)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn create(&self, key: Bytes, value: Bytes) -> Result<(CreateOutcome, Revision)> {
+        let mut state = self.state.write();
+        self.check_writable_locked()?;
+        if let Some(current) = self.current_locked(&state, &key)? {
+            return Ok((CreateOutcome::AlreadyExists(current), state.committed));
+        }
+        let change = Change::Put {
+            value,
+            create_revision: None,
+            version: 1,
+        };
+        let kv = self.commit_locked(&mut state, key, change, None)?;
+        let revision = kv.mod_revision;
+        Ok((CreateOutcome::Created(kv), revision))
+    }
+
+    fn update(&self, key: Bytes, value: Bytes, guard: Guard) -> Result<(UpdateOutcome, Revision)> {
+        let mut state = self.state.write();
+        self.check_writable_locked()?;
+        let Some(current) = self.current_locked(&state, &key)? else {
+            return Ok((UpdateOutcome::NotFound, state.committed));
+        };
+        if let Guard::ModRevision(expected) = guard
+            && expected != current.mod_revision
+        {
+            return Ok((UpdateOutcome::Conflict(current), state.committed));
+        }
+        let change = Change::Put {
+            value,
+            create_revision: Some(current.create_revision),
+            version: current.version + 1,
+        };
+        let kv = self.commit_locked(&mut state, key, change, Some(current.clone()))?;
+        let revision = kv.mod_revision;
+        Ok((UpdateOutcome::Updated { kv, prev: current }, revision))
+    }
+
+    fn delete(&self, key: Bytes, guard: Guard) -> Result<(DeleteOutcome, Revision)> {
+        let mut state = self.state.write();
+        self.check_writable_locked()?;
+        let Some(current) = self.current_locked(&state, &key)? else {
+            return Ok((DeleteOutcome::NotFound, state.committed));
+        };
+        if let Guard::ModRevision(expected) = guard
+            && expected != current.mod_revision
+        {
+            return Ok((DeleteOutcome::Conflict(current), state.committed));
+        }
+        let kv = self.commit_locked(&mut state, key, Change::Delete, Some(current.clone()))?;
+        let revision = kv.mod_revision;
+        Ok((
+            DeleteOutcome::Deleted {
+                revision,
+                prev: current,
+            },
+            revision,
+        ))
+    }
+
+    /// Waits until `revision` is durable (at once when ephemeral).
+    async fn wait_durable(&self, revision: Revision) -> Result<()> {
+        if !self.durable {
+            return Ok(());
+        }
+        let mut receiver = self.durability.subscribe();
+        let state = receiver
+            .wait_for(|d| d.revision >= revision || d.failed.is_some())
+            .await
+            .map_err(|_| Error::Closed)?;
+        match &state.failed {
+            Some(source) if state.revision < revision => Err(Error::Failed {
+                source: source.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The group-commit loop (durable mode): flush as soon as anything is pending, publish what
+    /// the flush covered, acknowledge its writers. Exits once closing and drained, or after a
+    /// failed flush (fail-stop).
+    fn run_group_commit(&self) {
+        loop {
+            {
+                let mut pending = self.pending.lock();
+                while pending.events.is_empty() && !pending.shutdown {
+                    self.pending_cv.wait(&mut pending);
+                }
+                if pending.events.is_empty() {
+                    return;
+                }
+            }
+            // Every event up to `target` is already in `pending`: writers queue the event
+            // before they advance `committed`.
+            let target = self.committed.load(Ordering::Acquire);
+            if let Err(err) = self.backend.flush() {
+                error!(error = %err, "flush failed; the store stops accepting writes");
+                let source = match err {
+                    Error::Backend { source, .. } => source,
+                    other => BackendError(Arc::new(other)),
+                };
+                self.durability
+                    .send_modify(|d| d.failed = Some(source.clone()));
+                return;
+            }
+            let events: Vec<Arc<Event>> = {
+                let mut pending = self.pending.lock();
+                let covered = pending
+                    .events
+                    .iter()
+                    .take_while(|e| e.revision() <= target)
+                    .count();
+                pending.events.drain(..covered).collect()
+            };
+            self.publish(&events, target);
+            self.durability.send_modify(|d| d.revision = target);
+        }
+    }
+}
+
+fn tombstone_kv(key: Bytes, revision: Revision) -> KeyValue {
+    KeyValue {
+        key,
+        value: Bytes::new(),
+        create_revision: 0,
+        mod_revision: revision,
+        version: 0,
+    }
+}
+
+impl Lifecycle {
+    fn shutdown(&self) {
+        let shared = &self.shared;
+        {
+            // Under the writer lock: every write either committed before this (and its event
+            // is pending, so the group commit flushes it) or sees `closed`.
+            let _state = shared.state.write();
+            shared.closed.store(true, Ordering::Release);
+        }
+        shared.pending.lock().shutdown = true;
+        shared.pending_cv.notify_all();
+        *shared.stop.lock() = true;
+        shared.stop_cv.notify_all();
+        let threads: Vec<_> = self.threads.lock().drain(..).collect();
+        for thread in threads {
+            if thread.join().is_err() {
+                error!("a store background thread panicked");
+            }
+        }
+        shared.close_watchers();
+    }
+}
+
+impl Drop for Lifecycle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+#[async_trait]
+impl Kv for SledStore {
+    async fn get(&self, key: &[u8], revision: Option<Revision>) -> Result<GetResponse> {
+        self.shared.get(key, revision)
+    }
+
+    async fn range(&self, request: RangeRequest) -> Result<RangeResponse> {
+        self.shared.range(&request)
+    }
+
+    async fn create(&self, key: Bytes, value: Bytes) -> Result<CreateOutcome> {
+        let (outcome, wait) = self.shared.create(key, value)?;
+        self.shared.wait_durable(wait).await?;
+        Ok(outcome)
+    }
+
+    async fn update(&self, key: Bytes, value: Bytes, guard: Guard) -> Result<UpdateOutcome> {
+        let (outcome, wait) = self.shared.update(key, value, guard)?;
+        self.shared.wait_durable(wait).await?;
+        Ok(outcome)
+    }
+
+    async fn delete(&self, key: Bytes, guard: Guard) -> Result<DeleteOutcome> {
+        let (outcome, wait) = self.shared.delete(key, guard)?;
+        self.shared.wait_durable(wait).await?;
+        Ok(outcome)
+    }
+
+    async fn watch(&self, prefix: Bytes, after: Revision) -> Result<WatchStream> {
+        Ok(Box::new(SledWatch::start(&self.shared, prefix, after)?))
+    }
+
+    async fn current_revision(&self) -> Result<Revision> {
+        self.shared.check_open()?;
+        Ok(self.revision())
+    }
+
+    async fn compacted_revision(&self) -> Result<Revision> {
+        self.shared.check_open()?;
+        Ok(self.compaction_point())
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<Revision> {
+        let shared = Arc::clone(&self.shared);
+        match tokio::task::spawn_blocking(move || shared.compact(revision)).await {
+            Ok(result) => result,
+            Err(join_error) => Err(Error::Backend {
+                op: "compact",
+                source: BackendError(Arc::new(join_error)),
+            }),
+        }
+    }
+}
