@@ -9,6 +9,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::Revision;
 use crate::error::{BackendError, Error, Result};
@@ -20,6 +21,14 @@ const FORMAT: u64 = 1;
 const META_FORMAT: &[u8] = b"format";
 /// Meta key of the compaction point.
 const META_COMPACTED: &[u8] = b"compacted";
+
+/// How long `open` keeps retrying a data directory whose lock is held. sled releases its file
+/// lock from a background I/O thread shortly *after* the last handle of a database is dropped,
+/// so a store closed and reopened in one process can briefly find it still held. A directory
+/// locked by another live process still fails, after this delay.
+const LOCK_RETRY_FOR: Duration = Duration::from_secs(3);
+/// Pause between attempts while the lock is held.
+const LOCK_RETRY_EVERY: Duration = Duration::from_millis(10);
 
 /// A stored history record's bytes. Only this module names the backend's buffer type.
 pub(crate) type RawRecord = sled::IVec;
@@ -46,6 +55,23 @@ fn backend_error(op: &'static str) -> impl FnOnce(sled::Error) -> Error {
     }
 }
 
+/// Opens the database, retrying for [`LOCK_RETRY_FOR`] while its directory lock is held.
+fn open_retrying_lock(config: &sled::Config) -> sled::Result<sled::Db> {
+    let deadline = Instant::now() + LOCK_RETRY_FOR;
+    loop {
+        match config.open() {
+            // sled reports a held lock only as an I/O error with this text.
+            Err(sled::Error::Io(err))
+                if err.to_string().contains("could not acquire lock")
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(LOCK_RETRY_EVERY);
+            }
+            result => return result,
+        }
+    }
+}
+
 impl Backend {
     /// Opens (or creates) the database. A temporary database never fsyncs and disappears when
     /// dropped; a durable one is flushed only when the store asks (group commit), never by a
@@ -58,9 +84,7 @@ impl Backend {
             Some(dir) => sled_config.path(dir),
             None => sled_config.temporary(true),
         };
-        let db = sled_config
-            .open()
-            .map_err(backend_error("open the database"))?;
+        let db = open_retrying_lock(&sled_config).map_err(backend_error("open the database"))?;
         let log = db
             .open_tree("log")
             .map_err(backend_error("open the history tree"))?;

@@ -302,7 +302,9 @@ impl SledStore {
 
     /// Closes the store: refuses new operations, makes every committed write durable and
     /// publishes it, ends every watch with [`Error::Closed`] and stops the background threads.
-    /// Idempotent; dropping the last handle does the same.
+    /// Idempotent; dropping the last handle does the same. The database itself (and, with a
+    /// data directory, its file lock) is released when the last handle is dropped, so drop
+    /// every handle before opening the same directory again.
     pub fn close(&self) {
         self.lifecycle.shutdown();
     }
