@@ -41,6 +41,12 @@ pub enum Error {
     /// The store has been closed.
     #[error("store is closed")]
     Closed,
+    /// The key is longer than the record format allows (4 GiB); nothing was written.
+    #[error("key of {len} bytes is too long")]
+    KeyTooLong {
+        /// The key's length in bytes.
+        len: usize,
+    },
     /// The backend failed; the operation did not take effect.
     #[error("storage backend failed to {op}")]
     Backend {

@@ -76,8 +76,8 @@ impl<'a> Record<'a> {
         out.extend_from_slice(&self.create_revision.to_be_bytes());
         out.extend_from_slice(&self.version.to_be_bytes());
         out.extend_from_slice(&self.prev_revision.to_be_bytes());
-        // Keys longer than 4 GiB cannot reach the store: the caller's request would have been
-        // refused long before; saturate rather than wrap so decoding then reports corruption.
+        // The writer refuses keys over 4 GiB (`Error::KeyTooLong`) before encoding; saturating
+        // here only keeps this function total.
         let key_len = u32::try_from(self.key.len()).unwrap_or(u32::MAX);
         out.extend_from_slice(&key_len.to_be_bytes());
         out.extend_from_slice(self.key);

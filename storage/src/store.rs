@@ -559,6 +559,9 @@ impl Shared {
         change: Change,
         prev: Option<KeyValue>,
     ) -> Result<KeyValue> {
+        if u32::try_from(key.len()).is_err() {
+            return Err(Error::KeyTooLong { len: key.len() });
+        }
         let revision = state.committed + 1;
         let (record, kv, kind) = match change {
             Change::Put {
@@ -729,6 +732,9 @@ impl Shared {
                     return;
                 }
             }
+            // Not a timer: give writers that are already runnable (typically those the previous
+            // flush just acknowledged) one scheduling turn to commit into this flush.
+            std::thread::yield_now();
             // Every event up to `target` is already in `pending`: writers queue the event
             // before they advance `committed`.
             let target = self.committed.load(Ordering::Acquire);
@@ -740,6 +746,9 @@ impl Shared {
                 };
                 self.durability
                     .send_modify(|d| d.failed = Some(source.clone()));
+                // Nothing will be published any more: end the watches rather than leave them
+                // waiting forever.
+                self.close_watchers();
                 return;
             }
             let events: Vec<Arc<Event>> = {
@@ -839,8 +848,15 @@ impl Kv for SledStore {
     }
 
     async fn compact(&self, revision: Revision) -> Result<Revision> {
+        // Compaction scans the whole index: off the async worker when there is a runtime.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return self.shared.compact(revision);
+        };
         let shared = Arc::clone(&self.shared);
-        match tokio::task::spawn_blocking(move || shared.compact(revision)).await {
+        match runtime
+            .spawn_blocking(move || shared.compact(revision))
+            .await
+        {
             Ok(result) => result,
             Err(join_error) => Err(Error::Backend {
                 op: "compact",
