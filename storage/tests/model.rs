@@ -16,7 +16,7 @@ use kubemock_storage::{
 
 const KEYS: [&str; 3] = ["a/", "b/", "ab/"];
 const PREFIXES: [&str; 6] = ["", "a/", "b", "ab/", "c/", "a/3"];
-const NAMES_PER_PREFIX: u32 = 6;
+const NAMES_PER_PREFIX: u32 = 12;
 
 /// The model: every change ever made, in revision order (revision = position + 1).
 #[derive(Default)]
@@ -208,14 +208,16 @@ impl Run {
     }
 
     async fn step(&mut self, durable: bool) {
+        // Write-heavy, so that runs build several replay chunks (256 revisions) of history
+        // and compaction stays well behind the head.
         match self.rng.u8(..100) {
-            0..=24 => self.create().await,
-            25..=44 => self.update().await,
-            45..=54 => self.delete().await,
-            55..=69 => self.get().await,
-            70..=84 => self.range().await,
-            85..=93 => self.watch().await,
-            94..=97 => self.compact().await,
+            0..=29 => self.create().await,
+            30..=56 => self.update().await,
+            57..=68 => self.delete().await,
+            69..=78 => self.get().await,
+            79..=88 => self.range().await,
+            89..=96 => self.watch().await,
+            97 => self.compact().await,
             _ if durable => self.reopen().await,
             _ => self.compact().await,
         }
@@ -439,6 +441,11 @@ async fn run(seed: u64, steps: usize, durable: bool) {
         run.step(durable).await;
     }
     run.drain_follower().await;
+    eprintln!(
+        "seed {seed}: {steps} steps, {} revisions, compacted at {}",
+        run.model.current(),
+        run.model.compacted
+    );
     // The follower saw every change exactly once, in order.
     assert_eq!(
         strip(&run.followed),
@@ -451,15 +458,15 @@ async fn run(seed: u64, steps: usize, durable: bool) {
 #[tokio::test]
 async fn ephemeral_store_matches_the_model() {
     let seed = common::seed("model/ephemeral");
-    for i in 0..40 {
-        run(seed.wrapping_add(i), 300, false).await;
+    for i in 0..16 {
+        run(seed.wrapping_add(i), 1_800, false).await;
     }
 }
 
 #[tokio::test]
 async fn durable_store_matches_the_model_across_reopens() {
     let seed = common::seed("model/durable");
-    for i in 0..8 {
-        run(seed.wrapping_add(i), 250, true).await;
+    for i in 0..5 {
+        run(seed.wrapping_add(i), 1_200, true).await;
     }
 }
