@@ -220,6 +220,12 @@ enum Change {
     Delete,
 }
 
+/// Why a guarded write of an existing key does not proceed.
+enum Refused {
+    NotFound,
+    Conflict(KeyValue),
+}
+
 /// Owns the background threads; dropping the last handle closes the store.
 struct Lifecycle {
     shared: Arc<Shared>,
@@ -657,17 +663,35 @@ impl Shared {
         Ok((CreateOutcome::Created(kv), revision))
     }
 
+    /// The current value of `key` if it exists and `guard` holds, else why not. Call with the
+    /// `state` lock.
+    fn guarded_locked(
+        &self,
+        state: &State,
+        key: &Bytes,
+        guard: Guard,
+    ) -> Result<Result<KeyValue, Refused>> {
+        let Some(current) = self.current_locked(state, key)? else {
+            return Ok(Err(Refused::NotFound));
+        };
+        match guard {
+            Guard::ModRevision(expected) if expected != current.mod_revision => {
+                Ok(Err(Refused::Conflict(current)))
+            }
+            _ => Ok(Ok(current)),
+        }
+    }
+
     fn update(&self, key: Bytes, value: Bytes, guard: Guard) -> Result<(UpdateOutcome, Revision)> {
         let mut state = self.state.write();
         self.check_writable_locked()?;
-        let Some(current) = self.current_locked(&state, &key)? else {
-            return Ok((UpdateOutcome::NotFound, state.committed));
+        let current = match self.guarded_locked(&state, &key, guard)? {
+            Ok(current) => current,
+            Err(Refused::NotFound) => return Ok((UpdateOutcome::NotFound, state.committed)),
+            Err(Refused::Conflict(kv)) => {
+                return Ok((UpdateOutcome::Conflict(kv), state.committed));
+            }
         };
-        if let Guard::ModRevision(expected) = guard
-            && expected != current.mod_revision
-        {
-            return Ok((UpdateOutcome::Conflict(current), state.committed));
-        }
         let change = Change::Put {
             value,
             create_revision: Some(current.create_revision),
@@ -681,23 +705,20 @@ impl Shared {
     fn delete(&self, key: Bytes, guard: Guard) -> Result<(DeleteOutcome, Revision)> {
         let mut state = self.state.write();
         self.check_writable_locked()?;
-        let Some(current) = self.current_locked(&state, &key)? else {
-            return Ok((DeleteOutcome::NotFound, state.committed));
+        let current = match self.guarded_locked(&state, &key, guard)? {
+            Ok(current) => current,
+            Err(Refused::NotFound) => return Ok((DeleteOutcome::NotFound, state.committed)),
+            Err(Refused::Conflict(kv)) => {
+                return Ok((DeleteOutcome::Conflict(kv), state.committed));
+            }
         };
-        if let Guard::ModRevision(expected) = guard
-            && expected != current.mod_revision
-        {
-            return Ok((DeleteOutcome::Conflict(current), state.committed));
-        }
         let kv = self.commit_locked(&mut state, key, Change::Delete, Some(current.clone()))?;
         let revision = kv.mod_revision;
-        Ok((
-            DeleteOutcome::Deleted {
-                revision,
-                prev: current,
-            },
+        let outcome = DeleteOutcome::Deleted {
             revision,
-        ))
+            prev: current,
+        };
+        Ok((outcome, revision))
     }
 
     /// Waits until `revision` is durable (at once when ephemeral).
