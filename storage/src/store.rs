@@ -5,8 +5,9 @@
 //! its guard against the index, takes the next revision, inserts the history record, updates
 //! the index and queues the event. In ephemeral mode it publishes the event to watchers at once;
 //! in durable mode the group-commit thread calls sled's blocking `flush()` as soon as events are
-//! pending, then publishes everything the flush covered and acknowledges the writers waiting on
-//! it. Many writers share one flush.
+//! pending (after yielding its time slice once, so that writers already runnable join the same
+//! flush; there is no timer), then publishes everything the flush covered and acknowledges the
+//! writers waiting on it. Many writers share one flush.
 //!
 //! Visibility. Readers and watchers see the *published* revision only: a read at "latest" is a
 //! read at the published revision, and the index's newer, not yet durable entries are ignored.
