@@ -146,12 +146,7 @@ async fn background_compaction_keeps_the_retained_revisions() {
             .compaction_interval(Some(Duration::from_millis(5))),
     )
     .expect("open");
-    for n in 0..100u64 {
-        store
-            .create(Bytes::from(format!("/k/{n}")), Bytes::new())
-            .await
-            .expect("create");
-    }
+    common::create_keys(&store, "/k/", 100).await;
     let deadline = Instant::now() + common::WAIT;
     while store.compaction_point() < 90 {
         assert!(
@@ -176,12 +171,7 @@ async fn background_compaction_keeps_the_retained_revisions() {
 #[tokio::test]
 async fn reads_outside_the_window_fail_with_their_own_errors() {
     let store = SledStore::open(Config::ephemeral()).expect("open");
-    for n in 0..5u64 {
-        store
-            .create(Bytes::from(format!("/k/{n}")), Bytes::new())
-            .await
-            .expect("create");
-    }
+    common::create_keys(&store, "/k/", 5).await;
     store.compact(3).await.expect("compact");
     assert!(matches!(
         store

@@ -184,12 +184,7 @@ async fn slow_watcher_is_cut_off_with_lag_error_and_writers_never_wait() {
 #[tokio::test]
 async fn watch_below_the_compaction_point_fails_compacted() {
     let store = SledStore::open(Config::ephemeral()).expect("open");
-    for n in 0..20u64 {
-        store
-            .create(Bytes::from(format!("/k/{n}")), Bytes::new())
-            .await
-            .expect("create");
-    }
+    common::create_keys(&store, "/k/", 20).await;
     assert_eq!(store.compact(10).await.expect("compact"), 10);
     match store.watch(Bytes::new(), 9).await.map(|_| ()) {
         Err(Error::Compacted {
@@ -218,12 +213,7 @@ async fn watch_below_the_compaction_point_fails_compacted() {
 #[tokio::test]
 async fn replaying_watcher_overtaken_by_compaction_fails_compacted() {
     let store = SledStore::open(Config::ephemeral()).expect("open");
-    for n in 0..2_000u64 {
-        store
-            .create(Bytes::from(format!("/k/{n}")), Bytes::new())
-            .await
-            .expect("create");
-    }
+    common::create_keys(&store, "/k/", 2_000).await;
     let mut watch = store.watch(Bytes::new(), 0).await.expect("watch");
     // The first chunk of history is read...
     assert!(matches!(
@@ -265,12 +255,7 @@ async fn progress_reports_the_revision_everything_was_delivered_up_to() {
         WatchItem::Progress(0)
     );
     // Changes elsewhere move the progress revision without events.
-    for n in 0..5u64 {
-        store
-            .create(Bytes::from(format!("/b/{n}")), Bytes::new())
-            .await
-            .expect("create");
-    }
+    common::create_keys(&store, "/b/", 5).await;
     watch.request_progress();
     assert_eq!(
         common::next_item(&mut watch).await.unwrap().unwrap(),

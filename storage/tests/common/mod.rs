@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::StreamExt;
-use kubemock_storage::{Error, Event, Revision, WatchItem, WatchStream};
+use kubemock_storage::{Error, Event, Kv, Revision, SledStore, WatchItem, WatchStream};
 
 /// Deadline for any single wait in a test: generous, because CI machines are slow, and only
 /// ever reached when something is broken.
@@ -53,4 +54,14 @@ pub fn assert_contiguous(events: &[Arc<Event>], from: Revision, to: Revision) {
         revisions, expected,
         "events are not exactly revisions {from}..={to}"
     );
+}
+
+/// Creates the keys `{prefix}0` .. `{prefix}{count - 1}` with empty values, one revision each.
+pub async fn create_keys(store: &SledStore, prefix: &str, count: u64) {
+    for n in 0..count {
+        store
+            .create(Bytes::from(format!("{prefix}{n}")), Bytes::new())
+            .await
+            .expect("create");
+    }
 }
