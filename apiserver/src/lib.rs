@@ -1,6 +1,84 @@
-//! kubemock-apiserver: the Kubernetes HTTP API (REST, discovery, watch, patch, admission)
-//! served over `kubemock-storage`'s revisioned store.
+//! kubemock-apiserver: the Kubernetes HTTP API (discovery, REST, watch) over
+//! `kubemock-storage`'s revisioned store. Where behaviour is in doubt, the real kube-apiserver
+//! decides (`shared/spec/API-SEMANTICS.md`, cited by section).
 //!
-//! Not yet implemented: this crate will hold the resource registry, the routes, the object
-//! metadata rules, watch streaming and the one error-to-`Status` mapping. It depends on
-//! `kubemock-storage` and never on the client or the controllers (see `DESIGN.md`).
+//! It reaches the store only through [`kubemock_storage::Kv`]; it knows no client and no
+//! controller.
+//!
+//! # Layout
+//! - `routes`: the URL table.
+//! - `handlers`: request handlers (`nonresource`: `/version`, health).
+//! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
+//! - `state`: [`AppState`] and [`ServerConfig`].
+//! - `kubeconfig`: the kubeconfig that points clients at a server.
+//! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
+//!
+//! Status: non-resource endpoints only; the resource registry, discovery, CRUD, list and watch
+//! are being built (issue 3).
+
+mod handlers;
+mod kubeconfig;
+mod routes;
+mod state;
+mod status;
+mod testing;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use kubemock_storage::Kv;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower_http::catch_panic::CatchPanicLayer;
+use tracing::error;
+
+pub use handlers::nonresource::KUBERNETES_MINOR;
+pub use kubeconfig::kubeconfig;
+pub use state::{AppState, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
+pub use status::{ApiError, ApiResult, Cause, Details};
+pub use testing::TestServer;
+
+/// The router over `state`, with the request pipeline: panics become a 500 `Status` (a safety
+/// net, not a strategy) and every 5xx is logged once.
+pub fn router(state: AppState) -> Router {
+    routes::routes()
+        .with_state(state)
+        .layer(axum::middleware::map_response(log_server_errors))
+        .layer(CatchPanicLayer::custom(panic_to_status))
+}
+
+/// Serves the API on `listener` until `shutdown` is cancelled, then stops accepting and waits
+/// for requests in flight.
+pub async fn serve(
+    listener: TcpListener,
+    store: Arc<dyn Kv>,
+    config: ServerConfig,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let state = AppState::new(store, config, shutdown.clone());
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+}
+
+fn panic_to_status(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let detail = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("panic");
+    ApiError::internal(format!("handler panicked: {detail}")).into_response()
+}
+
+async fn log_server_errors(response: Response) -> Response {
+    if response.status().is_server_error()
+        && let Some(error) = response.extensions().get::<ApiError>()
+    {
+        error!(code = error.code.as_u16(), message = %error.message, "server error");
+    } else if response.status() == StatusCode::INTERNAL_SERVER_ERROR {
+        error!("server error without a Status");
+    }
+    response
+}

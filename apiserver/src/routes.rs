@@ -1,0 +1,41 @@
+//! The URL table, and nothing else: which path and method reach which handler (§1).
+
+use axum::Router;
+use axum::extract::Request;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::handlers::nonresource;
+use crate::state::AppState;
+use crate::status::ApiError;
+
+/// The routes of the API server.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/version", get(nonresource::version))
+        .route("/healthz", get(nonresource::healthz))
+        .route("/livez", get(nonresource::livez))
+        .route("/readyz", get(nonresource::readyz))
+        .route("/healthz/{check}", get(nonresource::single_check))
+        .route("/livez/{check}", get(nonresource::single_check))
+        .route("/readyz/{check}", get(nonresource::single_check))
+        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(not_found)
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::route_method_not_allowed()
+}
+
+/// Unknown paths: a `Status` under the API roots, plain text elsewhere (§9.2).
+async fn not_found(request: Request) -> Response {
+    let path = request.uri().path();
+    let under_api_root = ["/api", "/apis"]
+        .iter()
+        .any(|root| path == *root || path.starts_with(&format!("{root}/")));
+    if under_api_root {
+        ApiError::route_not_found().into_response()
+    } else {
+        nonresource::not_found_text()
+    }
+}

@@ -1,0 +1,68 @@
+//! The state every handler shares: the store behind its trait, the server's configuration and
+//! its shutdown token. A cheap-clone handle over `Arc<Inner>`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kubemock_storage::Kv;
+use tokio_util::sync::CancellationToken;
+
+/// Bookmarks are sent about once a minute, like the real server's watch cache (§8.6).
+pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
+
+/// How the API server behaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// Interval between BOOKMARK events on watches that allow them.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
+        }
+    }
+}
+
+/// Shared server state.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// The revisioned store: the only way this crate reaches storage.
+    store: Arc<dyn Kv>,
+    config: ServerConfig,
+    /// Cancelled when the server shuts down; long-running requests (watches) select on it.
+    shutdown: CancellationToken,
+}
+
+impl AppState {
+    /// State over `store`, stopped by `shutdown`.
+    pub fn new(store: Arc<dyn Kv>, config: ServerConfig, shutdown: CancellationToken) -> Self {
+        AppState {
+            inner: Arc::new(Inner {
+                store,
+                config,
+                shutdown,
+            }),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Kv> {
+        &self.inner.store
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+
+    /// The shutdown token.
+    pub fn shutdown(&self) -> &CancellationToken {
+        &self.inner.shutdown
+    }
+}

@@ -1,0 +1,234 @@
+//! The one mapping from failures to Kubernetes `metav1.Status` responses. Every error a
+//! handler returns is an [`ApiError`]; its single `IntoResponse` renders the Status body with
+//! the real code, reason, message and details (API-SEMANTICS.md §9), so that clients that
+//! branch on `reason` (client-go) or on `code` (kube-rs, Python, kopf) see what a real
+//! kube-apiserver would send.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// One cause of a failure (`details.causes[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cause {
+    /// Machine-readable cause type (`FieldValueRequired`, ...); empty is omitted.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub reason: String,
+    /// Human-readable text.
+    pub message: String,
+    /// JSON path of the field; empty is omitted.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub field: String,
+}
+
+/// `details` of a Status. Empty members are omitted; route-level errors send `{}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Details {
+    /// The object's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The API group (absent for core).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The resource (plural) or, for Invalid, the Kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The object's uid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// Per-field causes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<Cause>,
+    /// Seconds after which a retry may succeed; also sent as `Retry-After`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u64>,
+}
+
+/// A failed request, rendered as a v1 `Status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// HTTP status code (also the Status `code`).
+    pub code: StatusCode,
+    /// Status `reason` (`NotFound`, `AlreadyExists`, ...); empty is omitted.
+    pub reason: &'static str,
+    /// Status `message`.
+    pub message: String,
+    /// Status `details`; `None` omits the member.
+    pub details: Option<Details>,
+}
+
+/// A `Result` whose error renders as a Status.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// The serialised form, fields in the order the real server emits them.
+#[derive(Serialize)]
+struct StatusBody<'a> {
+    kind: &'static str,
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    metadata: serde_json::Map<String, serde_json::Value>,
+    status: &'static str,
+    message: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    reason: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<&'a Details>,
+    code: u16,
+}
+
+impl ApiError {
+    /// A failure with the given code, reason and message, and no details.
+    pub fn new(code: StatusCode, reason: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    /// Attaches details.
+    #[must_use]
+    pub fn with_details(mut self, details: Details) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// 404 for a path under an API root that names no served resource.
+    pub fn route_not_found() -> Self {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .with_details(Details::default())
+    }
+
+    /// 405 for a method a route does not serve.
+    pub fn route_method_not_allowed() -> Self {
+        ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+        .with_details(Details::default())
+    }
+
+    /// 400 for a malformed request.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, "BadRequest", message)
+    }
+
+    /// 500 for a failure of the server itself.
+    pub fn internal(error: impl std::fmt::Display) -> Self {
+        let text = error.to_string();
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalError",
+            format!("Internal error occurred: {text}"),
+        )
+        .with_details(Details {
+            causes: vec![Cause {
+                reason: String::new(),
+                message: text,
+                field: String::new(),
+            }],
+            ..Details::default()
+        })
+    }
+
+    /// 503 while the server is starting or stopping.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            message,
+        )
+        .with_details(Details {
+            retry_after_seconds: Some(1),
+            ..Details::default()
+        })
+    }
+
+    /// The Status body as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        let body = StatusBody {
+            kind: "Status",
+            api_version: "v1",
+            metadata: serde_json::Map::new(),
+            status: "Failure",
+            message: &self.message,
+            reason: self.reason,
+            details: self.details.as_ref(),
+            code: self.code.as_u16(),
+        };
+        serde_json::to_value(body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: {}",
+            self.code.as_u16(),
+            self.reason,
+            self.message
+        )
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let retry_after = self.details.as_ref().and_then(|d| d.retry_after_seconds);
+        let body = serde_json::to_vec(&self.to_json()).unwrap_or_default();
+        let mut response = (
+            self.code,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            body,
+        )
+            .into_response();
+        if let Some(seconds) = retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if self.code.is_server_error() {
+            // Left for the logging middleware, which logs every 5xx once.
+            response.extensions_mut().insert(self);
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_fields_come_in_the_real_order_and_empty_members_are_omitted() {
+        let text = serde_json::to_string(&ApiError::route_not_found().to_json()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404}"#
+        );
+        let text = serde_json::to_string(&ApiError::bad_request("bad").to_json()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"bad","reason":"BadRequest","code":400}"#
+        );
+    }
+
+    #[test]
+    fn retry_after_becomes_a_header() {
+        let response = ApiError::unavailable("starting").into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "1");
+    }
+}

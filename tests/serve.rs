@@ -1,0 +1,109 @@
+//! The `kubemock serve` binary, really started: it prints exactly one ready line with its URL,
+//! writes a kubeconfig, serves, and exits 0 on SIGTERM and SIGINT (issue 3, deliverable 1).
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_kubemock");
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Starts `kubemock serve --port 0 ARGS...` and returns it with its URL.
+async fn start(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(BINARY)
+        .args(["serve", "--port", "0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start kubemock");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .expect("ready line before the deadline")
+        .expect("read stdout")
+        .expect("a line");
+    let url = line
+        .strip_prefix("kubemock: serving on ")
+        .unwrap_or_else(|| panic!("unexpected ready line {line:?}"))
+        .to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    // Nothing else is printed to stdout while serving.
+    child.stdout = Some(lines.into_inner().into_inner());
+    (child, url)
+}
+
+async fn signal(child: &Child, name: &str) {
+    let pid = child.id().expect("running").to_string();
+    let status = Command::new("kill")
+        .args([name, &pid])
+        .status()
+        .await
+        .expect("kill");
+    assert!(status.success());
+}
+
+async fn exit_code_after(child: &mut Child, signal_name: &str) -> i32 {
+    signal(child, signal_name).await;
+    let status = tokio::time::timeout(WAIT, child.wait())
+        .await
+        .expect("exit before the deadline")
+        .expect("wait");
+    status.code().expect("exited, not killed")
+}
+
+async fn ready(url: &str) {
+    let response = reqwest::get(format!("{url}/readyz")).await.expect("readyz");
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
+async fn serve_prints_one_ready_line_writes_a_kubeconfig_and_exits_0_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let (mut child, url) = start(&["--kubeconfig-out", kubeconfig.to_str().unwrap()]).await;
+    ready(&url).await;
+    let written = std::fs::read_to_string(&kubeconfig).expect("kubeconfig written");
+    assert!(written.contains(&format!("server: {url}")), "{written}");
+    assert_eq!(exit_code_after(&mut child, "-TERM").await, 0);
+    let mut rest = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut rest)
+        .await
+        .unwrap();
+    assert_eq!(rest, "", "stdout holds exactly one line");
+}
+
+#[tokio::test]
+async fn serve_with_a_data_dir_exits_0_on_sigint() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (mut child, url) = start(&["--data-dir", data.to_str().unwrap(), "--no-controllers"]).await;
+    ready(&url).await;
+    assert_eq!(exit_code_after(&mut child, "-INT").await, 0);
+    assert!(
+        data.is_dir(),
+        "the durable store lives in the data directory"
+    );
+}
+
+#[tokio::test]
+async fn serve_reports_a_taken_port_and_exits_non_zero() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let status = Command::new(BINARY)
+        .args(["serve", "--port", &port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await
+        .unwrap();
+    assert!(!status.success());
+}
