@@ -7,17 +7,19 @@
 //!
 //! # Layout
 //! - `routes`: the URL table.
-//! - `handlers`: request handlers (`nonresource`: `/version`, health).
+//! - `handlers`: request handlers (`nonresource`: `/version`, health; `discovery`).
+//! - `registry`: [`Registry`], one data entry per served resource.
 //! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
 //! - `state`: [`AppState`] and [`ServerConfig`].
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //!
-//! Status: non-resource endpoints only; the resource registry, discovery, CRUD, list and watch
-//! are being built (issue 3).
+//! Status: non-resource endpoints, the registry and discovery; CRUD, list and watch are being
+//! built (issue 3).
 
 mod handlers;
 mod kubeconfig;
+mod registry;
 mod routes;
 mod state;
 mod status;
@@ -36,6 +38,7 @@ use tracing::error;
 
 pub use handlers::nonresource::KUBERNETES_MINOR;
 pub use kubeconfig::kubeconfig;
+pub use registry::{Group, Gvk, Registry, Resource, Subresource};
 pub use state::{AppState, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details};
 pub use testing::TestServer;

@@ -5,7 +5,7 @@ use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::handlers::nonresource;
+use crate::handlers::{discovery, nonresource};
 use crate::state::AppState;
 use crate::status::ApiError;
 
@@ -13,6 +13,11 @@ use crate::status::ApiError;
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/version", get(nonresource::version))
+        .route("/api", get(discovery::core_versions))
+        .route("/api/v1", get(discovery::core_resources))
+        .route("/apis", get(discovery::groups))
+        .route("/apis/{group}", get(discovery::group))
+        .route("/apis/{group}/{version}", get(discovery::group_resources))
         .route("/healthz", get(nonresource::healthz))
         .route("/livez", get(nonresource::livez))
         .route("/readyz", get(nonresource::readyz))

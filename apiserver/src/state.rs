@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kubemock_storage::Kv;
+
+use crate::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 /// Bookmarks are sent about once a minute, like the real server's watch cache (§8.6).
@@ -34,6 +36,8 @@ pub struct AppState {
 struct Inner {
     /// The revisioned store: the only way this crate reaches storage.
     store: Arc<dyn Kv>,
+    /// Every served resource.
+    registry: Registry,
     config: ServerConfig,
     /// Cancelled when the server shuts down; long-running requests (watches) select on it.
     shutdown: CancellationToken,
@@ -45,6 +49,7 @@ impl AppState {
         AppState {
             inner: Arc::new(Inner {
                 store,
+                registry: Registry::builtin(),
                 config,
                 shutdown,
             }),
@@ -54,6 +59,11 @@ impl AppState {
     /// The store.
     pub fn store(&self) -> &Arc<dyn Kv> {
         &self.inner.store
+    }
+
+    /// The resource registry.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
     }
 
     /// The configuration.

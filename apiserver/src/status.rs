@@ -54,8 +54,9 @@ pub struct ApiError {
     pub reason: &'static str,
     /// Status `message`.
     pub message: String,
-    /// Status `details`; `None` omits the member.
-    pub details: Option<Details>,
+    /// Status `details`; `None` omits the member. Boxed: errors travel through every handler's
+    /// `Result`, which should stay small.
+    pub details: Option<Box<Details>>,
 }
 
 /// A `Result` whose error renders as a Status.
@@ -91,7 +92,7 @@ impl ApiError {
     /// Attaches details.
     #[must_use]
     pub fn with_details(mut self, details: Details) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -160,7 +161,7 @@ impl ApiError {
             status: "Failure",
             message: &self.message,
             reason: self.reason,
-            details: self.details.as_ref(),
+            details: self.details.as_deref(),
             code: self.code.as_u16(),
         };
         serde_json::to_value(body).unwrap_or(serde_json::Value::Null)

@@ -1,0 +1,193 @@
+//! The resource registry: one entry per served resource, as data. Discovery, routing and (as
+//! they land) storage keys, defaulting and validation are all driven from here, so adding a
+//! resource is adding an entry. Built-in kinds come from `builtin.rs`; CustomResourceDefinitions
+//! will add entries at run time, which is why entries own their strings.
+
+mod builtin;
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+/// A group/version/kind.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Gvk {
+    /// API group; empty for core.
+    pub group: String,
+    /// Version.
+    pub version: String,
+    /// Kind.
+    pub kind: String,
+}
+
+/// A subresource of a resource (`status`, `scale`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subresource {
+    /// Its name (`status`).
+    pub name: String,
+    /// The kind it takes and returns when not the parent's (`scale`: autoscaling/v1 Scale).
+    pub response: Option<Gvk>,
+    /// Its verbs, sorted.
+    pub verbs: Vec<String>,
+}
+
+/// One served resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resource {
+    /// API group; empty for core.
+    pub group: String,
+    /// Version.
+    pub version: String,
+    /// The plural resource name used in URLs (`deployments`).
+    pub plural: String,
+    /// The singular name (`deployment`).
+    pub singular: String,
+    /// The kind (`Deployment`).
+    pub kind: String,
+    /// True for namespaced resources.
+    pub namespaced: bool,
+    /// Verbs, sorted.
+    pub verbs: Vec<String>,
+    /// Short names (`deploy`).
+    pub short_names: Vec<String>,
+    /// Categories (`all`).
+    pub categories: Vec<String>,
+    /// Subresources, sorted by name.
+    pub subresources: Vec<Subresource>,
+}
+
+impl Resource {
+    /// `group/version`, or `version` for core.
+    pub fn group_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The resource qualified by its group, as error messages name it (`deployments.apps`).
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// True if the resource serves `verb`.
+    pub fn has_verb(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
+    }
+
+    /// The subresource called `name`.
+    pub fn subresource(&self, name: &str) -> Option<&Subresource> {
+        self.subresources.iter().find(|s| s.name == name)
+    }
+}
+
+/// A group with its versions in preference order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// Group name; empty for core.
+    pub name: String,
+    /// Versions, preferred first.
+    pub versions: Vec<String>,
+}
+
+/// The registry. Reads clone `Arc`s under a short read lock.
+#[derive(Debug)]
+pub struct Registry {
+    /// Every resource, in discovery order (groups in preference order, then as listed).
+    resources: RwLock<Vec<Arc<Resource>>>,
+    /// Groups in discovery order, versions preferred first.
+    groups: RwLock<Vec<Group>>,
+}
+
+impl Registry {
+    /// The registry of built-in resources.
+    pub fn builtin() -> Self {
+        let (groups, resources) = builtin::resources();
+        Registry {
+            resources: RwLock::new(resources.into_iter().map(Arc::new).collect()),
+            groups: RwLock::new(groups),
+        }
+    }
+
+    /// Groups in discovery order (core first).
+    pub fn groups(&self) -> Vec<Group> {
+        self.groups.read().clone()
+    }
+
+    /// The named group (`""` for core).
+    pub fn group(&self, name: &str) -> Option<Group> {
+        self.groups.read().iter().find(|g| g.name == name).cloned()
+    }
+
+    /// Resources of one group/version, in discovery order.
+    pub fn resources_in(&self, group: &str, version: &str) -> Vec<Arc<Resource>> {
+        self.resources
+            .read()
+            .iter()
+            .filter(|r| r.group == group && r.version == version)
+            .cloned()
+            .collect()
+    }
+
+    /// The resource `plural` in `group/version`.
+    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Resource>> {
+        self.resources
+            .read()
+            .iter()
+            .find(|r| r.group == group && r.version == version && r.plural == plural)
+            .cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_include_what_users_expect_with_real_metadata() {
+        let registry = Registry::builtin();
+        let deployments = registry.lookup("apps", "v1", "deployments").unwrap();
+        assert_eq!(deployments.kind, "Deployment");
+        assert_eq!(deployments.short_names, ["deploy"]);
+        assert_eq!(deployments.categories, ["all"]);
+        assert_eq!(deployments.qualified(), "deployments.apps");
+        let scale = deployments.subresource("scale").unwrap();
+        assert_eq!(scale.response.as_ref().unwrap().kind, "Scale");
+        let namespaces = registry.lookup("", "v1", "namespaces").unwrap();
+        assert!(!namespaces.namespaced);
+        assert!(!namespaces.has_verb("deletecollection"));
+        assert!(namespaces.subresource("finalize").is_some());
+        assert_eq!(
+            registry.group("autoscaling").unwrap().versions,
+            ["v2", "v1"]
+        );
+        assert_eq!(registry.groups()[0].name, "");
+    }
+
+    #[test]
+    fn every_entry_is_consistent() {
+        let registry = Registry::builtin();
+        let groups = registry.groups();
+        let mut total = 0;
+        for group in &groups {
+            for version in &group.versions {
+                let resources = registry.resources_in(&group.name, version);
+                assert!(!resources.is_empty(), "{}/{version} is empty", group.name);
+                total += resources.len();
+                for r in resources {
+                    let mut sorted = r.verbs.clone();
+                    sorted.sort();
+                    assert_eq!(sorted, r.verbs, "{} verbs sorted", r.plural);
+                    assert!(r.has_verb("get") && r.has_verb("list") && r.has_verb("watch"));
+                    assert_eq!(r.singular, r.kind.to_lowercase(), "{}", r.plural);
+                }
+            }
+        }
+        assert!(total >= 38, "{total} resources");
+    }
+}

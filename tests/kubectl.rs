@@ -1,0 +1,125 @@
+//! kubectl, really run against `kubemock serve` on port 0 (kubectl is preinstalled on the
+//! project's machines; each test uses a fresh `--cache-dir`, since kubectl caches discovery
+//! per host:port for hours).
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_kubemock");
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A running `kubemock serve` with a kubeconfig, and a kubectl runner for it.
+struct Cluster {
+    _child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        let mut child = Command::new(BINARY)
+            .args(["serve", "--port", "0", "--kubeconfig-out"])
+            .arg(&kubeconfig)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start kubemock");
+        let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let line = tokio::time::timeout(WAIT, lines.next_line())
+            .await
+            .expect("ready before the deadline")
+            .expect("read stdout")
+            .expect("a ready line");
+        assert!(line.starts_with("kubemock: serving on "), "{line}");
+        Cluster { _child: child, dir }
+    }
+
+    /// Runs kubectl with this cluster's kubeconfig and a private cache; returns stdout, and
+    /// fails the test (showing stderr) if kubectl fails.
+    async fn kubectl(&self, args: &[&str]) -> String {
+        let output = tokio::time::timeout(
+            WAIT,
+            Command::new("kubectl")
+                .arg("--kubeconfig")
+                .arg(self.dir.path().join("kubeconfig"))
+                .arg("--cache-dir")
+                .arg(self.dir.path().join("cache"))
+                .args(args)
+                .output(),
+        )
+        .await
+        .expect("kubectl finished before the deadline")
+        .expect("run kubectl (it is preinstalled on the project's machines)");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "kubectl {args:?} failed: {stderr}");
+        String::from_utf8(output.stdout).expect("utf-8 output")
+    }
+}
+
+#[tokio::test]
+async fn kubectl_get_raw_version_and_version() {
+    let cluster = Cluster::start().await;
+    let raw = cluster.kubectl(&["get", "--raw", "/version"]).await;
+    let version: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(version["minor"], "32");
+    let out = cluster.kubectl(&["version"]).await;
+    assert!(out.contains("Server Version: v1.32"), "{out}");
+}
+
+#[tokio::test]
+async fn kubectl_api_versions_and_api_resources() {
+    let cluster = Cluster::start().await;
+    let versions = cluster.kubectl(&["api-versions"]).await;
+    for expected in [
+        "v1",
+        "apps/v1",
+        "batch/v1",
+        "autoscaling/v2",
+        "coordination.k8s.io/v1",
+    ] {
+        assert!(
+            versions.lines().any(|l| l == expected),
+            "{expected} in {versions}"
+        );
+    }
+    let resources = cluster.kubectl(&["api-resources", "--no-headers"]).await;
+    let row = |name: &str, group_version: &str| {
+        resources
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name) && l.contains(group_version))
+            .unwrap_or_else(|| panic!("{name} ({group_version}) missing:\n{resources}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        row("deployments", "apps/v1"),
+        ["deployments", "deploy", "apps/v1", "true", "Deployment"]
+    );
+    assert_eq!(
+        row("namespaces", "v1"),
+        ["namespaces", "ns", "v1", "false", "Namespace"]
+    );
+    assert_eq!(
+        row("customresourcedefinitions", "apiextensions"),
+        [
+            "customresourcedefinitions",
+            "crd,crds",
+            "apiextensions.k8s.io/v1",
+            "false",
+            "CustomResourceDefinition"
+        ]
+    );
+    // The legacy (non-aggregated) discovery path gives the same resources.
+    let legacy = cluster
+        .kubectl(&["api-resources", "--no-headers", "--api-group=apps"])
+        .await;
+    assert!(
+        legacy.lines().any(|l| l.starts_with("replicasets")),
+        "{legacy}"
+    );
+}
