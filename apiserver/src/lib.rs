@@ -7,20 +7,31 @@
 //!
 //! # Layout
 //! - `routes`: the URL table.
-//! - `handlers`: request handlers (`nonresource`: `/version`, health; `discovery`).
+//! - `handlers`: request handlers: `nonresource` (`/version`, health), `discovery`, and the
+//!   resource verbs (`resource` dispatches to `get`, `list`, `create`, `update`, `delete`).
 //! - `registry`: [`Registry`], one data entry per served resource.
+//! - `query`, `object`, `meta`, `keys`: query strings, objects as JSON, metadata rules and
+//!   storage keys.
+//! - `selector`: label and field selectors.
+//! - `bootstrap`: the objects a cluster starts with.
 //! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
 //! - `state`: [`AppState`] and [`ServerConfig`].
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //!
-//! Status: non-resource endpoints, the registry and discovery; CRUD, list and watch are being
-//! built (issue 3).
+//! Status: discovery, CRUD and list are served; watch, PATCH, OpenAPI and Table output are
+//! being built.
 
+mod bootstrap;
 mod handlers;
+mod keys;
 mod kubeconfig;
+mod meta;
+mod object;
+mod query;
 mod registry;
 mod routes;
+mod selector;
 mod state;
 mod status;
 mod testing;
@@ -36,11 +47,14 @@ use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
 use tracing::error;
 
+pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
 pub use handlers::nonresource::KUBERNETES_MINOR;
 pub use kubeconfig::kubeconfig;
-pub use registry::{Group, Gvk, Registry, Resource, Subresource};
+pub use registry::{
+    Behaviour, GenerationPolicy, Group, Gvk, NameRule, Registry, Resource, Subresource,
+};
 pub use state::{AppState, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
-pub use status::{ApiError, ApiResult, Cause, Details};
+pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
 pub use testing::TestServer;
 
 /// The router over `state`, with the request pipeline: panics become a 500 `Status` (a safety
@@ -61,6 +75,9 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let state = AppState::new(store, config, shutdown.clone());
+    bootstrap::bootstrap(&state)
+        .await
+        .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")))?;
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await

@@ -3,9 +3,9 @@
 use axum::Router;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 
-use crate::handlers::{discovery, nonresource};
+use crate::handlers::{discovery, nonresource, resource};
 use crate::state::AppState;
 use crate::status::ApiError;
 
@@ -18,6 +18,8 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/apis", get(discovery::groups))
         .route("/apis/{group}", get(discovery::group))
         .route("/apis/{group}/{version}", get(discovery::group_resources))
+        .route("/api/v1/{*rest}", any(resource::core))
+        .route("/apis/{group}/{version}/{*rest}", any(resource::grouped))
         .route("/healthz", get(nonresource::healthz))
         .route("/livez", get(nonresource::livez))
         .route("/readyz", get(nonresource::readyz))

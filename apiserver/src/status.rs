@@ -6,7 +6,13 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use kubemock_storage::Error as StorageError;
 use serde::Serialize;
+
+use crate::registry::Resource;
+
+/// The most a request body may hold (the real server's default, whatever the content type).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// One cause of a failure (`details.causes[]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -114,6 +120,152 @@ impl ApiError {
             "the server does not allow this method on the requested resource",
         )
         .with_details(Details::default())
+    }
+
+    /// `details` naming an object of `resource` (kind is the plural resource, as the real
+    /// server reports it for NotFound, AlreadyExists, Conflict and Forbidden).
+    fn object_details(resource: &Resource, name: &str) -> Details {
+        Details {
+            name: Some(name.to_owned()),
+            group: (!resource.group.is_empty()).then(|| resource.group.clone()),
+            kind: Some(resource.plural.clone()),
+            ..Details::default()
+        }
+    }
+
+    /// 404: `<qres> "<name>" not found`.
+    pub fn not_found(resource: &Resource, name: &str) -> Self {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("{} \"{name}\" not found", resource.qualified()),
+        )
+        .with_details(Self::object_details(resource, name))
+    }
+
+    /// 409: `<qres> "<name>" already exists` (with an optional prefix or suffix clause).
+    pub fn already_exists(resource: &Resource, name: &str, prefix: &str, suffix: &str) -> Self {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "AlreadyExists",
+            format!(
+                "{prefix}{} \"{name}\" already exists{suffix}",
+                resource.qualified()
+            ),
+        )
+        .with_details(Self::object_details(resource, name))
+    }
+
+    /// 409: `Operation cannot be fulfilled on <qres> "<name>": <why>`.
+    pub fn conflict(resource: &Resource, name: &str, why: &str) -> Self {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                resource.qualified()
+            ),
+        )
+        .with_details(Self::object_details(resource, name))
+    }
+
+    /// 409 for a stale resourceVersion (§4.4).
+    pub fn modified(resource: &Resource, name: &str) -> Self {
+        Self::conflict(
+            resource,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 403: `<qres> "<name>" is forbidden: <why>`.
+    pub fn forbidden(resource: &Resource, name: &str, why: &str, causes: Vec<Cause>) -> Self {
+        let mut details = Self::object_details(resource, name);
+        details.causes = causes;
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            format!("{} \"{name}\" is forbidden: {why}", resource.qualified()),
+        )
+        .with_details(details)
+    }
+
+    /// 405: `<verb> is not supported on resources of kind "<qres>"`.
+    pub fn verb_not_supported(resource: &Resource, verb: &str) -> Self {
+        ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            format!(
+                "{verb} is not supported on resources of kind \"{}\"",
+                resource.qualified()
+            ),
+        )
+        .with_details(Details {
+            group: (!resource.group.is_empty()).then(|| resource.group.clone()),
+            kind: Some(resource.plural.clone()),
+            ..Details::default()
+        })
+    }
+
+    /// 415 for a body in a format the server does not read.
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json (got {content_type:?})"
+            ),
+        )
+    }
+
+    /// 413 for a body over [`MAX_BODY_BYTES`].
+    pub fn too_large() -> Self {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {MAX_BODY_BYTES}"),
+        )
+    }
+
+    /// 410 Expired.
+    pub fn expired(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::GONE, "Expired", message)
+    }
+
+    /// 504 for a resourceVersion the store has not reached (§7.2).
+    pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+        )
+        .with_details(Details {
+            causes: vec![Cause {
+                reason: "ResourceVersionTooLarge".to_owned(),
+                message: "Too large resource version".to_owned(),
+                field: String::new(),
+            }],
+            retry_after_seconds: Some(1),
+            ..Details::default()
+        })
+    }
+
+    /// A store failure that is not an expected outcome of the request.
+    pub fn from_storage(error: StorageError) -> Self {
+        match error {
+            StorageError::Compacted {
+                requested,
+                compacted,
+            } => Self::expired(format!(
+                "too old resource version: {requested} ({})",
+                compacted.saturating_sub(1)
+            )),
+            StorageError::FutureRevision { requested, current } => {
+                Self::too_large_resource_version(requested, current)
+            }
+            StorageError::Closed => Self::unavailable("the server is shutting down"),
+            other => Self::internal(other),
+        }
     }
 
     /// 400 for a malformed request.

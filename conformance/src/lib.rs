@@ -1,5 +1,183 @@
-//! kubemock-conformance: a black-box HTTP test suite for the Kubernetes API semantics kubemock
-//! promises (`shared/spec/API-SEMANTICS.md`), runnable against any server URL.
+//! kubemock-conformance: black-box HTTP tests of the Kubernetes API semantics kubemock
+//! promises (`shared/spec/API-SEMANTICS.md`), one test file per area, each test named after the
+//! section it checks.
 //!
-//! Not yet implemented: the harness will take the server URL from the environment, else start
-//! an in-process server on port 0; one test file per API area.
+//! The [`Harness`] talks to the server at `KUBEMOCK_CONFORMANCE_URL` when it is set (any
+//! Kubernetes API server without authentication, kubemock or not), and otherwise starts an
+//! in-process kubemock on port 0. Each test owns a fresh namespace. Tests that need to reach
+//! into the server (forcing a compaction) run only in-process and say so when skipped.
+
+use std::time::Duration;
+
+use kubemock_apiserver::TestServer;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// Environment variable naming an external server to test.
+pub const URL_VARIABLE: &str = "KUBEMOCK_CONFORMANCE_URL";
+
+/// A server under test and an HTTP client for it.
+pub struct Harness {
+    url: String,
+    server: Option<TestServer>,
+    client: reqwest::Client,
+}
+
+/// A response: status code, headers and body (JSON, or a string for other bodies).
+#[derive(Debug)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// Response headers.
+    pub headers: reqwest::header::HeaderMap,
+    /// The body as JSON (`Value::String` of the text when it is not JSON).
+    pub body: Value,
+}
+
+impl Harness {
+    /// Connects to `KUBEMOCK_CONFORMANCE_URL`, or starts an in-process server.
+    pub async fn start() -> Self {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .expect("an HTTP client");
+        match std::env::var(URL_VARIABLE) {
+            Ok(url) if !url.is_empty() => Harness {
+                url: url.trim_end_matches('/').to_owned(),
+                server: None,
+                client,
+            },
+            _ => {
+                let server = TestServer::start()
+                    .await
+                    .expect("start an in-process server");
+                Harness {
+                    url: server.url().to_owned(),
+                    server: Some(server),
+                    client,
+                }
+            }
+        }
+    }
+
+    /// The server's base URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The in-process server, if the harness started one (else the test should skip what
+    /// needs it, saying so).
+    pub fn in_process(&self) -> Option<&TestServer> {
+        self.server.as_ref()
+    }
+
+    /// Sends a request with an optional JSON body and content type.
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        content_type: &str,
+    ) -> Reply {
+        let mut request = self.client.request(method, format!("{}{path}", self.url));
+        if let Some(body) = body {
+            request = request.header("content-type", content_type).body(body);
+        }
+        let response = request.send().await.expect("the server answers");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("a body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// GET.
+    pub async fn get(&self, path: &str) -> Reply {
+        self.request(Method::GET, path, None, "").await
+    }
+
+    /// POST a JSON body.
+    pub async fn post(&self, path: &str, body: &Value) -> Reply {
+        self.request(
+            Method::POST,
+            path,
+            Some(body.to_string().into_bytes()),
+            "application/json",
+        )
+        .await
+    }
+
+    /// PUT a JSON body.
+    pub async fn put(&self, path: &str, body: &Value) -> Reply {
+        self.request(
+            Method::PUT,
+            path,
+            Some(body.to_string().into_bytes()),
+            "application/json",
+        )
+        .await
+    }
+
+    /// DELETE, with an optional DeleteOptions body.
+    pub async fn delete(&self, path: &str, options: Option<&Value>) -> Reply {
+        let body = options.map(|o| o.to_string().into_bytes());
+        self.request(Method::DELETE, path, body, "application/json")
+            .await
+    }
+
+    /// Creates a namespace with a unique name for one test and returns its name.
+    pub async fn namespace(&self, test: &str) -> String {
+        let name = format!(
+            "{}-{:08x}",
+            test.replace('_', "-").chars().take(40).collect::<String>(),
+            fastrand_u32()
+        );
+        let reply = self
+            .post("/api/v1/namespaces", &json!({"metadata": {"name": name}}))
+            .await;
+        assert_eq!(
+            reply.status, 201,
+            "creating namespace {name}: {:?}",
+            reply.body
+        );
+        name
+    }
+}
+
+/// A random u32 (namespaces of concurrent tests must differ).
+fn fastrand_u32() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+    );
+    hasher.finish() as u32
+}
+
+/// A ConfigMap body.
+pub fn configmap(name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+}
+
+/// A Deployment body with `replicas` and an image.
+pub fn deployment(name: &str, replicas: i64, image: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "main", "image": image}]}
+            }
+        }
+    })
+}

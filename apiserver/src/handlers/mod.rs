@@ -1,5 +1,14 @@
 //! Request handlers, one file per concern: `nonresource` for `/version` and health,
-//! `discovery` for `/api` and `/apis`; the resource verbs join as they land.
+//! `discovery` for `/api` and `/apis`, and the resource verbs: `resource` parses the `target`
+//! and dispatches to `get`, `list`, `create`, `update` (with `scale`) and `delete`.
 
+pub(crate) mod create;
+pub(crate) mod delete;
 pub(crate) mod discovery;
+pub(crate) mod get;
+pub(crate) mod list;
 pub(crate) mod nonresource;
+pub(crate) mod resource;
+pub(crate) mod scale;
+pub(crate) mod target;
+pub(crate) mod update;

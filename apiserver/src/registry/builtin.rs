@@ -3,7 +3,7 @@
 //! finalize, binding). Streaming subresources (log, exec, attach, portforward, proxy) and
 //! those kubemock does not implement are left out of discovery rather than advertised and 404.
 
-use super::{Group, Gvk, Resource, Subresource};
+use super::{Behaviour, GenerationPolicy, Group, Gvk, NameRule, Resource, Subresource};
 
 /// Verbs of almost every resource.
 const ALL_VERBS: &[&str] = &[
@@ -51,6 +51,7 @@ struct Entry {
     categories: &'static [&'static str],
     /// `status`, `scale`, `finalize`, `binding`.
     subresources: &'static [&'static str],
+    behaviour: Behaviour,
 }
 
 const fn entry(
@@ -69,6 +70,13 @@ const fn entry(
         short_names: &[],
         categories: &[],
         subresources: &[],
+        behaviour: Behaviour {
+            names: NameRule::Subdomain,
+            generation: GenerationPolicy::None,
+            unconditional_update: true,
+            create_on_update: false,
+            delete_returns_object: false,
+        },
     }
 }
 
@@ -87,204 +95,119 @@ impl Entry {
         self.subresources = names;
         self
     }
+
+    const fn names(mut self, rule: NameRule) -> Self {
+        self.behaviour.names = rule;
+        self
+    }
+
+    /// Generation set on create and bumped on spec changes (§3.8).
+    const fn generation(mut self, policy: GenerationPolicy) -> Self {
+        self.behaviour.generation = policy;
+        self
+    }
+
+    /// PUT must carry a resourceVersion (§4.4: CRDs, leases, custom resources).
+    const fn conditional_update_only(mut self) -> Self {
+        self.behaviour.unconditional_update = false;
+        self
+    }
+
+    /// PUT of a missing object creates it (§4.5).
+    const fn create_on_update(mut self) -> Self {
+        self.behaviour.create_on_update = true;
+        self
+    }
+
+    /// DELETE answers with the deleted object (§6.2).
+    const fn returns_deleted(mut self) -> Self {
+        self.behaviour.delete_returns_object = true;
+        self
+    }
 }
 
 const NS: bool = true;
 const CLUSTER: bool = false;
+const SPEC: GenerationPolicy = GenerationPolicy::Spec;
+const CORE: &str = "";
+const APPS: &str = "apps";
+const BATCH: &str = "batch";
+const NETWORKING: &str = "networking.k8s.io";
+const RBAC: &str = "rbac.authorization.k8s.io";
+const V1: &str = "v1";
 
+#[rustfmt::skip]
 const ENTRIES: &[Entry] = &[
     // core/v1
-    entry("", "v1", "configmaps", "ConfigMap", NS).short(&["cm"]),
-    entry("", "v1", "endpoints", "Endpoints", NS).short(&["ep"]),
-    entry("", "v1", "events", "Event", NS).short(&["ev"]),
-    entry("", "v1", "limitranges", "LimitRange", NS).short(&["limits"]),
-    entry("", "v1", "namespaces", "Namespace", CLUSTER)
-        .short(&["ns"])
-        .sub(&["finalize", "status"]),
-    entry("", "v1", "nodes", "Node", CLUSTER)
-        .short(&["no"])
+    entry(CORE, V1, "configmaps", "ConfigMap", NS).short(&["cm"]),
+    entry(CORE, V1, "endpoints", "Endpoints", NS).short(&["ep"]).create_on_update(),
+    entry(CORE, V1, "events", "Event", NS).short(&["ev"]).create_on_update(),
+    entry(CORE, V1, "limitranges", "LimitRange", NS).short(&["limits"]),
+    entry(CORE, V1, "namespaces", "Namespace", CLUSTER).short(&["ns"])
+        .sub(&["finalize", "status"]).names(NameRule::Label).returns_deleted(),
+    entry(CORE, V1, "nodes", "Node", CLUSTER).short(&["no"]).sub(&["status"]),
+    entry(CORE, V1, "persistentvolumeclaims", "PersistentVolumeClaim", NS).short(&["pvc"])
         .sub(&["status"]),
-    entry(
-        "",
-        "v1",
-        "persistentvolumeclaims",
-        "PersistentVolumeClaim",
-        NS,
-    )
-    .short(&["pvc"])
-    .sub(&["status"]),
-    entry("", "v1", "persistentvolumes", "PersistentVolume", CLUSTER)
-        .short(&["pv"])
+    entry(CORE, V1, "persistentvolumes", "PersistentVolume", CLUSTER).short(&["pv"])
         .sub(&["status"]),
-    entry("", "v1", "pods", "Pod", NS)
-        .short(&["po"])
-        .all()
-        .sub(&["binding", "status"]),
-    entry("", "v1", "podtemplates", "PodTemplate", NS),
-    entry(
-        "",
-        "v1",
-        "replicationcontrollers",
-        "ReplicationController",
-        NS,
-    )
-    .short(&["rc"])
-    .all()
-    .sub(&["scale", "status"]),
-    entry("", "v1", "resourcequotas", "ResourceQuota", NS)
-        .short(&["quota"])
-        .sub(&["status"]),
-    entry("", "v1", "secrets", "Secret", NS),
-    entry("", "v1", "serviceaccounts", "ServiceAccount", NS).short(&["sa"]),
-    entry("", "v1", "services", "Service", NS)
-        .short(&["svc"])
-        .all()
-        .sub(&["status"]),
+    entry(CORE, V1, "pods", "Pod", NS).short(&["po"]).all().sub(&["binding", "status"])
+        .returns_deleted(),
+    entry(CORE, V1, "podtemplates", "PodTemplate", NS),
+    entry(CORE, V1, "replicationcontrollers", "ReplicationController", NS).short(&["rc"]).all()
+        .sub(&["scale", "status"]).generation(SPEC),
+    entry(CORE, V1, "resourcequotas", "ResourceQuota", NS).short(&["quota"]).sub(&["status"]),
+    entry(CORE, V1, "secrets", "Secret", NS),
+    entry(CORE, V1, "serviceaccounts", "ServiceAccount", NS).short(&["sa"]).returns_deleted(),
+    entry(CORE, V1, "services", "Service", NS).short(&["svc"]).all().sub(&["status"])
+        .names(NameRule::Dns1035).create_on_update().returns_deleted(),
     // apps/v1
-    entry(
-        "apps",
-        "v1",
-        "controllerrevisions",
-        "ControllerRevision",
-        NS,
-    ),
-    entry("apps", "v1", "daemonsets", "DaemonSet", NS)
-        .short(&["ds"])
-        .all()
-        .sub(&["status"]),
-    entry("apps", "v1", "deployments", "Deployment", NS)
-        .short(&["deploy"])
-        .all()
-        .sub(&["scale", "status"]),
-    entry("apps", "v1", "replicasets", "ReplicaSet", NS)
-        .short(&["rs"])
-        .all()
-        .sub(&["scale", "status"]),
-    entry("apps", "v1", "statefulsets", "StatefulSet", NS)
-        .short(&["sts"])
-        .all()
-        .sub(&["scale", "status"]),
+    entry(APPS, V1, "controllerrevisions", "ControllerRevision", NS),
+    entry(APPS, V1, "daemonsets", "DaemonSet", NS).short(&["ds"]).all().sub(&["status"])
+        .generation(SPEC),
+    entry(APPS, V1, "deployments", "Deployment", NS).short(&["deploy"]).all()
+        .sub(&["scale", "status"]).generation(GenerationPolicy::SpecAndAnnotations),
+    entry(APPS, V1, "replicasets", "ReplicaSet", NS).short(&["rs"]).all()
+        .sub(&["scale", "status"]).generation(SPEC),
+    entry(APPS, V1, "statefulsets", "StatefulSet", NS).short(&["sts"]).all()
+        .sub(&["scale", "status"]).generation(SPEC),
     // events.k8s.io/v1
-    entry("events.k8s.io", "v1", "events", "Event", NS).short(&["ev"]),
-    // autoscaling/v2 and v1
-    entry(
-        "autoscaling",
-        "v2",
-        "horizontalpodautoscalers",
-        "HorizontalPodAutoscaler",
-        NS,
-    )
-    .short(&["hpa"])
-    .all()
-    .sub(&["status"]),
-    entry(
-        "autoscaling",
-        "v1",
-        "horizontalpodautoscalers",
-        "HorizontalPodAutoscaler",
-        NS,
-    )
-    .short(&["hpa"])
-    .all()
-    .sub(&["status"]),
+    entry("events.k8s.io", V1, "events", "Event", NS).short(&["ev"]).create_on_update(),
+    // autoscaling/v2 and v1 (one stored resource; no conversion between the versions)
+    entry("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", NS)
+        .short(&["hpa"]).all().sub(&["status"]),
+    entry("autoscaling", V1, "horizontalpodautoscalers", "HorizontalPodAutoscaler", NS)
+        .short(&["hpa"]).all().sub(&["status"]),
     // batch/v1
-    entry("batch", "v1", "cronjobs", "CronJob", NS)
-        .short(&["cj"])
-        .all()
-        .sub(&["status"]),
-    entry("batch", "v1", "jobs", "Job", NS)
-        .all()
-        .sub(&["status"]),
+    entry(BATCH, V1, "cronjobs", "CronJob", NS).short(&["cj"]).all().sub(&["status"])
+        .generation(SPEC),
+    entry(BATCH, V1, "jobs", "Job", NS).all().sub(&["status"]).generation(SPEC),
     // networking.k8s.io/v1
-    entry(
-        "networking.k8s.io",
-        "v1",
-        "ingressclasses",
-        "IngressClass",
-        CLUSTER,
-    ),
-    entry("networking.k8s.io", "v1", "ingresses", "Ingress", NS)
-        .short(&["ing"])
-        .sub(&["status"]),
-    entry(
-        "networking.k8s.io",
-        "v1",
-        "networkpolicies",
-        "NetworkPolicy",
-        NS,
-    )
-    .short(&["netpol"]),
+    entry(NETWORKING, V1, "ingressclasses", "IngressClass", CLUSTER),
+    entry(NETWORKING, V1, "ingresses", "Ingress", NS).short(&["ing"]).sub(&["status"]),
+    entry(NETWORKING, V1, "networkpolicies", "NetworkPolicy", NS).short(&["netpol"])
+        .generation(SPEC),
     // policy/v1
-    entry(
-        "policy",
-        "v1",
-        "poddisruptionbudgets",
-        "PodDisruptionBudget",
-        NS,
-    )
-    .short(&["pdb"])
-    .sub(&["status"]),
+    entry("policy", V1, "poddisruptionbudgets", "PodDisruptionBudget", NS).short(&["pdb"])
+        .sub(&["status"]).generation(SPEC),
     // rbac.authorization.k8s.io/v1
-    entry(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterrolebindings",
-        "ClusterRoleBinding",
-        CLUSTER,
-    ),
-    entry(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterroles",
-        "ClusterRole",
-        CLUSTER,
-    ),
-    entry(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "rolebindings",
-        "RoleBinding",
-        NS,
-    ),
-    entry("rbac.authorization.k8s.io", "v1", "roles", "Role", NS),
+    entry(RBAC, V1, "clusterrolebindings", "ClusterRoleBinding", CLUSTER).create_on_update(),
+    entry(RBAC, V1, "clusterroles", "ClusterRole", CLUSTER).create_on_update(),
+    entry(RBAC, V1, "rolebindings", "RoleBinding", NS).create_on_update(),
+    entry(RBAC, V1, "roles", "Role", NS).create_on_update(),
     // storage.k8s.io/v1
-    entry(
-        "storage.k8s.io",
-        "v1",
-        "storageclasses",
-        "StorageClass",
-        CLUSTER,
-    )
-    .short(&["sc"]),
+    entry("storage.k8s.io", V1, "storageclasses", "StorageClass", CLUSTER).short(&["sc"])
+        .returns_deleted(),
     // apiextensions.k8s.io/v1
-    entry(
-        "apiextensions.k8s.io",
-        "v1",
-        "customresourcedefinitions",
-        "CustomResourceDefinition",
-        CLUSTER,
-    )
-    .short(&["crd", "crds"])
-    .sub(&["status"]),
+    entry("apiextensions.k8s.io", V1, "customresourcedefinitions", "CustomResourceDefinition",
+        CLUSTER).short(&["crd", "crds"]).sub(&["status"]).generation(SPEC)
+        .conditional_update_only(),
     // scheduling.k8s.io/v1
-    entry(
-        "scheduling.k8s.io",
-        "v1",
-        "priorityclasses",
-        "PriorityClass",
-        CLUSTER,
-    )
-    .short(&["pc"]),
+    entry("scheduling.k8s.io", V1, "priorityclasses", "PriorityClass", CLUSTER).short(&["pc"]),
     // coordination.k8s.io/v1
-    entry("coordination.k8s.io", "v1", "leases", "Lease", NS),
+    entry("coordination.k8s.io", V1, "leases", "Lease", NS).conditional_update_only()
+        .create_on_update(),
     // discovery.k8s.io/v1
-    entry(
-        "discovery.k8s.io",
-        "v1",
-        "endpointslices",
-        "EndpointSlice",
-        NS,
-    ),
+    entry("discovery.k8s.io", V1, "endpointslices", "EndpointSlice", NS),
 ];
 
 fn strings(items: &[&str]) -> Vec<String> {
@@ -361,6 +284,7 @@ pub(super) fn resources() -> (Vec<Group>, Vec<Resource>) {
                         .iter()
                         .map(|name| subresource(name, e.group, e.version))
                         .collect(),
+                    behaviour: e.behaviour,
                 });
             }
         }

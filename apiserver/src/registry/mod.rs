@@ -31,6 +31,55 @@ pub struct Subresource {
     pub verbs: Vec<String>,
 }
 
+/// Which rule a resource's object names follow (§3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
+    /// DNS-1123 subdomain, at most 253 characters (most resources).
+    Subdomain,
+    /// DNS-1123 label, at most 63 (namespaces).
+    Label,
+    /// DNS-1035 label, at most 63, starting with a letter (services).
+    Dns1035,
+}
+
+/// When `metadata.generation` is set and incremented (§3.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GenerationPolicy {
+    /// Never set (pods, configmaps, services, ...).
+    None,
+    /// 1 on create, +1 when `spec` changes.
+    Spec,
+    /// 1 on create, +1 when `spec` or `metadata.annotations` change (Deployment).
+    SpecAndAnnotations,
+}
+
+/// How a resource behaves under the generic verbs, where kinds differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Behaviour {
+    /// Name validation rule.
+    pub names: NameRule,
+    /// Generation tracking.
+    pub generation: GenerationPolicy,
+    /// PUT without `metadata.resourceVersion` is allowed (last writer wins) (§4.4).
+    pub unconditional_update: bool,
+    /// PUT of a missing object creates it (§4.5).
+    pub create_on_update: bool,
+    /// An immediate DELETE answers with the deleted object rather than a Status (§6.2).
+    pub delete_returns_object: bool,
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Behaviour {
+            names: NameRule::Subdomain,
+            generation: GenerationPolicy::None,
+            unconditional_update: true,
+            create_on_update: false,
+            delete_returns_object: false,
+        }
+    }
+}
+
 /// One served resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resource {
@@ -54,6 +103,8 @@ pub struct Resource {
     pub categories: Vec<String>,
     /// Subresources, sorted by name.
     pub subresources: Vec<Subresource>,
+    /// Kind-specific behaviour of the generic verbs.
+    pub behaviour: Behaviour,
 }
 
 impl Resource {
@@ -64,6 +115,20 @@ impl Resource {
         } else {
             format!("{}/{}", self.group, self.version)
         }
+    }
+
+    /// The kind qualified by its group, as Invalid messages name it (`Deployment.apps`).
+    pub fn qualified_kind(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.clone()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+
+    /// The list kind (`DeploymentList`).
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
     }
 
     /// The resource qualified by its group, as error messages name it (`deployments.apps`).

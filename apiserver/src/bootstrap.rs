@@ -1,0 +1,74 @@
+//! The objects a cluster has from its first moment (issue 3, item 4): the namespaces
+//! `default`, `kube-system`, `kube-public` and `kube-node-lease` (phase Active, `kubernetes`
+//! finalizer), the `kubernetes` Service in `default`, and a `default` ServiceAccount in every
+//! namespace (created by the API server whenever it creates a namespace: see
+//! `handlers::create::ensure_default_service_account`). Created through the normal create
+//! pipeline, and only when missing, so a durable store keeps its objects across restarts.
+
+use serde_json::{Value, json};
+
+use crate::handlers::create::{create_object, ensure_default_service_account};
+use crate::object;
+use crate::state::AppState;
+use crate::status::{ApiError, ApiResult};
+
+/// The namespaces every cluster starts with.
+pub const SYSTEM_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+/// The `kubernetes` Service's cluster IP: the first address of the default service range.
+pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
+
+/// Creates whatever startup object is missing.
+pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
+    let registry = state.registry();
+    let namespaces = registry
+        .lookup("", "v1", "namespaces")
+        .ok_or_else(|| ApiError::internal("namespaces are not registered"))?;
+    let services = registry
+        .lookup("", "v1", "services")
+        .ok_or_else(|| ApiError::internal("services are not registered"))?;
+    for name in SYSTEM_NAMESPACES {
+        let namespace =
+            object::with_type_meta(to_object(json!({"metadata": {"name": name}})), &namespaces);
+        ignore_exists(create_object(state, &namespaces, None, namespace, false).await)?;
+        ensure_default_service_account(state, name).await?;
+    }
+    let service = object::with_type_meta(
+        to_object(json!({
+            "metadata": {
+                "name": "kubernetes",
+                "namespace": "default",
+                "labels": {"component": "apiserver", "provider": "kubernetes"},
+            },
+            "spec": {
+                "ports": [{"name": "https", "protocol": "TCP", "port": 443, "targetPort": 6443}],
+                "clusterIP": KUBERNETES_SERVICE_IP,
+                "clusterIPs": [KUBERNETES_SERVICE_IP],
+                "type": "ClusterIP",
+                "sessionAffinity": "None",
+                "ipFamilies": ["IPv4"],
+                "ipFamilyPolicy": "SingleStack",
+                "internalTrafficPolicy": "Cluster",
+            },
+            "status": {"loadBalancer": {}},
+        })),
+        &services,
+    );
+    ignore_exists(create_object(state, &services, Some("default"), service, false).await)?;
+    Ok(())
+}
+
+fn to_object(value: Value) -> object::Object {
+    match value {
+        Value::Object(object) => object,
+        _ => object::Object::new(),
+    }
+}
+
+fn ignore_exists(result: ApiResult<object::Object>) -> ApiResult<()> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(err) if err.reason == "AlreadyExists" => Ok(()),
+        Err(err) => Err(err),
+    }
+}

@@ -1,0 +1,333 @@
+//! POST (§4.2): metadata rules (§3.1–§3.5), namespace admission (§3.4), generateName with
+//! retries (§3.2), kind defaults, dry run, and the store's create.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use kubemock_storage::CreateOutcome;
+use serde_json::{Value, json};
+
+use super::resource::Call;
+use crate::keys;
+use crate::meta::{self, FieldError};
+use crate::object::{self, Object};
+use crate::registry::{GenerationPolicy, Resource};
+use crate::state::AppState;
+use crate::status::{ApiError, ApiResult, Cause};
+
+/// Attempts at a unique generated name before giving up (§3.2).
+const GENERATE_NAME_ATTEMPTS: usize = 8;
+
+/// `POST` on a collection.
+pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
+    call.require_verb("create")?;
+    let resource = &call.target.resource;
+    if resource.namespaced && call.target.namespace.is_none() {
+        return Err(ApiError::route_method_not_allowed());
+    }
+    let dry_run = call.dry_run("CreateOptions")?;
+    let object = object::decode_body(&call.headers, &call.body, resource)?;
+    let created = create_object(
+        &call.state,
+        resource,
+        call.target.namespace.as_deref(),
+        object,
+        dry_run,
+    )
+    .await?;
+    Ok(object::respond(
+        StatusCode::CREATED,
+        &Value::Object(created),
+        call.pretty(),
+    ))
+}
+
+/// Creates `object` as an object of `resource` in `namespace`: the whole create pipeline, for
+/// POST, create-on-update and the server's own startup objects.
+pub(crate) async fn create_object(
+    state: &AppState,
+    resource: &Arc<Resource>,
+    namespace: Option<&str>,
+    mut object: Object,
+    dry_run: bool,
+) -> ApiResult<Object> {
+    let generate_name = prepare(resource, namespace, &mut object)?;
+    if let Some(namespace) = namespace.filter(|_| resource.namespaced) {
+        admit_into_namespace(state, resource, namespace, object::name_of(&object)).await?;
+    }
+    let attempts = if generate_name.is_some() {
+        GENERATE_NAME_ATTEMPTS
+    } else {
+        1
+    };
+    for attempt in 1..=attempts {
+        let name = object::name_of(&object).to_owned();
+        let key = keys::object_key(resource, namespace, &name);
+        let bytes = object::to_stored(&object)?;
+        if dry_run {
+            return Ok(object);
+        }
+        match state
+            .store()
+            .create(key.into(), bytes)
+            .await
+            .map_err(ApiError::from_storage)?
+        {
+            CreateOutcome::Created(kv) => {
+                object::set_resource_version(&mut object, kv.mod_revision);
+                if resource.group.is_empty() && resource.plural == "namespaces" {
+                    ensure_default_service_account(state, &name).await?;
+                }
+                return Ok(object);
+            }
+            CreateOutcome::AlreadyExists(existing) => {
+                if let Some(prefix) = &generate_name
+                    && attempt < attempts
+                {
+                    object::metadata_mut(&mut object).insert(
+                        "name".to_owned(),
+                        Value::String(meta::generate_name(prefix)),
+                    );
+                    continue;
+                }
+                let existing = object::parse_stored(&existing.value)?;
+                let deleting = object::meta_str(&existing, "deletionTimestamp").is_some();
+                let prefix = if deleting {
+                    "object is being deleted: "
+                } else {
+                    ""
+                };
+                let mut error = if generate_name.is_some() {
+                    ApiError::already_exists(
+                        resource,
+                        &name,
+                        prefix,
+                        ", the server was not able to generate a unique name for the object",
+                    )
+                } else {
+                    ApiError::already_exists(resource, &name, prefix, "")
+                };
+                if generate_name.is_some()
+                    && let Some(details) = error.details.as_mut()
+                {
+                    details.retry_after_seconds = Some(1);
+                }
+                return Err(error);
+            }
+        }
+    }
+    Err(ApiError::internal("generateName retries exhausted"))
+}
+
+/// Applies the create-time metadata rules to `object`; returns the generateName prefix if the
+/// name was generated.
+fn prepare(
+    resource: &Resource,
+    namespace: Option<&str>,
+    object: &mut Object,
+) -> ApiResult<Option<String>> {
+    let metadata = object::metadata_mut(object);
+    let body_namespace = metadata
+        .get("namespace")
+        .and_then(Value::as_str)
+        .filter(|ns| !ns.is_empty());
+    if resource.namespaced {
+        if body_namespace.is_some_and(|ns| Some(ns) != namespace) {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        if let Some(namespace) = namespace {
+            metadata.insert("namespace".to_owned(), Value::String(namespace.to_owned()));
+        }
+    } else {
+        metadata.shift_remove("namespace");
+    }
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+        "generation",
+    ] {
+        metadata.shift_remove(field);
+    }
+    match metadata.shift_remove("resourceVersion") {
+        Some(Value::String(rv)) if !rv.is_empty() => {
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "",
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
+        _ => {}
+    }
+    let name = metadata
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let prefix = metadata
+        .get("generateName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let invalid = |name: &str, field: &str, details: Vec<String>| {
+        let errors = details
+            .into_iter()
+            .map(|detail| FieldError {
+                field: field.to_owned(),
+                reason: "FieldValueInvalid",
+                detail,
+            })
+            .collect();
+        meta::invalid(
+            &resource.qualified_kind(),
+            &resource.group,
+            &resource.kind,
+            name,
+            errors,
+        )
+    };
+    let generated = if !name.is_empty() {
+        let errors = meta::name_errors(&name, resource.behaviour.names, false);
+        if !errors.is_empty() {
+            return Err(invalid(&name, "metadata.name", errors));
+        }
+        None
+    } else if !prefix.is_empty() {
+        let errors = meta::name_errors(&prefix, resource.behaviour.names, true);
+        if !errors.is_empty() {
+            return Err(invalid("", "metadata.generateName", errors));
+        }
+        metadata.insert(
+            "name".to_owned(),
+            Value::String(meta::generate_name(&prefix)),
+        );
+        Some(prefix)
+    } else {
+        return Err(meta::invalid(
+            &resource.qualified_kind(),
+            &resource.group,
+            &resource.kind,
+            "",
+            vec![FieldError {
+                field: "metadata.name".to_owned(),
+                reason: "FieldValueRequired",
+                detail: "Required value: name or generateName is required".to_owned(),
+            }],
+        ));
+    };
+    metadata.insert("uid".to_owned(), Value::String(meta::new_uid()));
+    metadata.insert(
+        "creationTimestamp".to_owned(),
+        Value::String(meta::now_rfc3339()),
+    );
+    if resource.behaviour.generation != GenerationPolicy::None {
+        metadata.insert("generation".to_owned(), json!(1));
+    }
+    apply_kind_defaults(resource, object);
+    meta::canonicalize_metadata(object::metadata_mut(object));
+    Ok(generated)
+}
+
+/// Defaults of kinds whose defaults clients rely on already (§3.10); the rest come with the
+/// defaulting issue.
+fn apply_kind_defaults(resource: &Resource, object: &mut Object) {
+    if resource.group.is_empty() && resource.plural == "namespaces" {
+        let name = object::name_of(object).to_owned();
+        let metadata = object::metadata_mut(object);
+        let labels = metadata.entry("labels").or_insert_with(|| json!({}));
+        if let Value::Object(labels) = labels {
+            labels.insert(
+                "kubernetes.io/metadata.name".to_owned(),
+                Value::String(name),
+            );
+        }
+        let spec = object.entry("spec").or_insert_with(|| json!({}));
+        if let Value::Object(spec) = spec
+            && !spec.contains_key("finalizers")
+        {
+            spec.insert("finalizers".to_owned(), json!(["kubernetes"]));
+        }
+        object.insert("status".to_owned(), json!({"phase": "Active"}));
+    }
+}
+
+/// NamespaceLifecycle admission for a create (§3.4): the namespace must exist and not be
+/// terminating.
+async fn admit_into_namespace(
+    state: &AppState,
+    resource: &Resource,
+    namespace: &str,
+    name: &str,
+) -> ApiResult<()> {
+    let namespaces = state
+        .registry()
+        .lookup("", "v1", "namespaces")
+        .ok_or_else(|| ApiError::internal("the namespaces resource is not registered"))?;
+    let key = keys::object_key(&namespaces, None, namespace);
+    let found = state
+        .store()
+        .get(key.as_bytes(), None)
+        .await
+        .map_err(ApiError::from_storage)?;
+    let Some(kv) = found.kv else {
+        return Err(ApiError::not_found(&namespaces, namespace));
+    };
+    let ns = object::parse_stored(&kv.value)?;
+    let terminating = ns
+        .get("status")
+        .and_then(|s| s.get("phase"))
+        .and_then(Value::as_str)
+        == Some("Terminating");
+    if terminating {
+        return Err(ApiError::forbidden(
+            resource,
+            name,
+            &format!(
+                "unable to create new content in namespace {namespace} because it is being terminated"
+            ),
+            vec![Cause {
+                reason: "NamespaceTerminating".to_owned(),
+                message: format!("namespace {namespace} is being terminated"),
+                field: "metadata.namespace".to_owned(),
+            }],
+        ));
+    }
+    Ok(())
+}
+
+/// Creates the `default` ServiceAccount of a new namespace (the API server does it here, in
+/// place of kube-controller-manager's serviceaccounts controller, so that every namespace has
+/// one from its first moment).
+pub(crate) async fn ensure_default_service_account(
+    state: &AppState,
+    namespace: &str,
+) -> ApiResult<()> {
+    let Some(accounts) = state.registry().lookup("", "v1", "serviceaccounts") else {
+        return Ok(());
+    };
+    let account = object::with_type_meta(
+        json!({"metadata": {"name": "default", "namespace": namespace}})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        &accounts,
+    );
+    match Box::pin(create_object(
+        state,
+        &accounts,
+        Some(namespace),
+        account,
+        false,
+    ))
+    .await
+    {
+        Ok(_) => Ok(()),
+        Err(err) if err.reason == "AlreadyExists" => Ok(()),
+        Err(err) => Err(err),
+    }
+}

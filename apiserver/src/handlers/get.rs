@@ -1,0 +1,75 @@
+//! GET of one object (§4.3), of its `status` (the whole object) and of its `scale` (§4.7).
+
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use kubemock_storage::Revision;
+use serde_json::Value;
+
+use super::resource::Call;
+use super::scale;
+use crate::keys;
+use crate::meta;
+use crate::object::{self, Object};
+use crate::state::AppState;
+use crate::status::{ApiError, ApiResult};
+
+/// How long a read with a resourceVersion the store has not reached waits before 504 (§7.2).
+pub(crate) const FUTURE_REVISION_WAIT: Duration = Duration::from_secs(3);
+/// Poll interval while waiting for the store to reach a revision.
+const FUTURE_REVISION_POLL: Duration = Duration::from_millis(10);
+
+/// Waits (at most [`FUTURE_REVISION_WAIT`]) until the store has reached `revision`.
+pub(crate) async fn wait_for_revision(state: &AppState, revision: Revision) -> ApiResult<()> {
+    let deadline = Instant::now() + FUTURE_REVISION_WAIT;
+    loop {
+        let current = state
+            .store()
+            .current_revision()
+            .await
+            .map_err(ApiError::from_storage)?;
+        if current >= revision {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(ApiError::too_large_resource_version(revision, current));
+        }
+        tokio::time::sleep(FUTURE_REVISION_POLL).await;
+    }
+}
+
+/// Reads the object `call` names (latest state), or 404.
+pub(crate) async fn read_object(call: &Call) -> ApiResult<(Object, Revision)> {
+    let target = &call.target;
+    let name = target.name.as_deref().unwrap_or("");
+    let key = keys::object_key(&target.resource, target.namespace.as_deref(), name);
+    let found = call
+        .state
+        .store()
+        .get(key.as_bytes(), None)
+        .await
+        .map_err(ApiError::from_storage)?;
+    let kv = found
+        .kv
+        .ok_or_else(|| ApiError::not_found(&target.resource, name))?;
+    Ok((object::from_stored(&kv)?, kv.mod_revision))
+}
+
+/// `GET` of an item or of its `status` or `scale`.
+pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
+    call.require_verb("get")?;
+    // "" and "0": the latest state; "N": not older than N.
+    if let Some(revision) =
+        meta::parse_resource_version(call.query.get("resourceVersion").unwrap_or(""))?
+    {
+        wait_for_revision(&call.state, revision).await?;
+    }
+    let (object, _) = read_object(call).await?;
+    let body = match call.target.subresource.as_deref() {
+        None | Some("status") => Value::Object(object),
+        Some("scale") => Value::Object(scale::scale_of(&call.target.resource, &object)),
+        Some(_) => return Err(ApiError::route_method_not_allowed()),
+    };
+    Ok(object::respond(StatusCode::OK, &body, call.pretty()))
+}

@@ -1,0 +1,304 @@
+//! LIST (§7): one consistent snapshot per paginated list, resourceVersion and
+//! resourceVersionMatch semantics (§7.2), limit/continue (§7.3), label and field selectors
+//! (§7.4, §7.5), and the list's shape (§7.1: items without kind, `[]` never null).
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use kubemock_storage::{RangeRequest, Revision};
+use serde_json::{Map, Value, json};
+
+use super::get::wait_for_revision;
+use super::resource::Call;
+use crate::keys;
+use crate::meta::{self, FieldError};
+use crate::object::{self, Object};
+use crate::registry::Resource;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::status::{ApiError, ApiResult};
+
+/// The `v` of continue tokens, as the real server writes it.
+const CONTINUE_VERSION: &str = "meta.k8s.io/v1";
+
+/// What a list request asks for, validated.
+struct ListRequest {
+    labels: LabelSelector,
+    fields: FieldSelector,
+    limit: Option<usize>,
+    /// Read at exactly this revision (paginated snapshot, Exact, continue).
+    exact: Option<Revision>,
+    /// Key to continue after (from a continue token).
+    start_after: Option<String>,
+}
+
+fn list_options_invalid(errors: Vec<FieldError>) -> ApiError {
+    let mut error = meta::invalid(
+        "ListOptions.meta.k8s.io",
+        "meta.k8s.io",
+        "ListOptions",
+        "",
+        errors,
+    );
+    if let Some(details) = error.details.as_mut() {
+        details.name = None;
+    }
+    error
+}
+
+fn forbidden(field: &str, detail: &str) -> FieldError {
+    FieldError {
+        field: field.to_owned(),
+        reason: "FieldValueForbidden",
+        detail: format!("Forbidden: {detail}"),
+    }
+}
+
+impl ListRequest {
+    async fn parse(call: &Call, prefix: &str) -> ApiResult<Self> {
+        let query = &call.query;
+        let labels = LabelSelector::parse(query.get("labelSelector").unwrap_or(""))?;
+        let fields = FieldSelector::parse(
+            query.get("fieldSelector").unwrap_or(""),
+            &call.target.resource,
+        )?;
+        let rv_text = query.get("resourceVersion").unwrap_or("");
+        let revision = meta::parse_resource_version(rv_text)?;
+        let matching = query.get("resourceVersionMatch").unwrap_or("");
+        let token = query.get("continue").unwrap_or("");
+        let limit = match query.get("limit").unwrap_or("") {
+            "" => None,
+            text => match text.parse::<i64>() {
+                Ok(n) if n > 0 => usize::try_from(n).ok(),
+                Ok(_) => None,
+                Err(_) => return Err(ApiError::bad_request(format!("invalid limit: {text}"))),
+            },
+        };
+        let mut errors = Vec::new();
+        if query.get("sendInitialEvents").is_some() {
+            errors.push(forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
+        if !matching.is_empty() {
+            if rv_text.is_empty() {
+                errors.push(forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if !token.is_empty() {
+                errors.push(forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if matching != "Exact" && matching != "NotOlderThan" {
+                errors.push(FieldError {
+                    field: "resourceVersionMatch".to_owned(),
+                    reason: "FieldValueNotSupported",
+                    detail: format!("Unsupported value: {matching:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""),
+                });
+            } else if matching == "Exact" && rv_text == "0" {
+                errors.push(forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(list_options_invalid(errors));
+        }
+        if !token.is_empty() {
+            if !rv_text.is_empty() && rv_text != "0" {
+                return Err(ApiError::bad_request(
+                    "specifying resource version is not allowed when using continue",
+                ));
+            }
+            let (revision, start_after) = decode_continue(token, prefix)?;
+            return Ok(ListRequest {
+                labels,
+                fields,
+                limit,
+                exact: Some(revision),
+                start_after: Some(start_after),
+            });
+        }
+        let exact = match (revision, matching) {
+            (Some(n), "Exact") => Some(n),
+            // limit + resourceVersion=N without a match parameter means Exact (§0 #8).
+            (Some(n), "") if limit.is_some() && rv_text != "0" => Some(n),
+            (Some(n), _) => {
+                wait_for_revision(&call.state, n).await?;
+                None
+            }
+            (None, _) => None,
+        };
+        // resourceVersion=0 is served from the watch cache, which ignores limit.
+        let limit = if rv_text == "0" { None } else { limit };
+        Ok(ListRequest {
+            labels,
+            fields,
+            limit,
+            exact,
+            start_after: None,
+        })
+    }
+}
+
+/// A continue token for the snapshot `revision`, resuming after `last_key`.
+fn encode_continue(revision: Revision, prefix: &str, last_key: &str) -> String {
+    let start = format!("{}\u{0}", last_key.strip_prefix(prefix).unwrap_or(last_key));
+    let token = json!({"v": CONTINUE_VERSION, "rv": revision, "start": start});
+    URL_SAFE_NO_PAD.encode(token.to_string())
+}
+
+fn decode_continue(token: &str, prefix: &str) -> ApiResult<(Revision, String)> {
+    let invalid = |why: &str| {
+        ApiError::bad_request(format!(
+            "invalid continue token: continue key is not valid: {why}"
+        ))
+    };
+    let bytes = URL_SAFE_NO_PAD
+        .decode(token.trim_end_matches('='))
+        .map_err(|_| invalid("not base64"))?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|_| invalid("not JSON"))?;
+    if value.get("v").and_then(Value::as_str) != Some(CONTINUE_VERSION) {
+        return Err(invalid("unknown version"));
+    }
+    let revision = value
+        .get("rv")
+        .and_then(Value::as_u64)
+        .filter(|rv| *rv > 0)
+        .ok_or_else(|| invalid("bad resource version"))?;
+    let start = value
+        .get("start")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("no start key"))?;
+    if start.contains("..") || start.starts_with('/') {
+        return Err(invalid("start key escapes the listed prefix"));
+    }
+    let start = start.strip_suffix('\u{0}').unwrap_or(start);
+    Ok((revision, format!("{prefix}{start}")))
+}
+
+/// One page of objects and what the response's metadata needs.
+struct Page {
+    items: Vec<Object>,
+    revision: Revision,
+    continue_token: Option<String>,
+    remaining: Option<u64>,
+}
+
+async fn read_page(call: &Call, request: &ListRequest, prefix: &str) -> ApiResult<Page> {
+    let mut range = RangeRequest::prefix(prefix.to_owned());
+    if let Some(after) = &request.start_after {
+        range = range.start_after(after.clone());
+    }
+    if let Some(limit) = request.limit {
+        range = range.limit(limit);
+    }
+    if let Some(revision) = request.exact {
+        range = range.at_revision(revision);
+    }
+    let response = call.state.store().range(range).await.map_err(|err| match err {
+        kubemock_storage::Error::Compacted { .. } if request.start_after.is_some() => ApiError::expired(
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+        ),
+        kubemock_storage::Error::Compacted { .. } => {
+            ApiError::expired("The resourceVersion for the provided list is too old.")
+        }
+        other => ApiError::from_storage(other),
+    })?;
+    let continue_token = match (response.more(), response.items.last()) {
+        (true, Some(last)) => Some(encode_continue(
+            response.revision,
+            prefix,
+            &String::from_utf8_lossy(&last.key),
+        )),
+        _ => None,
+    };
+    let filtered = !request.labels.is_empty() || !request.fields.is_empty();
+    let remaining = (response.more() && !filtered).then_some(response.remaining);
+    let mut items = Vec::with_capacity(response.items.len());
+    for kv in &response.items {
+        let object = object::from_stored(kv)?;
+        let value = Value::Object(object);
+        if request.labels.matches_object(&value) && request.fields.matches(&value) {
+            if let Value::Object(object) = value {
+                items.push(object);
+            }
+        }
+    }
+    Ok(Page {
+        items,
+        revision: response.revision,
+        continue_token,
+        remaining,
+    })
+}
+
+/// Every object of the call's collection matching its selectors (no pagination), with the
+/// snapshot revision: deletecollection's input.
+pub(crate) async fn matching_objects(call: &Call) -> ApiResult<(Vec<Object>, Revision)> {
+    let prefix = keys::collection_prefix(&call.target.resource, call.target.namespace.as_deref());
+    let mut request = ListRequest::parse(call, &prefix).await?;
+    request.limit = None;
+    request.start_after = None;
+    let page = read_page(call, &request, &prefix).await?;
+    Ok((page.items, page.revision))
+}
+
+/// The `XList` body.
+pub(crate) fn list_body(
+    resource: &Resource,
+    items: Vec<Object>,
+    revision: Revision,
+    continue_token: Option<String>,
+    remaining: Option<u64>,
+) -> Value {
+    let mut metadata = Map::new();
+    metadata.insert(
+        "resourceVersion".to_owned(),
+        json!(meta::resource_version(revision)),
+    );
+    if let Some(token) = continue_token {
+        metadata.insert("continue".to_owned(), json!(token));
+    }
+    if let Some(remaining) = remaining {
+        metadata.insert("remainingItemCount".to_owned(), json!(remaining));
+    }
+    // Built-in list items carry no kind/apiVersion (§7.1).
+    let items: Vec<Value> = items
+        .into_iter()
+        .map(|mut item| {
+            item.shift_remove("kind");
+            item.shift_remove("apiVersion");
+            Value::Object(item)
+        })
+        .collect();
+    json!({
+        "kind": resource.list_kind(),
+        "apiVersion": resource.group_version(),
+        "metadata": metadata,
+        "items": items,
+    })
+}
+
+/// `GET` of a collection.
+pub(crate) async fn list(call: &Call) -> ApiResult<Response> {
+    call.require_verb("list")?;
+    let resource = &call.target.resource;
+    let prefix = keys::collection_prefix(resource, call.target.namespace.as_deref());
+    let request = ListRequest::parse(call, &prefix).await?;
+    let page = read_page(call, &request, &prefix).await?;
+    let body = list_body(
+        resource,
+        page.items,
+        page.revision,
+        page.continue_token,
+        page.remaining,
+    );
+    Ok(object::respond(StatusCode::OK, &body, call.pretty()))
+}

@@ -1,0 +1,140 @@
+//! Every request under `/api/v1/...` and `/apis/{g}/{v}/...`: parse the target (§1.2), check
+//! the verb, and hand over to the verb's handler.
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, Method};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+
+use super::target::{self, Target};
+use super::{create, delete, get, list, update};
+use crate::query::Query;
+use crate::state::AppState;
+use crate::status::{ApiError, ApiResult, MAX_BODY_BYTES};
+
+/// Everything a verb handler gets.
+pub(crate) struct Call {
+    pub(crate) state: AppState,
+    pub(crate) target: Target,
+    pub(crate) query: Query,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+}
+
+impl Call {
+    /// Refuses the call with 405 unless the resource serves `verb`.
+    pub(crate) fn require_verb(&self, verb: &str) -> ApiResult<()> {
+        if self.target.resource.has_verb(verb) {
+            Ok(())
+        } else {
+            Err(ApiError::verb_not_supported(&self.target.resource, verb))
+        }
+    }
+
+    /// `?pretty`.
+    pub(crate) fn pretty(&self) -> bool {
+        self.query.flag("pretty")
+    }
+
+    /// `?dryRun`: only `All` is valid (§4.8); `options` names the options kind in the error.
+    pub(crate) fn dry_run(&self, options: &str) -> ApiResult<bool> {
+        let values = self.query.all("dryRun");
+        if values.iter().all(|v| *v == "All") {
+            return Ok(!values.is_empty());
+        }
+        let bad = values.iter().find(|v| **v != "All").copied().unwrap_or("");
+        Err(crate::meta::invalid(
+            options,
+            "meta.k8s.io",
+            options,
+            "",
+            vec![crate::meta::FieldError {
+                field: "dryRun".to_owned(),
+                reason: "FieldValueNotSupported",
+                detail: format!("Unsupported value: {bad:?}: supported values: \"All\""),
+            }],
+        ))
+    }
+}
+
+/// `/api/v1/{*rest}`.
+pub(crate) async fn core(
+    State(state): State<AppState>,
+    Path(rest): Path<String>,
+    method: Method,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    handle(state, "", "v1", &rest, method, query, headers, body).await
+}
+
+/// `/apis/{group}/{version}/{*rest}`.
+pub(crate) async fn grouped(
+    State(state): State<AppState>,
+    Path((group, version, rest)): Path<(String, String, String)>,
+    method: Method,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    handle(state, &group, &version, &rest, method, query, headers, body).await
+}
+
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the parts of one request, passed once"
+)]
+async fn handle(
+    state: AppState,
+    group: &str,
+    version: &str,
+    rest: &str,
+    method: Method,
+    query: Option<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let result = async {
+        let target = target::parse(state.registry(), group, version, rest)?;
+        let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
+            .await
+            .map_err(|_| ApiError::too_large())?;
+        let call = Call {
+            state,
+            target,
+            query: Query::parse(query.as_deref()),
+            headers,
+            body,
+        };
+        dispatch(call, method).await
+    }
+    .await;
+    result.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn dispatch(call: Call, method: Method) -> ApiResult<Response> {
+    let item = call.target.name.is_some();
+    let subresource = call.target.subresource.clone();
+    let watch = call.query.flag("watch") || call.target.legacy_watch;
+    match (method, item, subresource.as_deref()) {
+        (Method::GET, _, None) if watch => Err(ApiError::new(
+            axum::http::StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            "watch is not implemented by this kubemock build yet",
+        )),
+        (Method::GET, false, None) => list::list(&call).await,
+        (Method::GET, true, _) => get::get(&call).await,
+        (Method::POST, false, None) => create::create(&call).await,
+        (Method::PUT, true, _) => update::update(&call).await,
+        (Method::DELETE, true, None) => delete::delete(&call).await,
+        (Method::DELETE, false, None) => delete::delete_collection(&call).await,
+        (Method::PATCH, true, _) => Err(ApiError::new(
+            axum::http::StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            "patch is not implemented by this kubemock build yet",
+        )),
+        _ => Err(ApiError::route_method_not_allowed()),
+    }
+}

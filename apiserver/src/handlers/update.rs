@@ -1,0 +1,347 @@
+//! PUT (§4.4–§4.7): optimistic concurrency on `metadata.resourceVersion`, unconditional updates
+//! where the kind allows them, create-on-update, immutable metadata (§3.3, §3.7), status
+//! subresource rules, generation (§3.8), no-op detection (§4.4), and the `scale` and
+//! `finalize` subresources.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use kubemock_storage::{Guard, KeyValue, Revision, UpdateOutcome};
+use serde_json::{Value, json};
+
+use super::create;
+use super::resource::Call;
+use super::scale;
+use crate::keys;
+use crate::meta::{self, FieldError};
+use crate::object::{self, Object};
+use crate::registry::{GenerationPolicy, Resource};
+use crate::status::{ApiError, ApiResult};
+
+/// Read-modify-write attempts of an update without a client resourceVersion before giving up
+/// with a Conflict (each attempt only fails when another writer got in between).
+const UPDATE_ATTEMPTS: usize = 16;
+
+/// `PUT` of an item or a subresource.
+pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
+    let resource = &call.target.resource;
+    let subresource = call.target.subresource.as_deref();
+    match subresource {
+        None => call.require_verb("update")?,
+        Some(name) => {
+            let serves_update = resource
+                .subresource(name)
+                .is_some_and(|s| s.verbs.iter().any(|v| v == "update"));
+            if !serves_update {
+                return Err(ApiError::route_method_not_allowed());
+            }
+        }
+    }
+    let dry_run = call.dry_run("UpdateOptions")?;
+    if subresource == Some("scale") {
+        return update_scale(call, dry_run).await;
+    }
+    let body = object::decode_body(&call.headers, &call.body, resource)?;
+    let name = call.target.name.as_deref().unwrap_or("");
+    let namespace = call.target.namespace.as_deref();
+    if resource.namespaced {
+        let body_namespace = object::meta_str(&body, "namespace").unwrap_or("");
+        if !body_namespace.is_empty() && Some(body_namespace) != namespace {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    }
+    let body_name = object::name_of(&body);
+    if body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let client_revision =
+        meta::parse_resource_version(object::meta_str(&body, "resourceVersion").unwrap_or(""))?;
+    let key = keys::object_key(resource, namespace, name);
+    for _ in 0..UPDATE_ATTEMPTS {
+        let found = call
+            .state
+            .store()
+            .get(key.as_bytes(), None)
+            .await
+            .map_err(ApiError::from_storage)?;
+        let Some(current) = found.kv else {
+            if resource.behaviour.create_on_update && subresource.is_none() {
+                let created =
+                    create::create_object(&call.state, resource, namespace, body.clone(), dry_run)
+                        .await?;
+                return Ok(object::respond(
+                    StatusCode::CREATED,
+                    &Value::Object(created),
+                    call.pretty(),
+                ));
+            }
+            return Err(ApiError::not_found(resource, name));
+        };
+        if client_revision.is_none() && !resource.behaviour.unconditional_update {
+            return Err(meta::invalid(
+                &resource.qualified(),
+                &resource.group,
+                &resource.plural,
+                name,
+                vec![FieldError {
+                    field: "metadata.resourceVersion".to_owned(),
+                    reason: "FieldValueInvalid",
+                    detail: "Invalid value: 0x0: must be specified for an update".to_owned(),
+                }],
+            ));
+        }
+        let existing = object::parse_stored(&current.value)?;
+        check_uid_precondition(resource, name, &key, &body, &existing)?;
+        if client_revision.is_some_and(|rv| rv != current.mod_revision) {
+            return Err(ApiError::modified(resource, name));
+        }
+        let updated = merge(resource, subresource, &existing, body.clone());
+        match write(call, &key, &current, updated, dry_run).await? {
+            Written::Done(object) => {
+                return Ok(object::respond(
+                    StatusCode::OK,
+                    &Value::Object(object),
+                    call.pretty(),
+                ));
+            }
+            Written::Conflict if client_revision.is_some() => {
+                return Err(ApiError::modified(resource, name));
+            }
+            Written::Conflict => {}
+        }
+    }
+    Err(ApiError::modified(resource, name))
+}
+
+/// What writing an updated object came to.
+pub(crate) enum Written {
+    /// Stored (or a no-op, or a dry run): the object as answered.
+    Done(Object),
+    /// Another writer changed the object since it was read.
+    Conflict,
+}
+
+/// Stores `updated` over `current` (guarded by its revision), skipping no-op writes.
+pub(crate) async fn write(
+    call: &Call,
+    key: &str,
+    current: &KeyValue,
+    updated: Object,
+    dry_run: bool,
+) -> ApiResult<Written> {
+    let bytes = object::to_stored(&updated)?;
+    let answered = |mut object: Object, revision: Revision| {
+        object::set_resource_version(&mut object, revision);
+        object
+    };
+    // §4.4: identical bytes are no write, no new resourceVersion, no event.
+    if bytes == current.value || dry_run {
+        return Ok(Written::Done(answered(updated, current.mod_revision)));
+    }
+    match call
+        .state
+        .store()
+        .update(
+            key.to_owned().into(),
+            bytes,
+            Guard::ModRevision(current.mod_revision),
+        )
+        .await
+        .map_err(ApiError::from_storage)?
+    {
+        UpdateOutcome::Updated { kv, .. } => Ok(Written::Done(answered(updated, kv.mod_revision))),
+        UpdateOutcome::Conflict(_) | UpdateOutcome::NotFound => Ok(Written::Conflict),
+    }
+}
+
+/// §3.3: a different non-empty uid in a PUT body is a failed precondition.
+fn check_uid_precondition(
+    resource: &Resource,
+    name: &str,
+    key: &str,
+    body: &Object,
+    existing: &Object,
+) -> ApiResult<()> {
+    let body_uid = object::meta_str(body, "uid").unwrap_or("");
+    let stored_uid = object::meta_str(existing, "uid").unwrap_or("");
+    if body_uid.is_empty() || body_uid == stored_uid {
+        return Ok(());
+    }
+    Err(ApiError::conflict(
+        resource,
+        name,
+        &format!(
+            "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {body_uid}, UID in object meta: {stored_uid}"
+        ),
+    ))
+}
+
+/// The object an update stores: the body for the main resource (with the stored status),
+/// the stored object with the body's status for `/status`, the stored object with the body's
+/// `spec.finalizers` for `/finalize`; immutable metadata copied back from the stored object.
+fn merge(
+    resource: &Resource,
+    subresource: Option<&str>,
+    existing: &Object,
+    body: Object,
+) -> Object {
+    let mut updated = match subresource {
+        Some("status") => {
+            let mut updated = existing.clone();
+            set_or_remove(&mut updated, "status", body.get("status").cloned());
+            if let Some(metadata) = body.get("metadata") {
+                updated.insert("metadata".to_owned(), metadata.clone());
+            }
+            updated
+        }
+        Some("finalize") => {
+            let mut updated = existing.clone();
+            let finalizers = body.get("spec").and_then(|s| s.get("finalizers")).cloned();
+            let spec = updated.entry("spec").or_insert_with(|| json!({}));
+            if let Value::Object(spec) = spec {
+                match finalizers {
+                    Some(finalizers) => spec.insert("finalizers".to_owned(), finalizers),
+                    None => spec.shift_remove("finalizers"),
+                };
+            }
+            updated
+        }
+        _ => {
+            let mut updated = body;
+            if resource.subresource("status").is_some() {
+                set_or_remove(&mut updated, "status", existing.get("status").cloned());
+            }
+            updated
+        }
+    };
+    let existing_meta = existing.get("metadata").and_then(Value::as_object);
+    let metadata = object::metadata_mut(&mut updated);
+    for field in [
+        "uid",
+        "namespace",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        match existing_meta.and_then(|m| m.get(field)) {
+            Some(value) => metadata.insert(field.to_owned(), value.clone()),
+            None => metadata.shift_remove(field),
+        };
+    }
+    metadata.shift_remove("resourceVersion");
+    metadata.shift_remove("selfLink");
+    if resource.group.is_empty() && resource.plural == "namespaces" {
+        let name = metadata.get("name").cloned().unwrap_or(Value::Null);
+        let labels = metadata.entry("labels").or_insert_with(|| json!({}));
+        if let Value::Object(labels) = labels {
+            labels.insert("kubernetes.io/metadata.name".to_owned(), name);
+        }
+    }
+    bump_generation(resource, existing, &mut updated);
+    meta::canonicalize_metadata(object::metadata_mut(&mut updated));
+    updated
+}
+
+fn set_or_remove(object: &mut Object, field: &str, value: Option<Value>) {
+    match value {
+        Some(value) => object.insert(field.to_owned(), value),
+        None => object.shift_remove(field),
+    };
+}
+
+/// §3.8: generation moves on spec changes (and, for Deployments, annotation changes).
+pub(crate) fn bump_generation(resource: &Resource, existing: &Object, updated: &mut Object) {
+    let policy = resource.behaviour.generation;
+    if policy == GenerationPolicy::None {
+        return;
+    }
+    let annotations = |o: &Object| {
+        o.get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .cloned()
+    };
+    let changed = existing.get("spec") != updated.get("spec")
+        || (policy == GenerationPolicy::SpecAndAnnotations
+            && annotations(existing) != annotations(updated));
+    let old = existing
+        .get("metadata")
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+        .max(1);
+    let generation = if changed { old + 1 } else { old };
+    object::metadata_mut(updated).insert("generation".to_owned(), json!(generation));
+}
+
+/// `PUT .../scale`: writes `spec.replicas` of the parent (§4.7).
+async fn update_scale(call: &Call, dry_run: bool) -> ApiResult<Response> {
+    let resource = &call.target.resource;
+    let name = call.target.name.as_deref().unwrap_or("");
+    let body: Value = serde_json::from_slice(&call.body)
+        .map_err(|err| ApiError::bad_request(format!("the body is not a valid Scale: {err}")))?;
+    let replicas = body
+        .get("spec")
+        .and_then(|s| s.get("replicas"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if replicas < 0 {
+        return Err(meta::invalid(
+            "Scale.autoscaling",
+            "autoscaling",
+            "Scale",
+            name,
+            vec![FieldError {
+                field: "spec.replicas".to_owned(),
+                reason: "FieldValueInvalid",
+                detail: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+            }],
+        ));
+    }
+    let client_revision = meta::parse_resource_version(
+        body.get("metadata")
+            .and_then(|m| m.get("resourceVersion"))
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+    )?;
+    let key = keys::object_key(resource, call.target.namespace.as_deref(), name);
+    for _ in 0..UPDATE_ATTEMPTS {
+        let found = call
+            .state
+            .store()
+            .get(key.as_bytes(), None)
+            .await
+            .map_err(ApiError::from_storage)?;
+        let current = found
+            .kv
+            .ok_or_else(|| ApiError::not_found(resource, name))?;
+        if client_revision.is_some_and(|rv| rv != current.mod_revision) {
+            return Err(ApiError::modified(resource, name));
+        }
+        let existing = object::parse_stored(&current.value)?;
+        let mut updated = existing.clone();
+        let spec = updated.entry("spec").or_insert_with(|| json!({}));
+        if let Value::Object(spec) = spec {
+            spec.insert("replicas".to_owned(), json!(replicas));
+        }
+        bump_generation(resource, &existing, &mut updated);
+        match write(call, &key, &current, updated, dry_run).await? {
+            Written::Done(parent) => {
+                let scale = scale::scale_of(resource, &parent);
+                return Ok(object::respond(
+                    StatusCode::OK,
+                    &Value::Object(scale),
+                    call.pretty(),
+                ));
+            }
+            Written::Conflict if client_revision.is_some() => {
+                return Err(ApiError::modified(resource, name));
+            }
+            Written::Conflict => {}
+        }
+    }
+    Err(ApiError::modified(resource, name))
+}

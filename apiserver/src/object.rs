@@ -1,0 +1,165 @@
+//! Objects as JSON: decoding request bodies (§3.9, §4.10), and the two forms of an object — as
+//! stored (no resourceVersion: that is the store's `mod_revision`, DESIGN.md guarantee 2) and
+//! as answered (resourceVersion set, metadata in the real server's field order).
+
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use kubemock_storage::{KeyValue, Revision};
+use serde_json::{Map, Value};
+
+use crate::meta;
+use crate::registry::Resource;
+use crate::status::{ApiError, ApiResult};
+
+/// A Kubernetes object: a JSON object.
+pub(crate) type Object = Map<String, Value>;
+
+/// The media type of a request body.
+fn body_media_type(headers: &HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// Decodes a request body as an object of `resource`: JSON (YAML and protobuf are other issues),
+/// `kind` and `apiVersion` checked when present and filled in when absent.
+pub(crate) fn decode_body(
+    headers: &HeaderMap,
+    body: &[u8],
+    resource: &Resource,
+) -> ApiResult<Object> {
+    let media_type = body_media_type(headers);
+    if !matches!(media_type.as_str(), "" | "application/json" | "*/*") {
+        return Err(ApiError::unsupported_media_type(&media_type));
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|err| {
+        let start = String::from_utf8_lossy(&body[..body.len().min(40)]).into_owned();
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {err} ({start})",
+            resource.kind
+        ))
+    })?;
+    let Value::Object(mut object) = value else {
+        return Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: expected an object",
+            resource.kind
+        )));
+    };
+    let expected_version = resource.group_version();
+    match object.get("apiVersion").and_then(Value::as_str) {
+        Some(version) if !version.is_empty() && version != expected_version => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({version}) does not match the expected API version ({expected_version})"
+            )));
+        }
+        _ => {}
+    }
+    match object.get("kind").and_then(Value::as_str) {
+        Some(kind) if !kind.is_empty() && kind != resource.kind => {
+            return Err(ApiError::bad_request(format!(
+                "{kind} in version \"{}\" cannot be handled as a {}: the kind does not match the endpoint",
+                resource.version, resource.kind
+            )));
+        }
+        _ => {}
+    }
+    object.shift_remove("kind");
+    object.shift_remove("apiVersion");
+    Ok(with_type_meta(object, resource))
+}
+
+/// `object` with `kind` and `apiVersion` first, as typed objects serialise.
+pub(crate) fn with_type_meta(object: Object, resource: &Resource) -> Object {
+    let mut out = Map::with_capacity(object.len() + 2);
+    out.insert("kind".to_owned(), Value::String(resource.kind.clone()));
+    out.insert(
+        "apiVersion".to_owned(),
+        Value::String(resource.group_version()),
+    );
+    for (key, value) in object {
+        if key != "kind" && key != "apiVersion" {
+            out.insert(key, value);
+        }
+    }
+    out
+}
+
+/// The object's metadata, created empty if absent or not an object.
+pub(crate) fn metadata_mut(object: &mut Object) -> &mut Map<String, Value> {
+    let entry = object
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !entry.is_object() {
+        *entry = Value::Object(Map::new());
+    }
+    match entry {
+        Value::Object(map) => map,
+        _ => unreachable!("just made an object"),
+    }
+}
+
+/// A string field of the object's metadata.
+pub(crate) fn meta_str<'a>(object: &'a Object, field: &str) -> Option<&'a str> {
+    object
+        .get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+}
+
+/// The object's name (empty if none).
+pub(crate) fn name_of(object: &Object) -> &str {
+    meta_str(object, "name").unwrap_or("")
+}
+
+/// Sets `metadata.resourceVersion` to `revision`, keeping the canonical field order.
+pub(crate) fn set_resource_version(object: &mut Object, revision: Revision) {
+    let metadata = metadata_mut(object);
+    metadata.insert(
+        "resourceVersion".to_owned(),
+        Value::String(meta::resource_version(revision)),
+    );
+    meta::canonicalize_metadata(metadata);
+}
+
+/// The stored bytes of an object (never with a resourceVersion).
+pub(crate) fn to_stored(object: &Object) -> ApiResult<Bytes> {
+    debug_assert!(meta_str(object, "resourceVersion").is_none());
+    serde_json::to_vec(object)
+        .map(Bytes::from)
+        .map_err(ApiError::internal)
+}
+
+/// The object of a stored key/value, with its resourceVersion.
+pub(crate) fn from_stored(kv: &KeyValue) -> ApiResult<Object> {
+    let mut object = parse_stored(&kv.value)?;
+    set_resource_version(&mut object, kv.mod_revision);
+    Ok(object)
+}
+
+/// The object in stored bytes, as stored (no resourceVersion).
+pub(crate) fn parse_stored(bytes: &[u8]) -> ApiResult<Object> {
+    match serde_json::from_slice(bytes) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(_) => Err(ApiError::internal("stored value is not a JSON object")),
+        Err(err) => Err(ApiError::internal(format!(
+            "stored value is not JSON: {err}"
+        ))),
+    }
+}
+
+/// A JSON response with `status`, indented when `pretty`.
+pub(crate) fn respond(status: StatusCode, body: &Value, pretty: bool) -> Response {
+    let encoded = if pretty {
+        serde_json::to_vec_pretty(body)
+    } else {
+        serde_json::to_vec(body)
+    };
+    match encoded {
+        Ok(bytes) => (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
+        Err(err) => ApiError::internal(err).into_response(),
+    }
+}
