@@ -15,6 +15,7 @@ const WAIT: Duration = Duration::from_secs(60);
 struct Cluster {
     _child: Child,
     dir: tempfile::TempDir,
+    url: String,
 }
 
 impl Cluster {
@@ -35,8 +36,26 @@ impl Cluster {
             .expect("ready before the deadline")
             .expect("read stdout")
             .expect("a ready line");
-        assert!(line.starts_with("kubemock: serving on "), "{line}");
-        Cluster { _child: child, dir }
+        let url = line
+            .strip_prefix("kubemock: serving on ")
+            .unwrap_or_else(|| panic!("unexpected ready line {line}"))
+            .to_owned();
+        Cluster {
+            _child: child,
+            dir,
+            url,
+        }
+    }
+
+    /// A kubectl command with this cluster's kubeconfig and private cache.
+    fn command(&self) -> Command {
+        let mut command = Command::new("kubectl");
+        command
+            .arg("--kubeconfig")
+            .arg(self.dir.path().join("kubeconfig"))
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("cache"));
+        command
     }
 
     /// Runs kubectl with this cluster's kubeconfig and a private cache; returns stdout, and
@@ -122,4 +141,40 @@ async fn kubectl_api_versions_and_api_resources() {
         legacy.lines().any(|l| l.starts_with("replicasets")),
         "{legacy}"
     );
+}
+
+#[tokio::test]
+async fn kubectl_get_watch_sees_an_object_created_meanwhile() {
+    let cluster = Cluster::start().await;
+    let mut watch = cluster
+        .command()
+        .args(["get", "configmaps", "-w", "--output-watch-events"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run kubectl get -w");
+    let mut lines = BufReader::new(watch.stdout.take().expect("stdout")).lines();
+    let created = reqwest::Client::new()
+        .post(format!(
+            "{}/api/v1/namespaces/default/configmaps",
+            cluster.url
+        ))
+        .json(&serde_json::json!({"metadata": {"name": "hello"}, "data": {"a": "1"}}))
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(created.status(), 201);
+    let seen = tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await.expect("read kubectl") {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.first() == Some(&"ADDED") && fields.get(1) == Some(&"hello") {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .expect("kubectl printed the event before the deadline");
+    assert!(seen, "kubectl get -w ended without printing ADDED hello");
 }

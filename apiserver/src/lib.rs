@@ -78,9 +78,13 @@ pub async fn serve(
     bootstrap::bootstrap(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")))?;
-    axum::serve(listener, router(state))
+    let result = axum::serve(listener, router(state.clone()))
         .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
+        .await;
+    // Watch tasks end on the same token; wait for them so nothing outlives the server.
+    state.tasks().close();
+    state.tasks().wait().await;
+    result
 }
 
 fn panic_to_status(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {

@@ -1224,10 +1224,6 @@ impl FieldSelector {
 
     /// The name, if the selector is exactly `metadata.name=<name>` (or `==`): a watch of one
     /// object.
-    #[allow(
-        dead_code,
-        reason = "single-object watches (fieldSelector metadata.name) use it next"
-    )]
     pub(crate) fn single_name(&self) -> Option<&str> {
         match self.terms.as_slice() {
             [term] if term.equal && term.field == "metadata.name" => Some(&term.value),

@@ -8,6 +8,7 @@ use kubemock_storage::Kv;
 
 use crate::registry::Registry;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// Bookmarks are sent about once a minute, like the real server's watch cache (§8.6).
 pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
@@ -41,6 +42,8 @@ struct Inner {
     config: ServerConfig,
     /// Cancelled when the server shuts down; long-running requests (watches) select on it.
     shutdown: CancellationToken,
+    /// The tasks that feed watch streams; `serve` waits for them on shutdown.
+    tasks: TaskTracker,
 }
 
 impl AppState {
@@ -52,6 +55,7 @@ impl AppState {
                 registry: Registry::builtin(),
                 config,
                 shutdown,
+                tasks: TaskTracker::new(),
             }),
         }
     }
@@ -69,6 +73,11 @@ impl AppState {
     /// The configuration.
     pub fn config(&self) -> &ServerConfig {
         &self.inner.config
+    }
+
+    /// The tracker of watch tasks.
+    pub fn tasks(&self) -> &TaskTracker {
+        &self.inner.tasks
     }
 
     /// The shutdown token.

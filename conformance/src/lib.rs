@@ -9,7 +9,11 @@
 
 use std::time::Duration;
 
-use kubemock_apiserver::TestServer;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use kubemock_apiserver::{ServerConfig, TestServer};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -37,6 +41,11 @@ pub struct Reply {
 impl Harness {
     /// Connects to `KUBEMOCK_CONFORMANCE_URL`, or starts an in-process server.
     pub async fn start() -> Self {
+        Self::start_with(ServerConfig::default()).await
+    }
+
+    /// Like [`Harness::start`], with this configuration for an in-process server.
+    pub async fn start_with(config: ServerConfig) -> Self {
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .build()
@@ -48,7 +57,7 @@ impl Harness {
                 client,
             },
             _ => {
-                let server = TestServer::start()
+                let server = TestServer::start_with(config, kubemock_storage::Config::ephemeral())
                     .await
                     .expect("start an in-process server");
                 Harness {
@@ -129,6 +138,23 @@ impl Harness {
             .await
     }
 
+    /// Starts a watch (`path` includes the query); returns once the response headers arrived.
+    pub async fn watch(&self, path: &str) -> WatchStream {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .timeout(Duration::from_secs(3600))
+            .send()
+            .await
+            .expect("the server answers the watch");
+        WatchStream {
+            status: response.status().as_u16(),
+            headers: response.headers().clone(),
+            body: Box::pin(response.bytes_stream()),
+            buffer: Vec::new(),
+        }
+    }
+
     /// Creates a namespace with a unique name for one test and returns its name.
     pub async fn namespace(&self, test: &str) -> String {
         let name = format!(
@@ -180,4 +206,44 @@ pub fn deployment(name: &str, replicas: i64, image: &str) -> Value {
             }
         }
     })
+}
+
+/// How long a test waits for one watch event before failing.
+pub const EVENT_WAIT: Duration = Duration::from_secs(30);
+
+/// A watch response read line by line.
+pub struct WatchStream {
+    /// HTTP status.
+    pub status: u16,
+    /// Response headers.
+    pub headers: reqwest::header::HeaderMap,
+    body: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    buffer: Vec<u8>,
+}
+
+impl WatchStream {
+    /// The next event, `None` when the stream ended. Fails the test after [`EVENT_WAIT`].
+    pub async fn next_event(&mut self) -> Option<Value> {
+        tokio::time::timeout(EVENT_WAIT, self.next_line())
+            .await
+            .expect("a watch event before the deadline")
+    }
+
+    /// The next event within `wait`, `Some(None)` if the stream ended, `None` on timeout.
+    pub async fn next_event_within(&mut self, wait: Duration) -> Option<Option<Value>> {
+        tokio::time::timeout(wait, self.next_line()).await.ok()
+    }
+
+    async fn next_line(&mut self) -> Option<Value> {
+        loop {
+            if let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buffer.drain(..=end).collect();
+                return Some(serde_json::from_slice(&line).expect("each line is one JSON event"));
+            }
+            match self.body.next().await {
+                Some(Ok(chunk)) => self.buffer.extend_from_slice(&chunk),
+                Some(Err(_)) | None => return None,
+            }
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Request handlers, one file per concern: `nonresource` for `/version` and health,
 //! `discovery` for `/api` and `/apis`, and the resource verbs: `resource` parses the `target`
-//! and dispatches to `get`, `list`, `create`, `update` (with `scale`) and `delete`.
+//! and dispatches to `get`, `list`, `watch`, `create`, `update` (with `scale`) and `delete`.
 
 pub(crate) mod create;
 pub(crate) mod delete;
@@ -12,3 +12,4 @@ pub(crate) mod resource;
 pub(crate) mod scale;
 pub(crate) mod target;
 pub(crate) mod update;
+pub(crate) mod watch;

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
 use super::target::{self, Target};
-use super::{create, delete, get, list, update};
+use super::{create, delete, get, list, update, watch};
 use crate::query::Query;
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult, MAX_BODY_BYTES};
@@ -119,11 +119,7 @@ async fn dispatch(call: Call, method: Method) -> ApiResult<Response> {
     let subresource = call.target.subresource.clone();
     let watch = call.query.flag("watch") || call.target.legacy_watch;
     match (method, item, subresource.as_deref()) {
-        (Method::GET, _, None) if watch => Err(ApiError::new(
-            axum::http::StatusCode::METHOD_NOT_ALLOWED,
-            "MethodNotAllowed",
-            "watch is not implemented by this kubemock build yet",
-        )),
+        (Method::GET, _, None) if watch => watch::watch(&call).await,
         (Method::GET, false, None) => list::list(&call).await,
         (Method::GET, true, _) => get::get(&call).await,
         (Method::POST, false, None) => create::create(&call).await,

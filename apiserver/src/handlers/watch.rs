@@ -1,0 +1,383 @@
+//! WATCH (§8): newline-delimited JSON events over a chunked response whose headers go out at
+//! once. Starting points (§8.3): unset/`""`/`"0"` send the current objects as synthetic ADDED
+//! events from one snapshot first; `"N"` sends every change after N, or one ERROR 410 event if
+//! N was compacted (never an HTTP 410, §8.5). Streaming lists (§8.7), selectors with
+//! ADDED/DELETED on entering/leaving the selection (§8.8), bookmarks from the store's progress
+//! (§8.6), `timeoutSeconds` (§8.9) and single-object watches.
+//!
+//! A watch runs as a tracked task feeding a small bounded channel that the response body
+//! drains. A client that stops reading stalls the task, which stops reading the store, which
+//! cuts the watcher off (writers never wait); the stream then ends and the client re-watches
+//! from its last resourceVersion, as every client does when a watch ends.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use kubemock_storage::{
+    Error as StorageError, Event, EventKind, RangeRequest, Revision, WatchItem,
+};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use super::get::wait_for_revision;
+use super::resource::Call;
+use crate::keys;
+use crate::meta::{self, FieldError};
+use crate::object;
+use crate::registry::Resource;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::status::{ApiError, ApiResult};
+
+/// Encoded events buffered between the watch task and the response body: small, so that a
+/// client that stops reading soon stops the task (and the store then cuts the watcher off).
+const WATCH_CHANNEL: usize = 64;
+/// Objects read per page while sending initial events.
+const INITIAL_PAGE: usize = 500;
+/// Without `timeoutSeconds` the real server picks a lifetime in [30, 60) minutes (§8.9).
+const DEFAULT_TIMEOUT_MIN: Duration = Duration::from_secs(1800);
+
+/// What a watch request asks for, validated.
+struct WatchRequest {
+    labels: LabelSelector,
+    fields: FieldSelector,
+    /// Only this object (item paths).
+    name: Option<String>,
+    /// Send the current objects as ADDED events first.
+    initial_events: bool,
+    /// With initial events: they must be at least this recent.
+    not_older_than: Option<Revision>,
+    /// Without initial events: deliver changes after this revision.
+    after: Revision,
+    bookmarks: bool,
+    timeout: Duration,
+}
+
+fn invalid(errors: Vec<FieldError>) -> ApiError {
+    let mut error = meta::invalid(
+        "ListOptions.meta.k8s.io",
+        "meta.k8s.io",
+        "ListOptions",
+        "",
+        errors,
+    );
+    if let Some(details) = error.details.as_mut() {
+        details.name = None;
+    }
+    error
+}
+
+impl WatchRequest {
+    fn parse(call: &Call) -> ApiResult<Self> {
+        let query = &call.query;
+        let labels = LabelSelector::parse(query.get("labelSelector").unwrap_or(""))?;
+        let fields = FieldSelector::parse(
+            query.get("fieldSelector").unwrap_or(""),
+            &call.target.resource,
+        )?;
+        let name = call.target.name.clone();
+        if let Some(name) = &name
+            && !fields.is_empty()
+            && fields.single_name() != Some(name.as_str())
+        {
+            return Err(ApiError::bad_request(
+                "fieldSelector metadata.name doesn't match requested name",
+            ));
+        }
+        let rv_text = query.get("resourceVersion").unwrap_or("");
+        let revision = meta::parse_resource_version(rv_text)?;
+        let matching = query.get("resourceVersionMatch").unwrap_or("");
+        let send_initial = query
+            .get("sendInitialEvents")
+            .map(|_| query.flag("sendInitialEvents"));
+        let mut errors = Vec::new();
+        if !matching.is_empty() && send_initial.is_none() {
+            errors.push(FieldError {
+                field: "resourceVersionMatch".to_owned(),
+                reason: "FieldValueForbidden",
+                detail: "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided".to_owned(),
+            });
+        }
+        if send_initial.is_some() {
+            if matching == "Exact" {
+                errors.push(FieldError {
+                    field: "resourceVersionMatch".to_owned(),
+                    reason: "FieldValueNotSupported",
+                    detail: "Unsupported value: \"Exact\": supported values: \"NotOlderThan\""
+                        .to_owned(),
+                });
+            } else if matching != "NotOlderThan" {
+                errors.push(FieldError {
+                    field: "resourceVersionMatch".to_owned(),
+                    reason: "FieldValueForbidden",
+                    detail: "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan".to_owned(),
+                });
+            }
+        }
+        if !errors.is_empty() {
+            return Err(invalid(errors));
+        }
+        let initial_events = send_initial.unwrap_or(revision.unwrap_or(0) == 0);
+        let timeout =
+            match query.get("timeoutSeconds").unwrap_or("") {
+                "" => DEFAULT_TIMEOUT_MIN + Duration::from_secs(fastrand::u64(0..1800)),
+                text => Duration::from_secs(text.parse::<u64>().map_err(|_| {
+                    ApiError::bad_request(format!("invalid timeoutSeconds: {text}"))
+                })?),
+            };
+        Ok(WatchRequest {
+            labels,
+            fields,
+            name,
+            initial_events,
+            not_older_than: revision.filter(|_| initial_events),
+            after: revision.unwrap_or(0),
+            bookmarks: query.flag("allowWatchBookmarks"),
+            timeout,
+        })
+    }
+
+    fn matches(&self, object: &Value) -> bool {
+        let name_ok = self.name.as_deref().is_none_or(|name| {
+            object
+                .get("metadata")
+                .and_then(|m| m.get("name"))
+                .and_then(Value::as_str)
+                == Some(name)
+        });
+        name_ok && self.labels.matches_object(object) && self.fields.matches(object)
+    }
+}
+
+/// `GET ...?watch=true` (and the legacy `/watch/` paths).
+pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
+    call.require_verb("watch")?;
+    let request = WatchRequest::parse(call)?;
+    let resource = call.target.resource.clone();
+    let prefix = keys::collection_prefix(&resource, call.target.namespace.as_deref());
+    let (sender, receiver) = mpsc::channel::<Bytes>(WATCH_CHANNEL);
+    let state = call.state.clone();
+    if let Some(revision) = request.not_older_than {
+        wait_for_revision(&state, revision).await?;
+    }
+    let tasks = state.tasks().clone();
+    tasks.spawn(async move {
+        let shutdown = state.shutdown().clone();
+        let feed = Feed {
+            sender,
+            resource,
+            request,
+        };
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            () = feed.run(&state, prefix) => {}
+        }
+    });
+    let body = Body::from_stream(futures_util::stream::unfold(
+        receiver,
+        |mut receiver| async move {
+            receiver
+                .recv()
+                .await
+                .map(|line| (Ok::<_, Infallible>(line), receiver))
+        },
+    ));
+    Ok((
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response())
+}
+
+/// The task side of one watch.
+struct Feed {
+    sender: mpsc::Sender<Bytes>,
+    resource: std::sync::Arc<Resource>,
+    request: WatchRequest,
+}
+
+impl Feed {
+    /// Sends one event line; false once the client has gone.
+    async fn send(&self, kind: &str, object: Value) -> bool {
+        let mut line =
+            serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+        line.push(b'\n');
+        self.sender.send(Bytes::from(line)).await.is_ok()
+    }
+
+    async fn send_error(&self, error: ApiError) {
+        self.send("ERROR", error.to_json()).await;
+    }
+
+    fn bookmark(&self, revision: Revision, initial_events_end: bool) -> Value {
+        let mut metadata = Map::new();
+        metadata.insert(
+            "resourceVersion".to_owned(),
+            json!(meta::resource_version(revision)),
+        );
+        if initial_events_end {
+            metadata.insert(
+                "annotations".to_owned(),
+                json!({"k8s.io/initial-events-end": "true"}),
+            );
+        }
+        json!({"kind": self.resource.kind, "apiVersion": self.resource.group_version(), "metadata": metadata})
+    }
+
+    async fn run(self, state: &crate::state::AppState, prefix: String) {
+        let store = state.store();
+        // Phase 1: the current objects, from one snapshot.
+        let mut after = self.request.after;
+        if self.request.initial_events {
+            let mut start_after: Option<String> = None;
+            let mut snapshot = None;
+            loop {
+                let mut range = RangeRequest::prefix(prefix.clone()).limit(INITIAL_PAGE);
+                if let Some(key) = &start_after {
+                    range = range.start_after(key.clone());
+                }
+                if let Some(revision) = snapshot {
+                    range = range.at_revision(revision);
+                }
+                let page = match store.range(range).await {
+                    Ok(page) => page,
+                    Err(err) => return self.send_error(ApiError::from_storage(err)).await,
+                };
+                snapshot = Some(page.revision);
+                for kv in &page.items {
+                    let Ok(object) = object::from_stored(kv) else {
+                        continue;
+                    };
+                    let object = Value::Object(object);
+                    if self.request.matches(&object) && !self.send("ADDED", object).await {
+                        return;
+                    }
+                }
+                match page.items.last() {
+                    Some(last) if page.more() => {
+                        start_after = Some(String::from_utf8_lossy(&last.key).into_owned())
+                    }
+                    _ => break,
+                }
+            }
+            after = snapshot.unwrap_or(0);
+            if self.request.bookmarks && !self.send("BOOKMARK", self.bookmark(after, true)).await {
+                return;
+            }
+        }
+        // Phase 2: changes after `after`. A revision above the store's means "only changes
+        // after it" (§8.3): watch from the current revision and skip up to it.
+        let mut skip_until = 0;
+        let mut watch = match store.watch(Bytes::from(prefix.clone()), after).await {
+            Ok(watch) => watch,
+            Err(StorageError::FutureRevision { current, .. }) => {
+                skip_until = after;
+                match store.watch(Bytes::from(prefix.clone()), current).await {
+                    Ok(watch) => watch,
+                    Err(err) => return self.send_error(ApiError::from_storage(err)).await,
+                }
+            }
+            Err(StorageError::Compacted {
+                requested,
+                compacted,
+            }) => {
+                return self.send_error(expired(requested, compacted)).await;
+            }
+            Err(err) => return self.send_error(ApiError::from_storage(err)).await,
+        };
+        let deadline = tokio::time::sleep(self.request.timeout);
+        tokio::pin!(deadline);
+        let mut ticker = tokio::time::interval(state.config().bookmark_interval);
+        ticker.tick().await;
+        let mut last_sent = after;
+        loop {
+            let item = tokio::select! {
+                () = &mut deadline => return,
+                _ = ticker.tick(), if self.request.bookmarks => {
+                    watch.request_progress();
+                    continue;
+                }
+                item = watch.next() => item,
+            };
+            match item {
+                Some(Ok(WatchItem::Event(event))) => {
+                    if event.revision() <= skip_until {
+                        continue;
+                    }
+                    last_sent = event.revision();
+                    if let Some((kind, object)) = self.convert(&event)
+                        && !self.send(kind, object).await
+                    {
+                        return;
+                    }
+                }
+                Some(Ok(WatchItem::Progress(revision))) => {
+                    let revision = revision.max(last_sent).max(skip_until);
+                    if !self.send("BOOKMARK", self.bookmark(revision, false)).await {
+                        return;
+                    }
+                }
+                Some(Err(StorageError::Compacted {
+                    requested,
+                    compacted,
+                })) => {
+                    return self.send_error(expired(requested, compacted)).await;
+                }
+                // Lagged, closed, or ended: end the stream; clients re-watch from their last
+                // resourceVersion.
+                Some(Err(_)) | None => return,
+            }
+        }
+    }
+
+    /// The event a change is to this watch, given its selectors (§8.8).
+    fn convert(&self, event: &Event) -> Option<(&'static str, Value)> {
+        let parse = |bytes: &[u8], revision: Revision| -> Option<Value> {
+            let mut object = object::parse_stored(bytes).ok()?;
+            object::set_resource_version(&mut object, revision);
+            Some(Value::Object(object))
+        };
+        let old = event
+            .prev
+            .as_ref()
+            .and_then(|prev| parse(&prev.value, prev.mod_revision));
+        let old_matched = old.as_ref().is_some_and(|o| self.request.matches(o));
+        let with_revision = |object: Option<Value>| {
+            object.and_then(|o| match o {
+                Value::Object(mut map) => {
+                    object::set_resource_version(&mut map, event.revision());
+                    Some(Value::Object(map))
+                }
+                _ => None,
+            })
+        };
+        match event.kind {
+            EventKind::Delete => old_matched
+                .then(|| with_revision(old))
+                .flatten()
+                .map(|o| ("DELETED", o)),
+            EventKind::Put => {
+                let new = parse(&event.kv.value, event.revision())?;
+                match (old_matched, self.request.matches(&new)) {
+                    (false, true) => Some(("ADDED", new)),
+                    (true, true) => Some(("MODIFIED", new)),
+                    (true, false) => with_revision(old).map(|o| ("DELETED", o)),
+                    (false, false) => None,
+                }
+            }
+        }
+    }
+}
+
+/// The in-stream 410 for a compacted start (§8.5, watch-cache wording).
+fn expired(requested: Revision, compacted: Revision) -> ApiError {
+    ApiError::expired(format!(
+        "too old resource version: {requested} ({})",
+        compacted.saturating_sub(1)
+    ))
+}
