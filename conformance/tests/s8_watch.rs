@@ -372,3 +372,36 @@ async fn writers_are_not_slowed_by_a_watch_that_is_never_read() {
         .expect("writes finish");
     assert_eq!(h.get("/readyz").await.status, 200);
 }
+
+#[tokio::test]
+async fn a_watch_whose_client_left_is_released_without_waiting_for_an_event() {
+    let h = Harness::start().await;
+    let Some(server) = h.in_process() else {
+        eprintln!("skipped: needs an in-process server to count its watchers");
+        return;
+    };
+    let ns = h.namespace("s8-gone").await;
+    let before = server.store().live_watchers();
+    let watch = h
+        .watch(&format!(
+            "/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={}",
+            server.store().revision()
+        ))
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while server.store().live_watchers() <= before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the watch never registered"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    drop(watch);
+    while server.store().live_watchers() > before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the watch outlived its client"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

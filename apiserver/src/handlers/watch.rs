@@ -298,6 +298,8 @@ impl Feed {
         loop {
             let item = tokio::select! {
                 () = &mut deadline => return,
+                // The client went away: stop now, not at the next event or the deadline.
+                () = self.sender.closed() => return,
                 _ = ticker.tick(), if self.request.bookmarks => {
                     watch.request_progress();
                     continue;
