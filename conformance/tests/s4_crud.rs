@@ -231,3 +231,26 @@ async fn s9_2_oversized_bodies_are_413_and_unknown_media_types_415() {
     // The server is healthy afterwards.
     assert_eq!(h.get("/readyz").await.status, 200);
 }
+
+#[tokio::test]
+async fn s1_3_binding_assigns_a_pod_to_a_node_once() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s1-3-binding").await;
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+    assert_eq!(h.post(&pods, &pod).await.status, 201);
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}});
+    let reply = h.post(&format!("{pods}/p/binding"), &binding).await;
+    assert_eq!(reply.status, 201);
+    assert_eq!(reply.body["status"], "Success");
+    let bound = h.get(&format!("{pods}/p")).await.body;
+    assert_eq!(bound["spec"]["nodeName"], "node-1");
+    assert_eq!(bound["status"]["conditions"][0]["type"], "PodScheduled");
+    assert_eq!(bound["status"]["conditions"][0]["status"], "True");
+    let again = h.post(&format!("{pods}/p/binding"), &binding).await;
+    assert_eq!(again.status, 409);
+    assert_eq!(
+        again.body["message"],
+        "Operation cannot be fulfilled on pods \"p\": pod p is already assigned to node \"node-1\""
+    );
+}

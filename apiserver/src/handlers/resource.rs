@@ -123,6 +123,7 @@ async fn dispatch(call: Call, method: Method) -> ApiResult<Response> {
         (Method::GET, false, None) => list::list(&call).await,
         (Method::GET, true, _) => get::get(&call).await,
         (Method::POST, false, None) => create::create(&call).await,
+        (Method::POST, true, Some("binding")) => update::bind(&call).await,
         (Method::PUT, true, _) => update::update(&call).await,
         (Method::DELETE, true, None) => delete::delete(&call).await,
         (Method::DELETE, false, None) => delete::delete_collection(&call).await,

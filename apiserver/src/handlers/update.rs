@@ -345,3 +345,101 @@ async fn update_scale(call: &Call, dry_run: bool) -> ApiResult<Response> {
     }
     Err(ApiError::modified(resource, name))
 }
+
+/// `POST .../pods/{name}/binding`: assigns a pod to a node (what a scheduler does), as the
+/// real binding storage does: sets `spec.nodeName` and the `PodScheduled` condition, refuses a
+/// pod that is already assigned or being deleted, and answers 201 with a success Status.
+pub(crate) async fn bind(call: &Call) -> ApiResult<Response> {
+    let resource = &call.target.resource;
+    let name = call.target.name.as_deref().unwrap_or("");
+    let dry_run = call.dry_run("CreateOptions")?;
+    let body: Value = serde_json::from_slice(&call.body)
+        .map_err(|err| ApiError::bad_request(format!("the body is not a valid Binding: {err}")))?;
+    let node = body
+        .get("target")
+        .and_then(|t| t.get("name"))
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| {
+            meta::invalid(
+                "Binding",
+                "",
+                "Binding",
+                name,
+                vec![FieldError {
+                    field: "target.name".to_owned(),
+                    reason: "FieldValueRequired",
+                    detail: "Required value".to_owned(),
+                }],
+            )
+        })?
+        .to_owned();
+    let key = keys::object_key(resource, call.target.namespace.as_deref(), name);
+    for _ in 0..UPDATE_ATTEMPTS {
+        let found = call
+            .state
+            .store()
+            .get(key.as_bytes(), None)
+            .await
+            .map_err(ApiError::from_storage)?;
+        let current = found
+            .kv
+            .ok_or_else(|| ApiError::not_found(resource, name))?;
+        let existing = object::parse_stored(&current.value)?;
+        if object::meta_str(&existing, "deletionTimestamp").is_some() {
+            return Err(ApiError::conflict(
+                resource,
+                name,
+                &format!("pod {name} is being deleted, cannot be assigned to a host"),
+            ));
+        }
+        let assigned = existing
+            .get("spec")
+            .and_then(|s| s.get("nodeName"))
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty());
+        if let Some(assigned) = assigned {
+            return Err(ApiError::conflict(
+                resource,
+                name,
+                &format!("pod {name} is already assigned to node \"{assigned}\""),
+            ));
+        }
+        let mut updated = existing.clone();
+        if let Value::Object(spec) = updated.entry("spec").or_insert_with(|| json!({})) {
+            spec.insert("nodeName".to_owned(), Value::String(node.clone()));
+        }
+        set_condition(
+            &mut updated,
+            json!({
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": null,
+                "lastTransitionTime": meta::now_rfc3339(),
+            }),
+        );
+        match write(call, &key, &current, updated, dry_run).await? {
+            Written::Done(_) => {
+                let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+                return Ok(object::respond(StatusCode::CREATED, &status, call.pretty()));
+            }
+            Written::Conflict => {}
+        }
+    }
+    Err(ApiError::modified(resource, name))
+}
+
+/// Sets (replacing one of the same type) a condition in `status.conditions`.
+fn set_condition(object: &mut Object, condition: Value) {
+    let status = object.entry("status").or_insert_with(|| json!({}));
+    let Value::Object(status) = status else {
+        return;
+    };
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    let Value::Array(conditions) = conditions else {
+        return;
+    };
+    let kind = condition.get("type").cloned();
+    conditions.retain(|c| c.get("type") != kind.as_ref());
+    conditions.push(condition);
+}
