@@ -209,6 +209,21 @@ pub(crate) fn invalid(
     })
 }
 
+/// The 422 for invalid list or watch options (`ListOptions.meta.k8s.io "" is invalid: ...`).
+pub(crate) fn list_options_invalid(errors: Vec<FieldError>) -> ApiError {
+    let mut error = invalid(
+        "ListOptions.meta.k8s.io",
+        "meta.k8s.io",
+        "ListOptions",
+        "",
+        errors,
+    );
+    if let Some(details) = error.details.as_mut() {
+        details.name = None;
+    }
+    error
+}
+
 /// Metadata fields in the order the real server writes them.
 const METADATA_ORDER: [&str; 15] = [
     "name",

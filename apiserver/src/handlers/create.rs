@@ -269,12 +269,7 @@ async fn admit_into_namespace(
         .lookup("", "v1", "namespaces")
         .ok_or_else(|| ApiError::internal("the namespaces resource is not registered"))?;
     let key = keys::object_key(&namespaces, None, namespace);
-    let found = state
-        .store()
-        .get(key.as_bytes(), None)
-        .await
-        .map_err(ApiError::from_storage)?;
-    let Some(kv) = found.kv else {
+    let Some(kv) = super::get::fetch(state, &key).await? else {
         return Err(ApiError::not_found(&namespaces, namespace));
     };
     let ns = object::parse_stored(&kv.value)?;

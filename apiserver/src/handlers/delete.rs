@@ -10,6 +10,7 @@ use axum::response::Response;
 use kubemock_storage::{DeleteOutcome, Guard};
 use serde_json::{Map, Value, json};
 
+use super::get::fetch;
 use super::list;
 use super::resource::Call;
 use super::update::{self, Written};
@@ -110,14 +111,8 @@ async fn delete_one(
 ) -> ApiResult<Deleted> {
     let key = keys::object_key(resource, namespace, name);
     for _ in 0..DELETE_ATTEMPTS {
-        let found = call
-            .state
-            .store()
-            .get(key.as_bytes(), None)
-            .await
-            .map_err(ApiError::from_storage)?;
-        let current = found
-            .kv
+        let current = fetch(&call.state, &key)
+            .await?
             .ok_or_else(|| ApiError::not_found(resource, name))?;
         let existing = object::from_stored(&current)?;
         check_preconditions(resource, name, options, &existing, current.mod_revision)?;

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use kubemock_storage::Revision;
+use kubemock_storage::{KeyValue, Revision};
 use serde_json::Value;
 
 use super::resource::Call;
@@ -39,19 +39,23 @@ pub(crate) async fn wait_for_revision(state: &AppState, revision: Revision) -> A
     }
 }
 
+/// The latest stored state of `key`, if it exists.
+pub(crate) async fn fetch(state: &AppState, key: &str) -> ApiResult<Option<KeyValue>> {
+    let found = state
+        .store()
+        .get(key.as_bytes(), None)
+        .await
+        .map_err(ApiError::from_storage)?;
+    Ok(found.kv)
+}
+
 /// Reads the object `call` names (latest state), or 404.
 pub(crate) async fn read_object(call: &Call) -> ApiResult<(Object, Revision)> {
     let target = &call.target;
     let name = target.name.as_deref().unwrap_or("");
     let key = keys::object_key(&target.resource, target.namespace.as_deref(), name);
-    let found = call
-        .state
-        .store()
-        .get(key.as_bytes(), None)
-        .await
-        .map_err(ApiError::from_storage)?;
-    let kv = found
-        .kv
+    let kv = fetch(&call.state, &key)
+        .await?
         .ok_or_else(|| ApiError::not_found(&target.resource, name))?;
     Ok((object::from_stored(&kv)?, kv.mod_revision))
 }

@@ -32,20 +32,6 @@ struct ListRequest {
     start_after: Option<String>,
 }
 
-fn list_options_invalid(errors: Vec<FieldError>) -> ApiError {
-    let mut error = meta::invalid(
-        "ListOptions.meta.k8s.io",
-        "meta.k8s.io",
-        "ListOptions",
-        "",
-        errors,
-    );
-    if let Some(details) = error.details.as_mut() {
-        details.name = None;
-    }
-    error
-}
-
 fn forbidden(field: &str, detail: &str) -> FieldError {
     FieldError {
         field: field.to_owned(),
@@ -108,7 +94,7 @@ impl ListRequest {
             }
         }
         if !errors.is_empty() {
-            return Err(list_options_invalid(errors));
+            return Err(meta::list_options_invalid(errors));
         }
         if !token.is_empty() {
             if !rv_text.is_empty() && rv_text != "0" {

@@ -9,6 +9,7 @@ use kubemock_storage::{Guard, KeyValue, Revision, UpdateOutcome};
 use serde_json::{Value, json};
 
 use super::create;
+use super::get::fetch;
 use super::resource::Call;
 use super::scale;
 use crate::keys;
@@ -61,13 +62,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
         meta::parse_resource_version(object::meta_str(&body, "resourceVersion").unwrap_or(""))?;
     let key = keys::object_key(resource, namespace, name);
     for _ in 0..UPDATE_ATTEMPTS {
-        let found = call
-            .state
-            .store()
-            .get(key.as_bytes(), None)
-            .await
-            .map_err(ApiError::from_storage)?;
-        let Some(current) = found.kv else {
+        let Some(current) = fetch(&call.state, &key).await? else {
             if resource.behaviour.create_on_update && subresource.is_none() {
                 let created =
                     create::create_object(&call.state, resource, namespace, body.clone(), dry_run)
@@ -309,14 +304,8 @@ async fn update_scale(call: &Call, dry_run: bool) -> ApiResult<Response> {
     )?;
     let key = keys::object_key(resource, call.target.namespace.as_deref(), name);
     for _ in 0..UPDATE_ATTEMPTS {
-        let found = call
-            .state
-            .store()
-            .get(key.as_bytes(), None)
-            .await
-            .map_err(ApiError::from_storage)?;
-        let current = found
-            .kv
+        let current = fetch(&call.state, &key)
+            .await?
             .ok_or_else(|| ApiError::not_found(resource, name))?;
         if client_revision.is_some_and(|rv| rv != current.mod_revision) {
             return Err(ApiError::modified(resource, name));
@@ -376,14 +365,8 @@ pub(crate) async fn bind(call: &Call) -> ApiResult<Response> {
         .to_owned();
     let key = keys::object_key(resource, call.target.namespace.as_deref(), name);
     for _ in 0..UPDATE_ATTEMPTS {
-        let found = call
-            .state
-            .store()
-            .get(key.as_bytes(), None)
-            .await
-            .map_err(ApiError::from_storage)?;
-        let current = found
-            .kv
+        let current = fetch(&call.state, &key)
+            .await?
             .ok_or_else(|| ApiError::not_found(resource, name))?;
         let existing = object::parse_stored(&current.value)?;
         if object::meta_str(&existing, "deletionTimestamp").is_some() {

@@ -57,20 +57,6 @@ struct WatchRequest {
     timeout: Duration,
 }
 
-fn invalid(errors: Vec<FieldError>) -> ApiError {
-    let mut error = meta::invalid(
-        "ListOptions.meta.k8s.io",
-        "meta.k8s.io",
-        "ListOptions",
-        "",
-        errors,
-    );
-    if let Some(details) = error.details.as_mut() {
-        details.name = None;
-    }
-    error
-}
-
 impl WatchRequest {
     fn parse(call: &Call) -> ApiResult<Self> {
         let query = &call.query;
@@ -119,7 +105,7 @@ impl WatchRequest {
             }
         }
         if !errors.is_empty() {
-            return Err(invalid(errors));
+            return Err(meta::list_options_invalid(errors));
         }
         let initial_events = send_initial.unwrap_or(revision.unwrap_or(0) == 0);
         let timeout =
