@@ -155,6 +155,18 @@ impl Harness {
         }
     }
 
+    /// Creates a ConfigMap with `labels` in `namespace` (the test fails unless it is created)
+    /// and returns it as the server answered.
+    pub async fn create_configmap(&self, namespace: &str, name: &str, labels: Value) -> Value {
+        let mut body = configmap(name, json!({}));
+        body["metadata"]["labels"] = labels;
+        let reply = self
+            .post(&format!("/api/v1/namespaces/{namespace}/configmaps"), &body)
+            .await;
+        assert_eq!(reply.status, 201, "{:?}", reply.body);
+        reply.body
+    }
+
     /// Creates a namespace with a unique name for one test and returns its name.
     pub async fn namespace(&self, test: &str) -> String {
         let name = format!(

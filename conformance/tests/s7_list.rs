@@ -1,6 +1,6 @@
 //! §7: list shape, resourceVersion semantics, pagination as one snapshot, selectors.
 
-use kubemock_conformance::{Harness, configmap};
+use kubemock_conformance::Harness;
 use kubemock_storage::Kv;
 use serde_json::{Value, json};
 
@@ -13,15 +13,6 @@ fn names(list: &Value) -> Vec<String> {
         .collect()
 }
 
-async fn create(h: &Harness, ns: &str, name: &str, labels: Value) {
-    let mut body = configmap(name, json!({}));
-    body["metadata"]["labels"] = labels;
-    let reply = h
-        .post(&format!("/api/v1/namespaces/{ns}/configmaps"), &body)
-        .await;
-    assert_eq!(reply.status, 201, "{:?}", reply.body);
-}
-
 #[tokio::test]
 async fn s7_1_lists_have_the_real_shape() {
     let h = Harness::start().await;
@@ -32,8 +23,8 @@ async fn s7_1_lists_have_the_real_shape() {
     assert_eq!(empty.body["kind"], "ConfigMapList");
     assert_eq!(empty.body["apiVersion"], "v1");
     assert_eq!(empty.body["items"], json!([]), "[] never null");
-    create(&h, &ns, "b", json!({})).await;
-    create(&h, &ns, "a", json!({})).await;
+    h.create_configmap(&ns, "b", json!({})).await;
+    h.create_configmap(&ns, "a", json!({})).await;
     let list = h.get(&path).await.body;
     assert_eq!(names(&list), ["a", "b"], "storage-key order");
     let item = &list["items"][0];
@@ -63,7 +54,7 @@ async fn s7_3_pages_come_from_the_first_page_snapshot() {
     let ns = h.namespace("s7-3").await;
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
     for name in ["c1", "c2", "c3", "c4", "c5"] {
-        create(&h, &ns, name, json!({})).await;
+        h.create_configmap(&ns, name, json!({})).await;
     }
     let first = h.get(&format!("{path}?limit=2")).await.body;
     assert_eq!(names(&first), ["c1", "c2"]);
@@ -71,8 +62,8 @@ async fn s7_3_pages_come_from_the_first_page_snapshot() {
     let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
     let snapshot = first["metadata"]["resourceVersion"].clone();
     // Changes after the first page are not seen by the following pages.
-    create(&h, &ns, "c0", json!({})).await;
-    create(&h, &ns, "c9", json!({})).await;
+    h.create_configmap(&ns, "c0", json!({})).await;
+    h.create_configmap(&ns, "c9", json!({})).await;
     let second = h
         .get(&format!("{path}?limit=2&continue={token}"))
         .await
@@ -116,7 +107,7 @@ async fn s7_3_a_compacted_snapshot_is_410_expired() {
     let ns = h.namespace("s7-3-gone").await;
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
     for name in ["a", "b", "c"] {
-        create(&h, &ns, name, json!({})).await;
+        h.create_configmap(&ns, name, json!({})).await;
     }
     let first = h.get(&format!("{path}?limit=1")).await.body;
     let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
@@ -124,7 +115,7 @@ async fn s7_3_a_compacted_snapshot_is_410_expired() {
         .as_str()
         .unwrap()
         .to_owned();
-    create(&h, &ns, "d", json!({})).await;
+    h.create_configmap(&ns, "d", json!({})).await;
     let store = server.store();
     store.compact(store.revision()).await.unwrap();
     let reply = h.get(&format!("{path}?limit=1&continue={token}")).await;
@@ -153,7 +144,7 @@ async fn s7_2_resource_version_parameters_are_validated_and_honoured() {
     let h = Harness::start().await;
     let ns = h.namespace("s7-2").await;
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
-    create(&h, &ns, "a", json!({})).await;
+    h.create_configmap(&ns, "a", json!({})).await;
     let reply = h.get(&format!("{path}?resourceVersionMatch=Exact")).await;
     assert_eq!(reply.status, 422);
     assert_eq!(
@@ -173,7 +164,7 @@ async fn s7_2_resource_version_parameters_are_validated_and_honoured() {
         .as_str()
         .unwrap()
         .to_owned();
-    create(&h, &ns, "b", json!({})).await;
+    h.create_configmap(&ns, "b", json!({})).await;
     let old = h
         .get(&format!(
             "{path}?resourceVersion={before}&resourceVersionMatch=Exact"
@@ -223,9 +214,11 @@ async fn s7_4_label_selectors_filter_lists() {
     let h = Harness::start().await;
     let ns = h.namespace("s7-4").await;
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
-    create(&h, &ns, "a", json!({"env": "prod", "tier": "web"})).await;
-    create(&h, &ns, "b", json!({"env": "dev", "tier": "web"})).await;
-    create(&h, &ns, "c", json!({"env": "prod"})).await;
+    h.create_configmap(&ns, "a", json!({"env": "prod", "tier": "web"}))
+        .await;
+    h.create_configmap(&ns, "b", json!({"env": "dev", "tier": "web"}))
+        .await;
+    h.create_configmap(&ns, "c", json!({"env": "prod"})).await;
     let cases = [
         ("env%3Dprod", vec!["a", "c"]),
         ("env!%3Dprod", vec!["b"]),
@@ -247,8 +240,8 @@ async fn s7_5_field_selectors_filter_lists_and_unknown_fields_are_400() {
     let h = Harness::start().await;
     let ns = h.namespace("s7-5").await;
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
-    create(&h, &ns, "a", json!({})).await;
-    create(&h, &ns, "b", json!({})).await;
+    h.create_configmap(&ns, "a", json!({})).await;
+    h.create_configmap(&ns, "b", json!({})).await;
     let list = h
         .get(&format!("{path}?fieldSelector=metadata.name%3Db"))
         .await

@@ -15,16 +15,6 @@ fn rv(object: &Value) -> u64 {
         .expect("numeric")
 }
 
-async fn create(h: &Harness, ns: &str, name: &str, labels: Value) -> Value {
-    let mut body = configmap(name, json!({}));
-    body["metadata"]["labels"] = labels;
-    let reply = h
-        .post(&format!("/api/v1/namespaces/{ns}/configmaps"), &body)
-        .await;
-    assert_eq!(reply.status, 201, "{:?}", reply.body);
-    reply.body
-}
-
 #[tokio::test]
 async fn s8_1_headers_arrive_at_once_and_events_are_full_objects() {
     let h = Harness::start().await;
@@ -40,7 +30,7 @@ async fn s8_1_headers_arrive_at_once_and_events_are_full_objects() {
         .await;
     assert_eq!(watch.status, 200);
     assert_eq!(watch.headers["content-type"], "application/json");
-    create(&h, &ns, "c1", json!({})).await;
+    h.create_configmap(&ns, "c1", json!({})).await;
     let event = watch.next_event().await.unwrap();
     assert_eq!(event["type"], "ADDED");
     assert_eq!(
@@ -55,8 +45,8 @@ async fn s8_3_no_resource_version_sends_synthetic_added_then_live_changes() {
     let h = Harness::start().await;
     let ns = h.namespace("s8-3").await;
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
-    create(&h, &ns, "b", json!({})).await;
-    create(&h, &ns, "a", json!({})).await;
+    h.create_configmap(&ns, "b", json!({})).await;
+    h.create_configmap(&ns, "a", json!({})).await;
     let mut watch = h.watch(&format!("{path}?watch=1")).await;
     let first = watch.next_event().await.unwrap();
     let second = watch.next_event().await.unwrap();
@@ -72,7 +62,7 @@ async fn s8_3_no_resource_version_sends_synthetic_added_then_live_changes() {
         (Some("a"), Some("b")),
         "storage-key order"
     );
-    let created = create(&h, &ns, "c", json!({})).await;
+    let created = h.create_configmap(&ns, "c", json!({})).await;
     let added = watch.next_event().await.unwrap();
     assert_eq!(added["type"], "ADDED");
     assert_eq!(rv(&added["object"]), rv(&created));
@@ -98,8 +88,8 @@ async fn s8_3_a_resource_version_sends_only_later_changes() {
     let h = Harness::start().await;
     let ns = h.namespace("s8-3-rv").await;
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
-    let a = create(&h, &ns, "a", json!({})).await;
-    create(&h, &ns, "b", json!({})).await;
+    let a = h.create_configmap(&ns, "a", json!({})).await;
+    h.create_configmap(&ns, "b", json!({})).await;
     let mut watch = h
         .watch(&format!("{path}?watch=true&resourceVersion={}", rv(&a)))
         .await;
@@ -121,8 +111,8 @@ async fn s8_5_watch_from_compacted_rv_sends_error_event() {
         return;
     };
     let ns = h.namespace("s8-5").await;
-    let old = create(&h, &ns, "a", json!({})).await;
-    create(&h, &ns, "b", json!({})).await;
+    let old = h.create_configmap(&ns, "a", json!({})).await;
+    h.create_configmap(&ns, "b", json!({})).await;
     let store = server.store();
     let compacted = store.revision();
     store.compact(compacted).await.unwrap();
@@ -159,7 +149,7 @@ async fn s8_6_bookmarks_are_sent_only_when_allowed() {
     }
     let ns = h.namespace("s8-6").await;
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
-    let created = create(&h, &ns, "a", json!({})).await;
+    let created = h.create_configmap(&ns, "a", json!({})).await;
     let mut watch = h
         .watch(&format!(
             "{path}?watch=true&allowWatchBookmarks=true&resourceVersion={}",
@@ -191,7 +181,7 @@ async fn s8_7_streaming_list_ends_initial_events_with_a_bookmark() {
     let h = Harness::start().await;
     let ns = h.namespace("s8-7").await;
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
-    create(&h, &ns, "a", json!({})).await;
+    h.create_configmap(&ns, "a", json!({})).await;
     let mut watch = h
         .watch(&format!("{path}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"))
         .await;
@@ -202,7 +192,7 @@ async fn s8_7_streaming_list_ends_initial_events_with_a_bookmark() {
         bookmark["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
         "true"
     );
-    create(&h, &ns, "b", json!({})).await;
+    h.create_configmap(&ns, "b", json!({})).await;
     assert_eq!(
         watch.next_event().await.unwrap()["object"]["metadata"]["name"],
         "b"
@@ -238,8 +228,9 @@ async fn s8_8_objects_entering_and_leaving_the_selection_are_added_and_deleted()
             "{path}?watch=true&labelSelector=env%3Dprod&resourceVersion={start}"
         ))
         .await;
-    create(&h, &ns, "other", json!({"env": "dev"})).await;
-    let c = create(&h, &ns, "c", json!({"env": "prod"})).await;
+    h.create_configmap(&ns, "other", json!({"env": "dev"}))
+        .await;
+    let c = h.create_configmap(&ns, "c", json!({"env": "prod"})).await;
     let added = watch.next_event().await.unwrap();
     assert_eq!(
         (
@@ -299,8 +290,8 @@ async fn s1_4_single_object_watches_see_only_that_object() {
             "/api/v1/watch/namespaces/{ns}/configmaps/x?resourceVersion={start}"
         ))
         .await;
-    create(&h, &ns, "xy", json!({})).await;
-    create(&h, &ns, "x", json!({})).await;
+    h.create_configmap(&ns, "xy", json!({})).await;
+    h.create_configmap(&ns, "x", json!({})).await;
     for watch in [&mut by_path, &mut by_field, &mut legacy] {
         let event = watch.next_event().await.unwrap();
         assert_eq!(event["object"]["metadata"]["name"], "x");
@@ -331,8 +322,8 @@ async fn s8_watches_across_all_namespaces_see_every_namespace() {
             "/api/v1/configmaps?watch=true&resourceVersion={start}"
         ))
         .await;
-    create(&h, &a, "one", json!({})).await;
-    create(&h, &b, "two", json!({})).await;
+    h.create_configmap(&a, "one", json!({})).await;
+    h.create_configmap(&b, "two", json!({})).await;
     let mut seen = Vec::new();
     while seen.len() < 2 {
         let event = watch.next_event().await.unwrap();
