@@ -1379,6 +1379,35 @@ fn unescape_value(value: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// The label and field selectors of one list, watch or deletecollection request.
+pub(crate) struct Selectors {
+    pub(crate) labels: LabelSelector,
+    pub(crate) fields: FieldSelector,
+}
+
+impl Selectors {
+    /// Parses `labelSelector` and `fieldSelector` from a request's query for `resource`.
+    pub(crate) fn from_query(
+        query: &crate::query::Query,
+        resource: &Resource,
+    ) -> Result<Self, ApiError> {
+        Ok(Selectors {
+            labels: LabelSelector::parse(query.get("labelSelector").unwrap_or(""))?,
+            fields: FieldSelector::parse(query.get("fieldSelector").unwrap_or(""), resource)?,
+        })
+    }
+
+    /// True when neither selector restricts anything.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.labels.is_empty() && self.fields.is_empty()
+    }
+
+    /// Whether `object` is selected by both.
+    pub(crate) fn matches(&self, object: &serde_json::Value) -> bool {
+        self.labels.matches_object(object) && self.fields.matches(object)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -15,7 +15,7 @@ use crate::keys;
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::registry::Resource;
-use crate::selector::{FieldSelector, LabelSelector};
+use crate::selector::Selectors;
 use crate::status::{ApiError, ApiResult};
 
 /// The `v` of continue tokens, as the real server writes it.
@@ -23,8 +23,7 @@ const CONTINUE_VERSION: &str = "meta.k8s.io/v1";
 
 /// What a list request asks for, validated.
 struct ListRequest {
-    labels: LabelSelector,
-    fields: FieldSelector,
+    selectors: Selectors,
     limit: Option<usize>,
     /// Read at exactly this revision (paginated snapshot, Exact, continue).
     exact: Option<Revision>,
@@ -43,11 +42,7 @@ fn forbidden(field: &str, detail: &str) -> FieldError {
 impl ListRequest {
     async fn parse(call: &Call, prefix: &str) -> ApiResult<Self> {
         let query = &call.query;
-        let labels = LabelSelector::parse(query.get("labelSelector").unwrap_or(""))?;
-        let fields = FieldSelector::parse(
-            query.get("fieldSelector").unwrap_or(""),
-            &call.target.resource,
-        )?;
+        let selectors = Selectors::from_query(query, &call.target.resource)?;
         let rv_text = query.get("resourceVersion").unwrap_or("");
         let revision = meta::parse_resource_version(rv_text)?;
         let matching = query.get("resourceVersionMatch").unwrap_or("");
@@ -104,8 +99,7 @@ impl ListRequest {
             }
             let (revision, start_after) = decode_continue(token, prefix)?;
             return Ok(ListRequest {
-                labels,
-                fields,
+                selectors,
                 limit,
                 exact: Some(revision),
                 start_after: Some(start_after),
@@ -124,8 +118,7 @@ impl ListRequest {
         // resourceVersion=0 is served from the watch cache, which ignores limit.
         let limit = if rv_text == "0" { None } else { limit };
         Ok(ListRequest {
-            labels,
-            fields,
+            selectors,
             limit,
             exact,
             start_after: None,
@@ -205,13 +198,13 @@ async fn read_page(call: &Call, request: &ListRequest, prefix: &str) -> ApiResul
         )),
         _ => None,
     };
-    let filtered = !request.labels.is_empty() || !request.fields.is_empty();
+    let filtered = !request.selectors.is_empty();
     let remaining = (response.more() && !filtered).then_some(response.remaining);
     let mut items = Vec::with_capacity(response.items.len());
     for kv in &response.items {
         let object = object::from_stored(kv)?;
         let value = Value::Object(object);
-        if request.labels.matches_object(&value) && request.fields.matches(&value) {
+        if request.selectors.matches(&value) {
             if let Value::Object(object) = value {
                 items.push(object);
             }

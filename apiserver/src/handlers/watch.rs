@@ -30,7 +30,7 @@ use crate::keys;
 use crate::meta::{self, FieldError};
 use crate::object;
 use crate::registry::Resource;
-use crate::selector::{FieldSelector, LabelSelector};
+use crate::selector::Selectors;
 use crate::status::{ApiError, ApiResult};
 
 /// Encoded events buffered between the watch task and the response body: small, so that a
@@ -43,8 +43,7 @@ const DEFAULT_TIMEOUT_MIN: Duration = Duration::from_secs(1800);
 
 /// What a watch request asks for, validated.
 struct WatchRequest {
-    labels: LabelSelector,
-    fields: FieldSelector,
+    selectors: Selectors,
     /// Only this object (item paths).
     name: Option<String>,
     /// Send the current objects as ADDED events first.
@@ -60,15 +59,11 @@ struct WatchRequest {
 impl WatchRequest {
     fn parse(call: &Call) -> ApiResult<Self> {
         let query = &call.query;
-        let labels = LabelSelector::parse(query.get("labelSelector").unwrap_or(""))?;
-        let fields = FieldSelector::parse(
-            query.get("fieldSelector").unwrap_or(""),
-            &call.target.resource,
-        )?;
+        let selectors = Selectors::from_query(query, &call.target.resource)?;
         let name = call.target.name.clone();
         if let Some(name) = &name
-            && !fields.is_empty()
-            && fields.single_name() != Some(name.as_str())
+            && !selectors.fields.is_empty()
+            && selectors.fields.single_name() != Some(name.as_str())
         {
             return Err(ApiError::bad_request(
                 "fieldSelector metadata.name doesn't match requested name",
@@ -116,8 +111,7 @@ impl WatchRequest {
                 })?),
             };
         Ok(WatchRequest {
-            labels,
-            fields,
+            selectors,
             name,
             initial_events,
             not_older_than: revision.filter(|_| initial_events),
@@ -135,7 +129,7 @@ impl WatchRequest {
                 .and_then(Value::as_str)
                 == Some(name)
         });
-        name_ok && self.labels.matches_object(object) && self.fields.matches(object)
+        name_ok && self.selectors.matches(object)
     }
 }
 
