@@ -148,7 +148,7 @@ async fn kubectl_get_watch_sees_an_object_created_meanwhile() {
     let cluster = Cluster::start().await;
     let mut watch = cluster
         .command()
-        .args(["get", "configmaps", "-w", "--output-watch-events"])
+        .args(["get", "pods", "-w", "--output-watch-events"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
@@ -156,11 +156,11 @@ async fn kubectl_get_watch_sees_an_object_created_meanwhile() {
         .expect("run kubectl get -w");
     let mut lines = BufReader::new(watch.stdout.take().expect("stdout")).lines();
     let created = reqwest::Client::new()
-        .post(format!(
-            "{}/api/v1/namespaces/default/configmaps",
-            cluster.url
-        ))
-        .json(&serde_json::json!({"metadata": {"name": "hello"}, "data": {"a": "1"}}))
+        .post(format!("{}/api/v1/namespaces/default/pods", cluster.url))
+        .json(&serde_json::json!({
+            "metadata": {"name": "hello"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+        }))
         .send()
         .await
         .expect("create");
@@ -177,4 +177,81 @@ async fn kubectl_get_watch_sees_an_object_created_meanwhile() {
     .await
     .expect("kubectl printed the event before the deadline");
     assert!(seen, "kubectl get -w ended without printing ADDED hello");
+}
+
+#[tokio::test]
+async fn kubectl_label_annotate_get_output_formats_and_delete() {
+    let cluster = Cluster::start().await;
+    let manifest = cluster.dir.path().join("cm.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c1\ndata:\n  greeting: hello\n",
+    )
+    .expect("write the manifest");
+    let manifest = manifest.to_str().expect("a utf-8 path");
+    let out = cluster
+        .kubectl(&["create", "-f", manifest, "--validate=false"])
+        .await;
+    assert_eq!(out.trim(), "configmap/c1 created");
+    // label and annotate send JSON merge patches (§5.1).
+    let out = cluster
+        .kubectl(&["label", "configmap", "c1", "tier=web"])
+        .await;
+    assert_eq!(out.trim(), "configmap/c1 labeled");
+    let out = cluster
+        .kubectl(&["annotate", "configmap", "c1", "note=first"])
+        .await;
+    assert_eq!(out.trim(), "configmap/c1 annotated");
+    let out = cluster
+        .kubectl(&["label", "configmap", "c1", "tier=db", "--overwrite"])
+        .await;
+    assert_eq!(out.trim(), "configmap/c1 labeled");
+    let out = cluster
+        .kubectl(&[
+            "get",
+            "configmap",
+            "c1",
+            "-o",
+            "jsonpath={.metadata.labels.tier}/{.metadata.annotations.note}/{.data.greeting}",
+        ])
+        .await;
+    assert_eq!(out, "db/first/hello");
+    let yaml = cluster
+        .kubectl(&["get", "configmap", "c1", "-o", "yaml"])
+        .await;
+    for expected in [
+        "kind: ConfigMap",
+        "name: c1",
+        "tier: db",
+        "greeting: hello",
+        "resourceVersion:",
+    ] {
+        assert!(yaml.contains(expected), "{expected} in {yaml}");
+    }
+    let out = cluster
+        .kubectl(&["label", "configmap", "c1", "tier-"])
+        .await;
+    assert_eq!(out.trim(), "configmap/c1 unlabeled");
+    let labels = cluster
+        .kubectl(&[
+            "get",
+            "configmap",
+            "c1",
+            "-o",
+            "jsonpath={.metadata.labels}",
+        ])
+        .await;
+    assert!(!labels.contains("tier"), "{labels}");
+    // delete waits for the object to be gone (§6, kubectl's GET-then-watch).
+    let out = cluster.kubectl(&["delete", "configmap", "c1"]).await;
+    assert_eq!(out.trim(), "configmap \"c1\" deleted");
+    let output = cluster
+        .command()
+        .args(["get", "configmap", "c1"])
+        .output()
+        .await
+        .expect("run kubectl");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("configmaps \"c1\" not found"), "{stderr}");
 }

@@ -10,6 +10,7 @@
 //! - `handlers`: request handlers: `nonresource` (`/version`, health), `discovery`, and the
 //!   resource verbs (`resource` dispatches to `get`, `list`, `create`, `update`, `delete`).
 //! - `registry`: [`Registry`], one data entry per served resource.
+//! - `codec`: the media types of request bodies.
 //! - `query`, `object`, `meta`, `keys`: query strings, objects as JSON, metadata rules and
 //!   storage keys.
 //! - `selector`: label and field selectors.
@@ -19,10 +20,11 @@
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //!
-//! Status: discovery, CRUD and list are served; watch, PATCH, OpenAPI and Table output are
-//! being built.
+//! Status: discovery, CRUD, list, watch and JSON/merge PATCH are served; strategic merge
+//! patch, server-side apply, OpenAPI and Table output are being built.
 
 mod bootstrap;
+mod codec;
 mod handlers;
 mod keys;
 mod kubeconfig;

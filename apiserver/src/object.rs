@@ -8,6 +8,7 @@ use bytes::Bytes;
 use kubemock_storage::{KeyValue, Revision};
 use serde_json::{Map, Value};
 
+use crate::codec::Syntax;
 use crate::meta;
 use crate::registry::Resource;
 use crate::status::{ApiError, ApiResult};
@@ -15,34 +16,27 @@ use crate::status::{ApiError, ApiResult};
 /// A Kubernetes object: a JSON object.
 pub(crate) type Object = Map<String, Value>;
 
-/// The media type of a request body.
-fn body_media_type(headers: &HeaderMap) -> String {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .map(|v| v.trim().to_ascii_lowercase())
-        .unwrap_or_default()
-}
-
-/// Decodes a request body as an object of `resource`: JSON (YAML and protobuf are other issues),
-/// `kind` and `apiVersion` checked when present and filled in when absent.
+/// Decodes a request body as an object of `resource` (JSON or YAML, `codec`), `kind` and
+/// `apiVersion` checked when present and filled in when absent.
 pub(crate) fn decode_body(
     headers: &HeaderMap,
     body: &[u8],
     resource: &Resource,
 ) -> ApiResult<Object> {
-    let media_type = body_media_type(headers);
-    if !matches!(media_type.as_str(), "" | "application/json" | "*/*") {
-        return Err(ApiError::unsupported_media_type(&media_type));
-    }
-    let value: Value = serde_json::from_slice(body).map_err(|err| {
+    let syntax = Syntax::of_body(headers)?;
+    let value = syntax.parse(body).map_err(|err| {
         let start = String::from_utf8_lossy(&body[..body.len().min(40)]).into_owned();
         ApiError::bad_request(format!(
             "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {err} ({start})",
             resource.kind
         ))
     })?;
+    typed_object(value, resource)
+}
+
+/// `value` as an object of `resource`: a JSON object whose `kind` and `apiVersion`, when
+/// present, name the resource's kind; both set on the result (§3.9).
+pub(crate) fn typed_object(value: Value, resource: &Resource) -> ApiResult<Object> {
     let Value::Object(mut object) = value else {
         return Err(ApiError::bad_request(format!(
             "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: expected an object",

@@ -208,12 +208,13 @@ impl ApiError {
     }
 
     /// 415 for a body in a format the server does not read.
-    pub fn unsupported_media_type(content_type: &str) -> Self {
+    pub fn unsupported_media_type(accepted: &[&str]) -> Self {
         ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "UnsupportedMediaType",
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json (got {content_type:?})"
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
             ),
         )
     }

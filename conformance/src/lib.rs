@@ -120,6 +120,17 @@ impl Harness {
         .await
     }
 
+    /// PATCH with a patch document of `content_type` (§5.1).
+    pub async fn patch(&self, path: &str, content_type: &str, patch: &Value) -> Reply {
+        self.request(
+            Method::PATCH,
+            path,
+            Some(patch.to_string().into_bytes()),
+            content_type,
+        )
+        .await
+    }
+
     /// PUT a JSON body.
     pub async fn put(&self, path: &str, body: &Value) -> Reply {
         self.request(

@@ -222,12 +222,18 @@ async fn s9_2_oversized_bodies_are_413_and_unknown_media_types_415() {
         .request(
             reqwest::Method::POST,
             &path,
-            Some(b"k8s\0".to_vec()),
-            "application/vnd.kubernetes.protobuf",
+            Some(b"name: x".to_vec()),
+            "text/plain",
         )
         .await;
     assert_eq!(reply.status, 415);
     assert_eq!(reply.body["reason"], "UnsupportedMediaType");
+    // §4.10: the real message.
+    assert_eq!(
+        reply.body["message"],
+        "the body of the request was in an unknown format - accepted media types include: \
+         application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    );
     // The server is healthy afterwards.
     assert_eq!(h.get("/readyz").await.status, 200);
 }
@@ -253,4 +259,51 @@ async fn s1_3_binding_assigns_a_pod_to_a_node_once() {
         again.body["message"],
         "Operation cannot be fulfilled on pods \"p\": pod p is already assigned to node \"node-1\""
     );
+}
+
+#[tokio::test]
+async fn s4_10_yaml_bodies_are_accepted_for_create_and_update() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s4-10-yaml").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let manifest =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y1\ndata:\n  answer: \"42\"\n";
+    let reply = h
+        .request(
+            reqwest::Method::POST,
+            &path,
+            Some(manifest.as_bytes().to_vec()),
+            "application/yaml",
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    assert_eq!(reply.body["data"]["answer"], "42");
+    let rv = reply.body["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("a resourceVersion")
+        .to_owned();
+    let update = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y1\n  resourceVersion: \"{rv}\"\ndata:\n  answer: \"43\"\n"
+    );
+    let reply = h
+        .request(
+            reqwest::Method::PUT,
+            &format!("{path}/y1"),
+            Some(update.into_bytes()),
+            "application/yaml",
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    assert_eq!(reply.body["data"]["answer"], "43");
+    // Malformed YAML is a 400 Status.
+    let reply = h
+        .request(
+            reqwest::Method::POST,
+            &path,
+            Some(b"metadata: [".to_vec()),
+            "application/yaml",
+        )
+        .await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(reply.body["kind"], "Status");
 }

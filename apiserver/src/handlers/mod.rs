@@ -1,6 +1,6 @@
 //! Request handlers, one file per concern: `nonresource` for `/version` and health,
 //! `discovery` for `/api` and `/apis`, and the resource verbs: `resource` parses the `target`
-//! and dispatches to `get`, `list`, `watch`, `create`, `update` (with `scale`) and `delete`.
+//! and dispatches to `get`, `list`, `watch`, `create`, `update` (with `scale`), `patch` and `delete`.
 
 pub(crate) mod create;
 pub(crate) mod delete;
@@ -8,6 +8,7 @@ pub(crate) mod discovery;
 pub(crate) mod get;
 pub(crate) mod list;
 pub(crate) mod nonresource;
+pub(crate) mod patch;
 pub(crate) mod resource;
 pub(crate) mod scale;
 pub(crate) mod target;

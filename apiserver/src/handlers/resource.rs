@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
 use super::target::{self, Target};
-use super::{create, delete, get, list, update, watch};
+use super::{create, delete, get, list, patch, update, watch};
 use crate::query::Query;
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult, MAX_BODY_BYTES};
@@ -127,11 +127,7 @@ async fn dispatch(call: Call, method: Method) -> ApiResult<Response> {
         (Method::PUT, true, _) => update::update(&call).await,
         (Method::DELETE, true, None) => delete::delete(&call).await,
         (Method::DELETE, false, None) => delete::delete_collection(&call).await,
-        (Method::PATCH, true, _) => Err(ApiError::new(
-            axum::http::StatusCode::METHOD_NOT_ALLOWED,
-            "MethodNotAllowed",
-            "patch is not implemented by this kubemock build yet",
-        )),
+        (Method::PATCH, true, _) => patch::patch(&call).await,
         _ => Err(ApiError::route_method_not_allowed()),
     }
 }

@@ -39,25 +39,12 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
     }
     let dry_run = call.dry_run("UpdateOptions")?;
     if subresource == Some("scale") {
-        return update_scale(call, dry_run).await;
+        return put_scale(call, dry_run).await;
     }
     let body = object::decode_body(&call.headers, &call.body, resource)?;
     let name = call.target.name.as_deref().unwrap_or("");
     let namespace = call.target.namespace.as_deref();
-    if resource.namespaced {
-        let body_namespace = object::meta_str(&body, "namespace").unwrap_or("");
-        if !body_namespace.is_empty() && Some(body_namespace) != namespace {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
-    }
-    let body_name = object::name_of(&body);
-    if body_name != name {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({body_name}) does not match the name on the URL ({name})"
-        )));
-    }
+    check_identity(call, &body)?;
     let client_revision =
         meta::parse_resource_version(object::meta_str(&body, "resourceVersion").unwrap_or(""))?;
     let key = keys::object_key(resource, namespace, name);
@@ -111,6 +98,26 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
     Err(ApiError::modified(resource, name))
 }
 
+/// §3.5: the body names the object of the URL.
+pub(crate) fn check_identity(call: &Call, body: &Object) -> ApiResult<()> {
+    let name = call.target.name.as_deref().unwrap_or("");
+    if call.target.resource.namespaced {
+        let body_namespace = object::meta_str(body, "namespace").unwrap_or("");
+        if !body_namespace.is_empty() && Some(body_namespace) != call.target.namespace.as_deref() {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    }
+    let body_name = object::name_of(body);
+    if body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    Ok(())
+}
+
 /// What writing an updated object came to.
 pub(crate) enum Written {
     /// Stored (or a no-op, or a dry run): the object as answered.
@@ -153,7 +160,7 @@ pub(crate) async fn write(
 }
 
 /// §3.3: a different non-empty uid in a PUT body is a failed precondition.
-fn check_uid_precondition(
+pub(crate) fn check_uid_precondition(
     resource: &Resource,
     name: &str,
     key: &str,
@@ -177,7 +184,7 @@ fn check_uid_precondition(
 /// The object an update stores: the body for the main resource (with the stored status),
 /// the stored object with the body's status for `/status`, the stored object with the body's
 /// `spec.finalizers` for `/finalize`; immutable metadata copied back from the stored object.
-fn merge(
+pub(crate) fn merge(
     resource: &Resource,
     subresource: Option<&str>,
     existing: &Object,
@@ -272,64 +279,76 @@ pub(crate) fn bump_generation(resource: &Resource, existing: &Object, updated: &
     object::metadata_mut(updated).insert("generation".to_owned(), json!(generation));
 }
 
-/// `PUT .../scale`: writes `spec.replicas` of the parent (§4.7).
-async fn update_scale(call: &Call, dry_run: bool) -> ApiResult<Response> {
-    let resource = &call.target.resource;
-    let name = call.target.name.as_deref().unwrap_or("");
+/// `PUT .../scale`: the body is the new Scale.
+async fn put_scale(call: &Call, dry_run: bool) -> ApiResult<Response> {
     let body: Value = serde_json::from_slice(&call.body)
         .map_err(|err| ApiError::bad_request(format!("the body is not a valid Scale: {err}")))?;
-    let replicas = body
-        .get("spec")
-        .and_then(|s| s.get("replicas"))
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    if replicas < 0 {
-        return Err(meta::invalid(
-            "Scale.autoscaling",
-            "autoscaling",
-            "Scale",
-            name,
-            vec![FieldError {
-                field: "spec.replicas".to_owned(),
-                reason: "FieldValueInvalid",
-                detail: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
-            }],
-        ));
-    }
-    let client_revision = meta::parse_resource_version(
-        body.get("metadata")
-            .and_then(|m| m.get("resourceVersion"))
-            .and_then(Value::as_str)
-            .unwrap_or(""),
-    )?;
+    write_scale(call, dry_run, |_| Ok(body.clone())).await
+}
+
+/// Writes `spec.replicas` of the parent from the Scale that `propose` makes of the current one
+/// (§4.7); a `metadata.resourceVersion` in it is a precondition. Retried when another writer
+/// gets in between.
+pub(crate) async fn write_scale(
+    call: &Call,
+    dry_run: bool,
+    mut propose: impl FnMut(&Object) -> ApiResult<Value>,
+) -> ApiResult<Response> {
+    let resource = &call.target.resource;
+    let name = call.target.name.as_deref().unwrap_or("");
     let key = keys::object_key(resource, call.target.namespace.as_deref(), name);
     for _ in 0..UPDATE_ATTEMPTS {
         let current = fetch(&call.state, &key)
             .await?
             .ok_or_else(|| ApiError::not_found(resource, name))?;
+        let existing = object::parse_stored(&current.value)?;
+        let mut answered = existing.clone();
+        object::set_resource_version(&mut answered, current.mod_revision);
+        let body = propose(&scale::scale_of(resource, &answered))?;
+        let replicas = body
+            .get("spec")
+            .and_then(|s| s.get("replicas"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if replicas < 0 {
+            return Err(meta::invalid(
+                "Scale.autoscaling",
+                "autoscaling",
+                "Scale",
+                name,
+                vec![FieldError {
+                    field: "spec.replicas".to_owned(),
+                    reason: "FieldValueInvalid",
+                    detail: format!(
+                        "Invalid value: {replicas}: must be greater than or equal to 0"
+                    ),
+                }],
+            ));
+        }
+        let client_revision = meta::parse_resource_version(
+            body.get("metadata")
+                .and_then(|m| m.get("resourceVersion"))
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        )?;
         if client_revision.is_some_and(|rv| rv != current.mod_revision) {
             return Err(ApiError::modified(resource, name));
         }
-        let existing = object::parse_stored(&current.value)?;
         let mut updated = existing.clone();
         let spec = updated.entry("spec").or_insert_with(|| json!({}));
         if let Value::Object(spec) = spec {
             spec.insert("replicas".to_owned(), json!(replicas));
         }
         bump_generation(resource, &existing, &mut updated);
-        match write(call, &key, &current, updated, dry_run).await? {
-            Written::Done(parent) => {
-                let scale = scale::scale_of(resource, &parent);
-                return Ok(object::respond(
-                    StatusCode::OK,
-                    &Value::Object(scale),
-                    call.pretty(),
-                ));
-            }
-            Written::Conflict if client_revision.is_some() => {
-                return Err(ApiError::modified(resource, name));
-            }
-            Written::Conflict => {}
+        // A conflict means another writer got in between: the next attempt reads its write
+        // (and a pinned resourceVersion then no longer matches).
+        if let Written::Done(parent) = write(call, &key, &current, updated, dry_run).await? {
+            let scale = scale::scale_of(resource, &parent);
+            return Ok(object::respond(
+                StatusCode::OK,
+                &Value::Object(scale),
+                call.pretty(),
+            ));
         }
     }
     Err(ApiError::modified(resource, name))
