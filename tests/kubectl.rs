@@ -255,3 +255,115 @@ async fn kubectl_label_annotate_get_output_formats_and_delete() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("configmaps \"c1\" not found"), "{stderr}");
 }
+
+const MANIFESTS: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  strategy:
+    type: RollingUpdate
+    rollingUpdate: {maxSurge: 25%, maxUnavailable: 0}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        ports: [{containerPort: 80, name: http}]
+        env: [{name: MODE, value: prod}]
+        resources:
+          requests: {cpu: 100m, memory: 64Mi}
+          limits: {cpu: 1, memory: 128Mi}
+        readinessProbe:
+          httpGet: {path: /, port: http}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: http, protocol: TCP}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-config
+data:
+  mode: prod
+";
+
+#[tokio::test]
+async fn kubectl_apply_validates_through_openapi_and_get_deploy_lists_it() {
+    let cluster = Cluster::start().await;
+    let file = cluster.dir.path().join("web.yaml");
+    std::fs::write(&file, MANIFESTS).expect("write the manifests");
+    let file = file.to_str().expect("a utf-8 path");
+    // Default --validate=strict: kubectl reads /openapi/v3, finds fieldValidation on the
+    // kinds' PATCH operations and sends fieldValidation=Strict (§2.7).
+    let out = cluster.kubectl(&["apply", "-f", file]).await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "deployment.apps/web created",
+            "service/web created",
+            "configmap/web-config created"
+        ]
+    );
+    let out = cluster.kubectl(&["get", "deploy"]).await;
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().next() == Some("web")),
+        "{out}"
+    );
+    let out = cluster.kubectl(&["apply", "-f", file]).await;
+    assert!(out.contains("deployment.apps/web unchanged"), "{out}");
+    let annotation = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration}",
+        ])
+        .await;
+    assert!(annotation.contains("\"nginx:1.27\""), "{annotation}");
+    // An unknown field is reported by the server, with its path.
+    let bad = cluster.dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        MANIFESTS
+            .split("---")
+            .next()
+            .expect("the Deployment")
+            .replace("name: web\n  labels", "name: web2\n  labels")
+            .replace("  replicas: 2", "  replicas: 2\n  replicaz: 3"),
+    )
+    .expect("write the manifest");
+    let output = cluster
+        .command()
+        .arg("create")
+        .arg("-f")
+        .arg(&bad)
+        .output()
+        .await
+        .expect("run kubectl");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("strict decoding error: unknown field \"spec.replicaz\""),
+        "{stderr}"
+    );
+    // kubectl explain reads the component schemas.
+    let out = cluster
+        .kubectl(&["explain", "deployment.spec.replicas"])
+        .await;
+    assert!(out.contains("FIELD: replicas <integer>"), "{out}");
+}

@@ -11,6 +11,8 @@
 //!   resource verbs (`resource` dispatches to `get`, `list`, `create`, `update`, `delete`).
 //! - `registry`: [`Registry`], one data entry per served resource.
 //! - `codec`: the media types of request bodies.
+//! - `openapi`: the OpenAPI documents and the built-in kinds' schemas; `fieldvalidation`:
+//!   unknown fields checked against them.
 //! - `query`, `object`, `meta`, `keys`: query strings, objects as JSON, metadata rules and
 //!   storage keys.
 //! - `selector`: label and field selectors.
@@ -25,11 +27,13 @@
 
 mod bootstrap;
 mod codec;
+mod fieldvalidation;
 mod handlers;
 mod keys;
 mod kubeconfig;
 mod meta;
 mod object;
+mod openapi;
 mod query;
 mod registry;
 mod routes;
@@ -77,6 +81,9 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let state = AppState::new(store, config, shutdown.clone());
+    // Generate the built-in schemas off the startup path; the first write or OpenAPI request
+    // would otherwise pay for it.
+    tokio::task::spawn_blocking(|| std::sync::LazyLock::force(&openapi::SCHEMAS));
     bootstrap::bootstrap(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")))?;

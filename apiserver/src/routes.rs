@@ -5,7 +5,7 @@ use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
-use crate::handlers::{discovery, nonresource, resource};
+use crate::handlers::{discovery, nonresource, openapi, resource};
 use crate::state::AppState;
 use crate::status::ApiError;
 
@@ -20,6 +20,9 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/apis/{group}/{version}", get(discovery::group_resources))
         .route("/api/v1/{*rest}", any(resource::core))
         .route("/apis/{group}/{version}/{*rest}", any(resource::grouped))
+        .route("/openapi/v2", get(openapi::v2))
+        .route("/openapi/v3", get(openapi::v3_root))
+        .route("/openapi/v3/{*path}", get(openapi::v3))
         .route("/healthz", get(nonresource::healthz))
         .route("/livez", get(nonresource::livez))
         .route("/readyz", get(nonresource::readyz))

@@ -1,11 +1,12 @@
 //! The state every handler shares: the store behind its trait, the server's configuration and
 //! its shutdown token. A cheap-clone handle over `Arc<Inner>`.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use kubemock_storage::Kv;
 
+use crate::openapi::Documents;
 use crate::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -44,6 +45,8 @@ struct Inner {
     shutdown: CancellationToken,
     /// The tasks that feed watch streams; `serve` waits for them on shutdown.
     tasks: TaskTracker,
+    /// The OpenAPI documents, built on first use.
+    openapi: OnceLock<Arc<Documents>>,
 }
 
 impl AppState {
@@ -56,6 +59,7 @@ impl AppState {
                 config,
                 shutdown,
                 tasks: TaskTracker::new(),
+                openapi: OnceLock::new(),
             }),
         }
     }
@@ -78,6 +82,15 @@ impl AppState {
     /// The tracker of watch tasks.
     pub fn tasks(&self) -> &TaskTracker {
         &self.inner.tasks
+    }
+
+    /// The OpenAPI documents of the served resources (built on first use: tens of
+    /// milliseconds, so not on the startup path).
+    pub(crate) fn openapi(&self) -> Arc<Documents> {
+        self.inner
+            .openapi
+            .get_or_init(|| Arc::new(Documents::build(&self.inner.registry)))
+            .clone()
     }
 
     /// The shutdown token.

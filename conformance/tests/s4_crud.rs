@@ -307,3 +307,74 @@ async fn s4_10_yaml_bodies_are_accepted_for_create_and_update() {
     assert_eq!(reply.status, 400);
     assert_eq!(reply.body["kind"], "Status");
 }
+
+#[tokio::test]
+async fn s4_9_field_validation_strict_warn_and_ignore() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s4-9").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let body = |name: &str| json!({"metadata": {"name": name, "labelz": {"a": "b"}}, "data": {"k": "v"}, "extra": 1});
+    // Strict: 400 listing every unknown field.
+    let reply = h
+        .post(&format!("{path}?fieldValidation=Strict"), &body("s"))
+        .await;
+    assert_eq!(reply.status, 400, "{:?}", reply.body);
+    assert_eq!(reply.body["reason"], "BadRequest");
+    assert_eq!(
+        reply.body["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: \
+         unknown field \"metadata.labelz\", unknown field \"extra\""
+    );
+    assert_eq!(h.get(&format!("{path}/s")).await.status, 404);
+    // Warn (the default): stored without the fields, one Warning header per field.
+    let reply = h.post(&path, &body("w")).await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    let warnings: Vec<&str> = reply
+        .headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().expect("ascii"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"unknown field \\\"metadata.labelz\\\"\"",
+            "299 - \"unknown field \\\"extra\\\"\""
+        ]
+    );
+    assert!(reply.body.get("extra").is_none());
+    assert!(reply.body["metadata"].get("labelz").is_none());
+    // Ignore: dropped silently.
+    let reply = h
+        .post(&format!("{path}?fieldValidation=Ignore"), &body("i"))
+        .await;
+    assert_eq!(reply.status, 201);
+    assert!(reply.headers.get("warning").is_none());
+    assert!(reply.body.get("extra").is_none());
+    // Updates and patches are checked the same way.
+    let mut update = reply.body.clone();
+    update["spec"] = json!({"x": 1});
+    let reply = h
+        .put(&format!("{path}/i?fieldValidation=Strict"), &update)
+        .await;
+    assert_eq!(reply.status, 400);
+    let reply = h
+        .patch(
+            &format!("{path}/i?fieldValidation=Strict"),
+            "application/merge-patch+json",
+            &json!({"datum": {"a": "b"}}),
+        )
+        .await;
+    assert_eq!(reply.status, 400);
+    assert!(
+        reply.body["message"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("unknown field \"datum\"")),
+        "{:?}",
+        reply.body
+    );
+    let reply = h
+        .post(&format!("{path}?fieldValidation=Loud"), &body("x"))
+        .await;
+    assert_eq!(reply.status, 400);
+}

@@ -9,6 +9,7 @@ use kubemock_storage::CreateOutcome;
 use serde_json::{Value, json};
 
 use super::resource::Call;
+use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
@@ -27,7 +28,8 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
         return Err(ApiError::route_method_not_allowed());
     }
     let dry_run = call.dry_run("CreateOptions")?;
-    let object = object::decode_body(&call.headers, &call.body, resource)?;
+    let mut object = object::decode_body(&call.headers, &call.body, resource)?;
+    let warnings = call.validate_fields(&mut object)?;
     let created = create_object(
         &call.state,
         resource,
@@ -36,11 +38,8 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
         dry_run,
     )
     .await?;
-    Ok(object::respond(
-        StatusCode::CREATED,
-        &Value::Object(created),
-        call.pretty(),
-    ))
+    let response = object::respond(StatusCode::CREATED, &Value::Object(created), call.pretty());
+    Ok(with_warnings(response, &warnings))
 }
 
 /// Creates `object` as an object of `resource` in `namespace`: the whole create pipeline, for

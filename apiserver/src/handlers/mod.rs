@@ -1,4 +1,5 @@
-//! Request handlers, one file per concern: `nonresource` for `/version` and health,
+//! Request handlers, one file per concern: `nonresource` for `/version` and health, `openapi`
+//! for the OpenAPI documents,
 //! `discovery` for `/api` and `/apis`, and the resource verbs: `resource` parses the `target`
 //! and dispatches to `get`, `list`, `watch`, `create`, `update` (with `scale`), `patch` and `delete`.
 
@@ -8,6 +9,7 @@ pub(crate) mod discovery;
 pub(crate) mod get;
 pub(crate) mod list;
 pub(crate) mod nonresource;
+pub(crate) mod openapi;
 pub(crate) mod patch;
 pub(crate) mod resource;
 pub(crate) mod scale;

@@ -11,12 +11,17 @@ use serde_json::json;
 /// 1.32 when the server's minor version is 32.
 pub const KUBERNETES_MINOR: &str = "32";
 
+/// The full version, `v1.32.0`.
+pub(crate) fn git_version() -> String {
+    format!("v1.{KUBERNETES_MINOR}.0")
+}
+
 /// `GET /version`.
 pub(crate) async fn version() -> Json<serde_json::Value> {
     Json(json!({
         "major": "1",
         "minor": KUBERNETES_MINOR,
-        "gitVersion": format!("v1.{KUBERNETES_MINOR}.0"),
+        "gitVersion": git_version(),
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
         "buildDate": "2024-12-11T00:00:00Z",

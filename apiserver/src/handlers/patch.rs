@@ -11,6 +11,7 @@ use super::get::fetch;
 use super::resource::Call;
 use super::update::{self, Written};
 use crate::codec;
+use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::meta;
 use crate::object::{self, Object};
@@ -128,7 +129,9 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
         let existing = object::parse_stored(&current.value)?;
         let mut answered = existing.clone();
         object::set_resource_version(&mut answered, current.mod_revision);
-        let body: Object = object::typed_object(patch.apply(Value::Object(answered))?, resource)?;
+        let mut body: Object =
+            object::typed_object(patch.apply(Value::Object(answered))?, resource)?;
+        let warnings = call.validate_fields(&mut body)?;
         update::check_identity(call, &body)?;
         // §5.1: a resourceVersion the patch pins is a precondition; otherwise the body carries
         // the current one, and a concurrent writer just means another attempt.
@@ -141,11 +144,8 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
         let updated = update::merge(resource, subresource, &existing, body);
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
-            return Ok(object::respond(
-                StatusCode::OK,
-                &Value::Object(object),
-                call.pretty(),
-            ));
+            let response = object::respond(StatusCode::OK, &Value::Object(object), call.pretty());
+            return Ok(with_warnings(response, &warnings));
         }
     }
     Err(ApiError::modified(resource, name))

@@ -9,6 +9,9 @@ use bytes::Bytes;
 
 use super::target::{self, Target};
 use super::{create, delete, get, list, patch, update, watch};
+use crate::fieldvalidation::{self, FieldValidation};
+use crate::object::Object;
+use crate::openapi::SCHEMAS;
 use crate::query::Query;
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult, MAX_BODY_BYTES};
@@ -30,6 +33,13 @@ impl Call {
         } else {
             Err(ApiError::verb_not_supported(&self.target.resource, verb))
         }
+    }
+
+    /// §4.9: drops the fields of `object` its kind does not have, reporting them as
+    /// `?fieldValidation` asks; returns the warnings to send.
+    pub(crate) fn validate_fields(&self, object: &mut Object) -> ApiResult<Vec<String>> {
+        let mode = FieldValidation::from_query(&self.query)?;
+        fieldvalidation::prune_unknown_fields(&SCHEMAS, &self.target.resource, mode, object)
     }
 
     /// `?pretty`.

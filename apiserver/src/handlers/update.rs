@@ -12,6 +12,7 @@ use super::create;
 use super::get::fetch;
 use super::resource::Call;
 use super::scale;
+use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
@@ -41,7 +42,8 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
     if subresource == Some("scale") {
         return put_scale(call, dry_run).await;
     }
-    let body = object::decode_body(&call.headers, &call.body, resource)?;
+    let mut body = object::decode_body(&call.headers, &call.body, resource)?;
+    let warnings = call.validate_fields(&mut body)?;
     let name = call.target.name.as_deref().unwrap_or("");
     let namespace = call.target.namespace.as_deref();
     check_identity(call, &body)?;
@@ -54,11 +56,9 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
                 let created =
                     create::create_object(&call.state, resource, namespace, body.clone(), dry_run)
                         .await?;
-                return Ok(object::respond(
-                    StatusCode::CREATED,
-                    &Value::Object(created),
-                    call.pretty(),
-                ));
+                let response =
+                    object::respond(StatusCode::CREATED, &Value::Object(created), call.pretty());
+                return Ok(with_warnings(response, &warnings));
             }
             return Err(ApiError::not_found(resource, name));
         };
@@ -83,11 +83,9 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
         let updated = merge(resource, subresource, &existing, body.clone());
         match write(call, &key, &current, updated, dry_run).await? {
             Written::Done(object) => {
-                return Ok(object::respond(
-                    StatusCode::OK,
-                    &Value::Object(object),
-                    call.pretty(),
-                ));
+                let response =
+                    object::respond(StatusCode::OK, &Value::Object(object), call.pretty());
+                return Ok(with_warnings(response, &warnings));
             }
             Written::Conflict if client_revision.is_some() => {
                 return Err(ApiError::modified(resource, name));

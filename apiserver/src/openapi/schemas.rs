@@ -1,0 +1,241 @@
+//! The OpenAPI schemas of the built-in kinds, generated from a maintained source (the
+//! `k8s-openapi` crate's `schemars` implementations, Kubernetes 1.32) rather than written by
+//! hand. They feed both the served OpenAPI documents (`kubectl explain`, validation discovery)
+//! and server-side field validation (`fieldvalidation`), so the two always agree.
+
+use std::collections::HashMap;
+
+use k8s_openapi::api::{
+    apps, autoscaling, batch, coordination, core, discovery, events, networking, policy, rbac,
+    scheduling, storage,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
+use schemars::r#gen::{SchemaGenerator, SchemaSettings};
+use serde_json::{Map, Value, json};
+
+/// Where component schemas live in an OpenAPI v3 document.
+pub(crate) const COMPONENTS_PREFIX: &str = "#/components/schemas/";
+
+/// A kind's group, version and kind.
+pub(crate) type KindKey = (String, String, String);
+
+/// Every built-in kind's schema, and the component schemas they reference.
+pub(crate) struct Schemas {
+    /// Component schemas by name (`io.k8s.api.apps.v1.Deployment`).
+    components: Map<String, Value>,
+    /// The component name of each kind.
+    kinds: HashMap<KindKey, String>,
+}
+
+/// Adds the schema of `T` (and what it references) to `generator`; returns its kind and name.
+fn kind_schema<T>(generator: &mut SchemaGenerator) -> (KindKey, String)
+where
+    T: k8s_openapi::Resource + schemars::JsonSchema,
+{
+    generator.subschema_for::<T>();
+    (
+        (
+            T::GROUP.to_owned(),
+            T::VERSION.to_owned(),
+            T::KIND.to_owned(),
+        ),
+        T::schema_name(),
+    )
+}
+
+/// The kinds with schemas: one line per kind the registry serves, plus the `Scale`
+/// subresource's kind.
+macro_rules! kind_schemas {
+    ($generator:expr; $($kind:ty),* $(,)?) => {
+        vec![$(kind_schema::<$kind>($generator)),*]
+    };
+}
+
+impl Schemas {
+    /// Generates the schemas of every built-in kind (a few milliseconds; done once).
+    pub(crate) fn builtin() -> Schemas {
+        let mut settings = SchemaSettings::openapi3();
+        settings.definitions_path = COMPONENTS_PREFIX.to_owned();
+        let mut generator = SchemaGenerator::new(settings);
+        let kinds = kind_schemas![&mut generator;
+            core::v1::Binding, core::v1::ConfigMap, core::v1::Endpoints, core::v1::Event,
+            core::v1::LimitRange, core::v1::Namespace, core::v1::Node,
+            core::v1::PersistentVolume, core::v1::PersistentVolumeClaim, core::v1::Pod,
+            core::v1::PodTemplate, core::v1::ReplicationController, core::v1::ResourceQuota,
+            core::v1::Secret, core::v1::Service, core::v1::ServiceAccount,
+            apps::v1::ControllerRevision, apps::v1::DaemonSet, apps::v1::Deployment,
+            apps::v1::ReplicaSet, apps::v1::StatefulSet,
+            autoscaling::v1::HorizontalPodAutoscaler, autoscaling::v1::Scale,
+            autoscaling::v2::HorizontalPodAutoscaler,
+            batch::v1::CronJob, batch::v1::Job,
+            coordination::v1::Lease,
+            discovery::v1::EndpointSlice,
+            events::v1::Event,
+            networking::v1::Ingress, networking::v1::IngressClass, networking::v1::NetworkPolicy,
+            policy::v1::PodDisruptionBudget,
+            rbac::v1::ClusterRole, rbac::v1::ClusterRoleBinding, rbac::v1::Role,
+            rbac::v1::RoleBinding,
+            scheduling::v1::PriorityClass,
+            storage::v1::StorageClass,
+            apiextensions::v1::CustomResourceDefinition,
+        ];
+        let mut components: Map<String, Value> = generator
+            .take_definitions()
+            .into_iter()
+            .map(|(name, schema)| (name, serde_json::to_value(schema).unwrap_or(Value::Null)))
+            .collect();
+        components.sort_keys();
+        let mut kinds_by_key = HashMap::new();
+        for ((group, version, kind), name) in kinds {
+            if let Some(Value::Object(schema)) = components.get_mut(&name) {
+                // As the real document marks top-level kinds (`kubectl explain` looks for it).
+                schema.insert(
+                    "x-kubernetes-group-version-kind".to_owned(),
+                    json!([{ "group": group, "kind": kind, "version": version }]),
+                );
+                // k8s-openapi requires `metadata`; the real schemas do not.
+                if let Some(Value::Array(required)) = schema.get_mut("required") {
+                    required.retain(|field| field != "metadata");
+                    if required.is_empty() {
+                        schema.shift_remove("required");
+                    }
+                }
+            }
+            kinds_by_key.insert((group, version, kind), name);
+        }
+        Schemas {
+            components,
+            kinds: kinds_by_key,
+        }
+    }
+
+    /// The component name of a kind's schema.
+    pub(crate) fn kind(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
+        self.kinds
+            .get(&(group.to_owned(), version.to_owned(), kind.to_owned()))
+            .map(String::as_str)
+    }
+
+    /// A component schema by name.
+    pub(crate) fn component(&self, name: &str) -> Option<&Value> {
+        self.components.get(name)
+    }
+
+    /// `schema` with references followed: a `$ref` (alone, or as schemars' single-element
+    /// `allOf`) becomes the component it names.
+    pub(crate) fn resolve<'a>(&'a self, mut schema: &'a Value) -> &'a Value {
+        // References do not chain deeply; the bound only guards against a cycle.
+        for _ in 0..16 {
+            let reference = schema.get("$ref").and_then(Value::as_str).or_else(|| {
+                match schema
+                    .get("allOf")
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice)
+                {
+                    Some([single]) => single.get("$ref").and_then(Value::as_str),
+                    _ => None,
+                }
+            });
+            let Some(target) = reference
+                .and_then(|r| r.strip_prefix(COMPONENTS_PREFIX))
+                .and_then(|name| self.components.get(name))
+            else {
+                return schema;
+            };
+            schema = target;
+        }
+        schema
+    }
+
+    /// The named components and every component they reference, transitively, sorted by
+    /// name: what one group-version's document needs.
+    pub(crate) fn closure<'a>(
+        &self,
+        roots: impl IntoIterator<Item = &'a str>,
+    ) -> Map<String, Value> {
+        let mut out = Map::new();
+        let mut pending: Vec<String> = roots.into_iter().map(str::to_owned).collect();
+        while let Some(name) = pending.pop() {
+            if out.contains_key(&name) {
+                continue;
+            }
+            let Some(schema) = self.components.get(&name) else {
+                continue;
+            };
+            collect_references(schema, &mut pending);
+            out.insert(name, schema.clone());
+        }
+        out.sort_keys();
+        out
+    }
+}
+
+/// Pushes the component names `value` references.
+fn collect_references(value: &Value, into: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                match (key.as_str(), child) {
+                    ("$ref", Value::String(reference)) => {
+                        if let Some(name) = reference.strip_prefix(COMPONENTS_PREFIX) {
+                            into.push(name.to_owned());
+                        }
+                    }
+                    _ => collect_references(child, into),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| collect_references(item, into)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+
+    #[test]
+    fn every_served_kind_has_a_schema() {
+        let schemas = Schemas::builtin();
+        let registry = Registry::builtin();
+        for group in registry.groups() {
+            for version in &group.versions {
+                for resource in registry.resources_in(&group.name, version) {
+                    assert!(
+                        schemas
+                            .kind(&resource.group, &resource.version, &resource.kind)
+                            .is_some(),
+                        "no schema for {}",
+                        resource.qualified_kind()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn references_resolve_and_closures_are_complete() {
+        let schemas = Schemas::builtin();
+        let name = schemas
+            .kind("apps", "v1", "Deployment")
+            .expect("Deployment");
+        assert_eq!(name, "io.k8s.api.apps.v1.Deployment");
+        let deployment = schemas.component(name).expect("component");
+        assert_eq!(
+            deployment["x-kubernetes-group-version-kind"],
+            json!([{"group": "apps", "kind": "Deployment", "version": "v1"}])
+        );
+        assert!(deployment.get("required").is_none());
+        let spec = schemas.resolve(&deployment["properties"]["spec"]);
+        assert!(spec["properties"]["template"].is_object());
+        let closure = schemas.closure([name]);
+        assert!(closure.contains_key("io.k8s.api.core.v1.Container"));
+        assert!(closure.contains_key("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
+        let mut references = Vec::new();
+        collect_references(&Value::Object(closure.clone()), &mut references);
+        for reference in references {
+            assert!(closure.contains_key(&reference), "{reference} missing");
+        }
+    }
+}
