@@ -367,3 +367,66 @@ async fn kubectl_apply_validates_through_openapi_and_get_deploy_lists_it() {
         .await;
     assert!(out.contains("FIELD: replicas <integer>"), "{out}");
 }
+
+#[tokio::test]
+async fn kubectl_create_namespace_configmap_and_deployment_send_protobuf() {
+    // kubectl 1.32's typed clients send these bodies as application/vnd.kubernetes.protobuf
+    // (§4.10).
+    let cluster = Cluster::start().await;
+    assert_eq!(
+        cluster.kubectl(&["create", "ns", "team-a"]).await.trim(),
+        "namespace/team-a created"
+    );
+    let out = cluster
+        .kubectl(&[
+            "create",
+            "configmap",
+            "settings",
+            "-n",
+            "team-a",
+            "--from-literal=mode=fast",
+            "--from-literal=level=3",
+        ])
+        .await;
+    assert_eq!(out.trim(), "configmap/settings created");
+    let data = cluster
+        .kubectl(&[
+            "get",
+            "cm",
+            "settings",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.data}",
+        ])
+        .await;
+    let data: serde_json::Value = serde_json::from_str(&data).expect("json");
+    assert_eq!(data, serde_json::json!({"level": "3", "mode": "fast"}));
+    let out = cluster
+        .kubectl(&[
+            "create",
+            "deployment",
+            "web",
+            "-n",
+            "team-a",
+            "--image=nginx:1.27",
+            "--replicas=0",
+        ])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web created");
+    let spec = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.spec.replicas}/{.spec.template.spec.containers[0].image}",
+        ])
+        .await;
+    // replicas 0 survives the trip: a pointer's zero is kept.
+    assert_eq!(spec, "0/nginx:1.27");
+    let out = cluster.kubectl(&["get", "ns", "team-a"]).await;
+    assert!(out.contains("team-a"), "{out}");
+}

@@ -35,13 +35,23 @@ pub(crate) fn now_rfc3339() -> String {
     rfc3339(seconds)
 }
 
-/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ`.
+/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (`metav1.Time`).
 pub(crate) fn rfc3339(unix_seconds: u64) -> String {
-    let days = unix_seconds / 86_400;
-    let rem = unix_seconds % 86_400;
-    let (year, month, day) = civil_from_days(days as i64);
+    rfc3339_fraction(i64::try_from(unix_seconds).unwrap_or(i64::MAX), None)
+}
+
+/// Unix seconds and nanoseconds as `YYYY-MM-DDTHH:MM:SS.ffffffZ` (`metav1.MicroTime`).
+pub(crate) fn rfc3339_micro(unix_seconds: i64, nanos: u32) -> String {
+    rfc3339_fraction(unix_seconds, Some(nanos / 1000))
+}
+
+fn rfc3339_fraction(unix_seconds: i64, micros: Option<u32>) -> String {
+    let days = unix_seconds.div_euclid(86_400);
+    let rem = unix_seconds.rem_euclid(86_400);
+    let (year, month, day) = civil_from_days(days);
+    let fraction = micros.map(|m| format!(".{m:06}")).unwrap_or_default();
     format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}{fraction}Z",
         rem / 3600,
         (rem % 3600) / 60,
         rem % 60

@@ -14,6 +14,7 @@ use super::get::fetch;
 use super::list;
 use super::resource::Call;
 use super::update::{self, Written};
+use crate::codec::Syntax;
 use crate::keys;
 use crate::meta;
 use crate::object::{self, Object};
@@ -38,7 +39,8 @@ impl DeleteOptions {
         if call.body.iter().all(u8::is_ascii_whitespace) {
             return Ok(DeleteOptions::default());
         }
-        let body: Value = serde_json::from_slice(&call.body)
+        let body: Value = Syntax::of_body(&call.headers)?
+            .parse(&call.body)
             .map_err(|err| ApiError::bad_request(format!("invalid DeleteOptions: {err}")))?;
         let preconditions = body.get("preconditions");
         let field = |name: &str| {

@@ -1,6 +1,10 @@
-//! Request bodies in the media types the real server reads (§4.10): JSON, and YAML for POST and
-//! PUT, decoded to the one JSON value every handler works on. One place decides which
-//! `Content-Type` means what, so create, update and delete options agree.
+//! Request bodies in the media types the real server reads (§4.10): JSON, YAML, and Kubernetes
+//! protobuf for built-in kinds (`protobuf`, with the schemas of `proto_schema`), decoded to
+//! the one JSON value every handler works on. One place decides which `Content-Type` means
+//! what, so create, update and delete options agree.
+
+pub(crate) mod proto_schema;
+pub(crate) mod protobuf;
 
 use axum::http::{HeaderMap, header};
 use serde_json::Value;
@@ -32,6 +36,8 @@ pub(crate) enum Syntax {
     Json,
     /// `application/yaml`: parsed into the same JSON value.
     Yaml,
+    /// `application/vnd.kubernetes.protobuf`: an enveloped built-in object.
+    Protobuf,
 }
 
 impl Syntax {
@@ -40,6 +46,7 @@ impl Syntax {
         match media_type(headers).as_str() {
             "" | "application/json" | "*/*" => Ok(Syntax::Json),
             "application/yaml" | "application/x-yaml" | "text/yaml" => Ok(Syntax::Yaml),
+            protobuf::MEDIA_TYPE => Ok(Syntax::Protobuf),
             _ => Err(ApiError::unsupported_media_type(ACCEPTED_BODY_TYPES)),
         }
     }
@@ -53,6 +60,7 @@ impl Syntax {
                     serde_yaml_ng::from_slice(body).map_err(|err| format!("yaml: {err}"))?;
                 Ok(value)
             }
+            Syntax::Protobuf => protobuf::decode(body),
         }
     }
 }

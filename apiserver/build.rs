@@ -1,0 +1,127 @@
+//! Gathers the Kubernetes 1.32 protobuf schemas (`generated.proto` of every API group and of
+//! apimachinery) for the protobuf codec, from the `k8s-rs-pb` crate that carries them: a
+//! registry dependency, so a build needs nothing outside cargo. Comments are stripped and the
+//! files concatenated into `$OUT_DIR/k8s-protos.txt`, which `codec::protobuf` embeds and
+//! parses at run time. (Only the `.proto` sources are used; `k8s-rs-pb` is a build dependency
+//! without features, so none of its generated code is compiled.)
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The schema crate and the Kubernetes version whose schemas are used.
+const SCHEMA_CRATE: &str = "k8s-rs-pb";
+const SCHEMA_VERSION_DIR: &str = "src/v1_32";
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    let root = match schema_crate_dir() {
+        Ok(dir) => dir.join(SCHEMA_VERSION_DIR),
+        Err(err) => panic!("cannot find the {SCHEMA_CRATE} sources: {err}"),
+    };
+    let mut files = Vec::new();
+    collect_protos(&root, &mut files);
+    files.sort();
+    assert!(
+        files.len() > 50,
+        "expected the Kubernetes .proto files under {}, found {}",
+        root.display(),
+        files.len()
+    );
+    let mut out = String::new();
+    for file in &files {
+        let text = fs::read_to_string(file)
+            .unwrap_or_else(|err| panic!("reading {}: {err}", file.display()));
+        out.push_str(&strip_comments(&text));
+    }
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    fs::write(out_dir.join("k8s-protos.txt"), out).expect("write the schemas");
+}
+
+/// The directory of the schema crate's package: asked of `cargo metadata` (offline first,
+/// as the build has already fetched every dependency), then looked up in the registry cache.
+fn schema_crate_dir() -> Result<PathBuf, String> {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?)
+        .join("Cargo.toml");
+    let target = env::var("TARGET").map_err(|e| e.to_string())?;
+    let mut errors = Vec::new();
+    for offline in [true, false] {
+        let mut command = Command::new(&cargo);
+        command
+            .args(["metadata", "--format-version", "1", "--filter-platform"])
+            .arg(&target)
+            .arg("--manifest-path")
+            .arg(&manifest);
+        if offline {
+            command.arg("--offline");
+        }
+        match command.output() {
+            Ok(output) if output.status.success() => {
+                let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
+                    .map_err(|e| format!("cargo metadata: {e}"))?;
+                let found = metadata["packages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|p| p["name"] == SCHEMA_CRATE)
+                    .and_then(|p| p["manifest_path"].as_str())
+                    .and_then(|path| Path::new(path).parent().map(Path::to_path_buf));
+                match found {
+                    Some(dir) => return Ok(dir),
+                    None => errors.push(format!("cargo metadata does not list {SCHEMA_CRATE}")),
+                }
+            }
+            Ok(output) => errors.push(String::from_utf8_lossy(&output.stderr).into_owned()),
+            Err(err) => errors.push(err.to_string()),
+        }
+    }
+    Err(errors.join("; "))
+}
+
+fn collect_protos(dir: &Path, into: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_protos(&path, into);
+        } else if path.extension().is_some_and(|e| e == "proto") {
+            into.push(path);
+        }
+    }
+}
+
+/// The text without `//` and `/* */` comments and blank lines.
+fn strip_comments(text: &str) -> String {
+    let mut out = String::new();
+    let mut in_block = false;
+    for line in text.lines() {
+        let mut line = line;
+        if in_block {
+            match line.find("*/") {
+                Some(end) => {
+                    in_block = false;
+                    line = &line[end + 2..];
+                }
+                None => continue,
+            }
+        }
+        // Whichever comes first: a line comment, or a block comment's start.
+        let line_comment = line.find("//");
+        if let Some(start) = line.find("/*")
+            && line_comment.is_none_or(|l| start < l)
+        {
+            in_block = !line[start..].contains("*/");
+            line = &line[..start];
+        }
+        let line = line.split("//").next().unwrap_or("").trim();
+        if !line.is_empty() {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
