@@ -63,6 +63,9 @@ pub struct ApiError {
     /// Status `details`; `None` omits the member. Boxed: errors travel through every handler's
     /// `Result`, which should stay small.
     pub details: Option<Box<Details>>,
+    /// `metadata.continue` of the Status: the fresh token a 410 for a compacted continue token
+    /// offers (§7.3).
+    pub continue_token: Option<Box<str>>,
 }
 
 /// A `Result` whose error renders as a Status.
@@ -92,6 +95,7 @@ impl ApiError {
             reason,
             message: message.into(),
             details: None,
+            continue_token: None,
         }
     }
 
@@ -307,10 +311,14 @@ impl ApiError {
 
     /// The Status body as JSON.
     pub fn to_json(&self) -> serde_json::Value {
+        let mut metadata = serde_json::Map::new();
+        if let Some(token) = &self.continue_token {
+            metadata.insert("continue".to_owned(), serde_json::Value::from(&**token));
+        }
         let body = StatusBody {
             kind: "Status",
             api_version: "v1",
-            metadata: serde_json::Map::new(),
+            metadata,
             status: "Failure",
             message: &self.message,
             reason: self.reason,

@@ -121,12 +121,34 @@ async fn s7_3_a_compacted_snapshot_is_410_expired() {
     let reply = h.get(&format!("{path}?limit=1&continue={token}")).await;
     assert_eq!(reply.status, 410);
     assert_eq!(reply.body["reason"], "Expired");
-    assert!(
-        reply.body["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("The provided continue parameter is too old")
+    assert_eq!(
+        reply.body["message"],
+        "The provided continue parameter is too old to display a consistent list result. You can \
+         start a new list without the continue parameter, or use the continue token in this \
+         response to retrieve the remainder of the results. Continuing with the provided token \
+         results in an inconsistent list - objects that were created, modified, or deleted \
+         between the time the first chunk was returned and now may show up in the list."
     );
+    // The offered token resumes after "a" over the latest state, "d" included.
+    let fresh = reply.body["metadata"]["continue"]
+        .as_str()
+        .expect("a fresh continue token")
+        .to_owned();
+    let rest = h.get(&format!("{path}?continue={fresh}")).await;
+    assert_eq!(rest.status, 200, "{:?}", rest.body);
+    let names: Vec<&str> = rest.body["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["b", "c", "d"]);
+    let latest = rest.body["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("rv")
+        .parse::<u64>()
+        .expect("a number");
+    assert!(latest > rv.parse::<u64>().expect("a number"));
     let reply = h
         .get(&format!(
             "{path}?resourceVersion={rv}&resourceVersionMatch=Exact"

@@ -101,7 +101,7 @@ impl ListRequest {
             return Ok(ListRequest {
                 selectors,
                 limit,
-                exact: Some(revision),
+                exact: revision,
                 start_after: Some(start_after),
             });
         }
@@ -126,14 +126,17 @@ impl ListRequest {
     }
 }
 
-/// A continue token for the snapshot `revision`, resuming after `last_key`.
-fn encode_continue(revision: Revision, prefix: &str, last_key: &str) -> String {
+/// A continue token for the snapshot `revision` (`None`: the latest state, the real `"rv":-1`
+/// of a token offered after its snapshot was compacted), resuming after `last_key`.
+fn encode_continue(revision: Option<Revision>, prefix: &str, last_key: &str) -> String {
     let start = format!("{}\u{0}", last_key.strip_prefix(prefix).unwrap_or(last_key));
-    let token = json!({"v": CONTINUE_VERSION, "rv": revision, "start": start});
+    let rv = revision.map_or(json!(-1), |rv| json!(rv));
+    let token = json!({"v": CONTINUE_VERSION, "rv": rv, "start": start});
     URL_SAFE_NO_PAD.encode(token.to_string())
 }
 
-fn decode_continue(token: &str, prefix: &str) -> ApiResult<(Revision, String)> {
+/// The snapshot (`None` for `"rv":-1`) and the key to resume after.
+fn decode_continue(token: &str, prefix: &str) -> ApiResult<(Option<Revision>, String)> {
     let invalid = |why: &str| {
         ApiError::bad_request(format!(
             "invalid continue token: continue key is not valid: {why}"
@@ -146,11 +149,11 @@ fn decode_continue(token: &str, prefix: &str) -> ApiResult<(Revision, String)> {
     if value.get("v").and_then(Value::as_str) != Some(CONTINUE_VERSION) {
         return Err(invalid("unknown version"));
     }
-    let revision = value
-        .get("rv")
-        .and_then(Value::as_u64)
-        .filter(|rv| *rv > 0)
-        .ok_or_else(|| invalid("bad resource version"))?;
+    let revision = match value.get("rv").and_then(Value::as_i64) {
+        Some(-1) => None,
+        Some(rv) if rv > 0 => Some(rv.unsigned_abs()),
+        _ => return Err(invalid("bad resource version")),
+    };
     let start = value
         .get("start")
         .and_then(Value::as_str)
@@ -182,17 +185,24 @@ async fn read_page(call: &Call, request: &ListRequest, prefix: &str) -> ApiResul
         range = range.at_revision(revision);
     }
     let response = call.state.store().range(range).await.map_err(|err| match err {
-        kubemock_storage::Error::Compacted { .. } if request.start_after.is_some() => ApiError::expired(
-            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
-        ),
+        // §7.3: offer a token that resumes at the same key over the latest state.
+        kubemock_storage::Error::Compacted { .. } if let Some(after) = &request.start_after => {
+            let mut error = ApiError::expired(
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+            );
+            error.continue_token = Some(encode_continue(None, prefix, after).into());
+            error
+        }
         kubemock_storage::Error::Compacted { .. } => {
             ApiError::expired("The resourceVersion for the provided list is too old.")
         }
         other => ApiError::from_storage(other),
     })?;
     let continue_token = match (response.more(), response.items.last()) {
+        // After an `"rv":-1` token the read is at the latest revision, which the next token
+        // then binds (as the real server does).
         (true, Some(last)) => Some(encode_continue(
-            response.revision,
+            Some(response.revision),
             prefix,
             &String::from_utf8_lossy(&last.key),
         )),
