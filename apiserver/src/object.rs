@@ -145,7 +145,8 @@ pub(crate) fn parse_stored(bytes: &[u8]) -> ApiResult<Object> {
     }
 }
 
-/// A JSON response with `status`, indented when `pretty`.
+/// A JSON response with `status`, indented when `pretty`, ending in a newline as the real
+/// server's encoder writes it.
 pub(crate) fn respond(status: StatusCode, body: &Value, pretty: bool) -> Response {
     let encoded = if pretty {
         serde_json::to_vec_pretty(body)
@@ -153,7 +154,10 @@ pub(crate) fn respond(status: StatusCode, body: &Value, pretty: bool) -> Respons
         serde_json::to_vec(body)
     };
     match encoded {
-        Ok(bytes) => (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
+        Ok(mut bytes) => {
+            bytes.push(b'\n');
+            (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response()
+        }
         Err(err) => ApiError::internal(err).into_response(),
     }
 }

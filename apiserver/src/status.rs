@@ -346,7 +346,8 @@ impl std::error::Error for ApiError {}
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let retry_after = self.details.as_ref().and_then(|d| d.retry_after_seconds);
-        let body = serde_json::to_vec(&self.to_json()).unwrap_or_default();
+        let mut body = serde_json::to_vec(&self.to_json()).unwrap_or_default();
+        body.push(b'\n');
         let mut response = (
             self.code,
             [(
