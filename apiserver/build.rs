@@ -10,6 +10,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "src/codec/proto_comments.rs"]
+mod proto_comments;
+use proto_comments::strip_comments;
+
 /// The schema crate and the Kubernetes version whose schemas are used.
 const SCHEMA_CRATE: &str = "k8s-rs-pb";
 const SCHEMA_VERSION_DIR: &str = "src/v1_32";
@@ -92,36 +96,4 @@ fn collect_protos(dir: &Path, into: &mut Vec<PathBuf>) {
             into.push(path);
         }
     }
-}
-
-/// The text without `//` and `/* */` comments and blank lines.
-fn strip_comments(text: &str) -> String {
-    let mut out = String::new();
-    let mut in_block = false;
-    for line in text.lines() {
-        let mut line = line;
-        if in_block {
-            match line.find("*/") {
-                Some(end) => {
-                    in_block = false;
-                    line = &line[end + 2..];
-                }
-                None => continue,
-            }
-        }
-        // Whichever comes first: a line comment, or a block comment's start.
-        let line_comment = line.find("//");
-        if let Some(start) = line.find("/*")
-            && line_comment.is_none_or(|l| start < l)
-        {
-            in_block = !line[start..].contains("*/");
-            line = &line[..start];
-        }
-        let line = line.split("//").next().unwrap_or("").trim();
-        if !line.is_empty() {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
 }

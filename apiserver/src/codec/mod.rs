@@ -3,6 +3,7 @@
 //! the one JSON value every handler works on. One place decides which `Content-Type` means
 //! what, so create, update and delete options agree.
 
+pub(crate) mod proto_comments;
 pub(crate) mod proto_schema;
 pub(crate) mod protobuf;
 

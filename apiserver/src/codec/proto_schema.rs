@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+use super::proto_comments::strip_comments;
+
 /// A field's value type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum FieldType {
@@ -223,58 +225,38 @@ fn resolve(
 }
 
 /// Words and punctuation, without comments.
-fn tokenize(text: &str) -> Vec<&str> {
+fn tokenize(text: &str) -> Vec<String> {
     let mut tokens = Vec::new();
-    let mut in_block = false;
-    for line in text.lines() {
-        let mut line = line;
-        if in_block {
-            match line.find("*/") {
-                Some(end) => {
-                    in_block = false;
-                    line = &line[end + 2..];
-                }
-                None => continue,
-            }
-        }
-        // Whichever comes first: a line comment, or a block comment's start.
-        let line_comment = line.find("//");
-        if let Some(start) = line.find("/*")
-            && line_comment.is_none_or(|l| start < l)
-        {
-            in_block = !line[start..].contains("*/");
-            line = &line[..start];
-        }
-        let line = line.split("//").next().unwrap_or("");
+    for line in strip_comments(text).lines() {
         let mut start = None;
         for (i, c) in line.char_indices() {
             let punctuation = matches!(c, '{' | '}' | ';' | '=' | '<' | '>' | ',' | '[' | ']');
             if c.is_whitespace() || punctuation {
                 if let Some(s) = start.take() {
-                    tokens.push(&line[s..i]);
+                    tokens.push(line[s..i].to_owned());
                 }
                 if punctuation {
-                    tokens.push(&line[i..i + 1]);
+                    tokens.push(line[i..i + 1].to_owned());
                 }
             } else if start.is_none() {
                 start = Some(i);
             }
         }
         if let Some(s) = start {
-            tokens.push(&line[s..]);
+            tokens.push(line[s..].to_owned());
         }
     }
     tokens
 }
 
 struct Parser<'a> {
-    tokens: &'a [&'a str],
+    tokens: &'a [String],
     at: usize,
 }
 
 impl<'a> Parser<'a> {
     fn next(&mut self) -> Option<&'a str> {
-        let token = self.tokens.get(self.at).copied();
+        let token = self.tokens.get(self.at).map(String::as_str);
         self.at += 1;
         token
     }

@@ -101,17 +101,7 @@ impl Patch {
 pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
     let resource = &call.target.resource;
     let subresource = call.target.subresource.as_deref();
-    match subresource {
-        None => call.require_verb("patch")?,
-        Some(name) => {
-            let serves_patch = resource
-                .subresource(name)
-                .is_some_and(|s| s.verbs.iter().any(|v| v == "patch"));
-            if !serves_patch {
-                return Err(ApiError::route_method_not_allowed());
-            }
-        }
-    }
+    call.require_verb("patch")?;
     let dry_run = call.dry_run("PatchOptions")?;
     let patch = Patch::parse(call)?;
     if subresource == Some("scale") {

@@ -26,12 +26,23 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    /// Refuses the call with 405 unless the resource serves `verb`.
+    /// Refuses the call with 405 unless the resource (or the subresource the call targets)
+    /// serves `verb`.
     pub(crate) fn require_verb(&self, verb: &str) -> ApiResult<()> {
-        if self.target.resource.has_verb(verb) {
-            Ok(())
-        } else {
-            Err(ApiError::verb_not_supported(&self.target.resource, verb))
+        let resource = &self.target.resource;
+        match self.target.subresource.as_deref() {
+            None if resource.has_verb(verb) => Ok(()),
+            None => Err(ApiError::verb_not_supported(resource, verb)),
+            Some(name) => {
+                let served = resource
+                    .subresource(name)
+                    .is_some_and(|s| s.verbs.iter().any(|v| v == verb));
+                if served {
+                    Ok(())
+                } else {
+                    Err(ApiError::route_method_not_allowed())
+                }
+            }
         }
     }
 
