@@ -12,6 +12,7 @@
 //! - `registry`: [`Registry`], one data entry per served resource.
 //! - `query`, `object`, `meta`, `keys`: query strings, objects as JSON, metadata rules and
 //!   storage keys.
+//! - `accept`: `Accept` headers, read as the real server negotiates them.
 //! - `selector`: label and field selectors.
 //! - `bootstrap`: the objects a cluster starts with.
 //! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
@@ -22,6 +23,7 @@
 //! Status: discovery, CRUD and list are served; watch, PATCH, OpenAPI and Table output are
 //! being built.
 
+mod accept;
 mod bootstrap;
 mod handlers;
 mod keys;
