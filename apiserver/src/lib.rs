@@ -13,6 +13,7 @@
 //! - `query`, `object`, `meta`, `keys`: query strings, objects as JSON, metadata rules and
 //!   storage keys.
 //! - `accept`: `Accept` headers, read as the real server negotiates them.
+//! - `table`: Table output (`kubectl get`): negotiation, the per-resource printers, ages.
 //! - `selector`: label and field selectors.
 //! - `bootstrap`: the objects a cluster starts with.
 //! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
@@ -20,7 +21,7 @@
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //!
-//! Status: discovery, CRUD and list are served; watch, PATCH, OpenAPI and Table output are
+//! Status: discovery, CRUD, list, watch and Table output are served; PATCH and OpenAPI are
 //! being built.
 
 mod accept;
@@ -36,6 +37,7 @@ mod routes;
 mod selector;
 mod state;
 mod status;
+mod table;
 mod testing;
 
 use std::sync::Arc;
@@ -53,7 +55,7 @@ pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
 pub use handlers::nonresource::KUBERNETES_MINOR;
 pub use kubeconfig::kubeconfig;
 pub use registry::{
-    Behaviour, GenerationPolicy, Group, Gvk, NameRule, Registry, Resource, Subresource,
+    Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Registry, Resource, Subresource,
 };
 pub use state::{AppState, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
