@@ -430,3 +430,76 @@ async fn kubectl_create_namespace_configmap_and_deployment_send_protobuf() {
     let out = cluster.kubectl(&["get", "ns", "team-a"]).await;
     assert!(out.contains("team-a"), "{out}");
 }
+
+#[tokio::test]
+async fn kubectl_get_prints_the_servers_table_columns() {
+    let cluster = Cluster::start().await;
+    let words = |line: &str| {
+        line.split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+
+    // Without Table output kubectl would fall back to its own `NAME AGE`.
+    let namespaces = cluster.kubectl(&["get", "ns"]).await;
+    let mut lines = namespaces.lines();
+    assert_eq!(
+        words(lines.next().expect("a header")),
+        ["NAME", "STATUS", "AGE"]
+    );
+    let default = lines
+        .map(words)
+        .find(|row| row[0] == "default")
+        .unwrap_or_else(|| panic!("no default namespace in\n{namespaces}"));
+    assert_eq!(default[1], "Active", "{namespaces}");
+
+    let client = reqwest::Client::new();
+    let pods = format!("{}/api/v1/namespaces/default/pods", cluster.url);
+    let mut pod: serde_json::Value = client
+        .post(&pods)
+        .json(&serde_json::json!({
+            "metadata": {"name": "web"},
+            "spec": {"nodeName": "node-a", "containers": [{"name": "main", "image": "nginx"}]},
+        }))
+        .send()
+        .await
+        .expect("create a pod")
+        .json()
+        .await
+        .expect("the created pod");
+    pod["status"] = serde_json::json!({
+        "phase": "Running",
+        "podIP": "10.1.2.3",
+        "containerStatuses": [{"name": "main", "image": "nginx", "imageID": "", "ready": true,
+                               "restartCount": 0, "state": {"running": {}}}],
+    });
+    let updated = client
+        .put(format!("{pods}/web/status"))
+        .json(&pod)
+        .send()
+        .await
+        .expect("update the pod's status");
+    assert_eq!(updated.status(), 200);
+
+    let out = cluster.kubectl(&["get", "pods"]).await;
+    let lines: Vec<Vec<String>> = out.lines().map(words).collect();
+    assert_eq!(
+        lines[0],
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{out}"
+    );
+    assert_eq!(lines[1][..4], ["web", "1/1", "Running", "0"], "{out}");
+
+    let wide = cluster.kubectl(&["get", "pods", "-o", "wide"]).await;
+    let header = wide.lines().next().expect("a header");
+    assert!(
+        header.contains("NOMINATED NODE") && header.contains("READINESS GATES"),
+        "{wide}"
+    );
+    let row = words(wide.lines().nth(1).expect("a row"));
+    assert_eq!(
+        row[5..],
+        ["10.1.2.3", "node-a", "<none>", "<none>"],
+        "{wide}"
+    );
+}

@@ -15,6 +15,8 @@
 //!   unknown fields checked against them.
 //! - `query`, `object`, `meta`, `keys`: query strings, objects as JSON, metadata rules and
 //!   storage keys.
+//! - `accept`: `Accept` headers, read as the real server negotiates them.
+//! - `table`: Table output (`kubectl get`): negotiation, the per-resource printers, ages.
 //! - `selector`: label and field selectors.
 //! - `bootstrap`: the objects a cluster starts with.
 //! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
@@ -22,9 +24,11 @@
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //!
-//! Status: discovery, CRUD, list, watch and JSON/merge PATCH are served; strategic merge
-//! patch, server-side apply, OpenAPI and Table output are being built.
+//! Status: discovery, CRUD, list, watch, JSON/merge PATCH, OpenAPI, field validation, Table
+//! output and protobuf request bodies are served; strategic merge patch and server-side apply
+//! are being built.
 
+mod accept;
 mod bootstrap;
 mod codec;
 mod fieldvalidation;
@@ -40,6 +44,7 @@ mod routes;
 mod selector;
 mod state;
 mod status;
+mod table;
 mod testing;
 
 use std::sync::Arc;
@@ -57,7 +62,7 @@ pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
 pub use handlers::nonresource::KUBERNETES_MINOR;
 pub use kubeconfig::kubeconfig;
 pub use registry::{
-    Behaviour, GenerationPolicy, Group, Gvk, NameRule, Registry, Resource, Subresource,
+    Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Registry, Resource, Subresource,
 };
 pub use state::{AppState, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};

@@ -1,6 +1,6 @@
 //! Object metadata rules (§3): the conversion between store revisions and resourceVersion
-//! strings (the only place it happens), timestamps, uids, name validation, generateName, and
-//! the canonical order of metadata fields.
+//! strings (the only place it happens), timestamps (written and read), uids, name validation,
+//! generateName, and the canonical order of metadata fields.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -31,13 +31,13 @@ pub(crate) fn parse_resource_version(value: &str) -> Result<Option<Revision>, Ap
 pub(crate) fn now_rfc3339() -> String {
     let seconds = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
     rfc3339(seconds)
 }
 
-/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (`metav1.Time`).
-pub(crate) fn rfc3339(unix_seconds: u64) -> String {
-    rfc3339_fraction(i64::try_from(unix_seconds).unwrap_or(i64::MAX), None)
+/// Unix seconds (before 1970 too) as `YYYY-MM-DDTHH:MM:SSZ` (`metav1.Time`).
+pub(crate) fn rfc3339(unix_seconds: i64) -> String {
+    rfc3339_fraction(unix_seconds, None)
 }
 
 /// Unix seconds and nanoseconds as `YYYY-MM-DDTHH:MM:SS.ffffffZ` (`metav1.MicroTime`).
@@ -56,6 +56,86 @@ fn rfc3339_fraction(unix_seconds: i64, micros: Option<u32>) -> String {
         (rem % 3600) / 60,
         rem % 60
     )
+}
+
+/// Nanoseconds per second.
+const NANOS_PER_SECOND: i128 = 1_000_000_000;
+
+/// Now, as nanoseconds since the Unix epoch (what [`parse_rfc3339`] returns), for ages.
+pub(crate) fn now_unix_nanos() -> i128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
+}
+
+/// Parses an RFC 3339 timestamp as `metav1.Time` and `metav1.MicroTime` serialise it
+/// (`2024-05-01T12:00:00Z`, with optional fractional seconds and a numeric offset) into
+/// nanoseconds since the Unix epoch; `None` when it is not one.
+pub(crate) fn parse_rfc3339(text: &str) -> Option<i128> {
+    let bytes = text.as_bytes();
+    let number = |from: usize, to: usize| decimal(bytes.get(from..to)?);
+    let separators_ok = bytes.get(4) == Some(&b'-')
+        && bytes.get(7) == Some(&b'-')
+        && matches!(bytes.get(10), Some(b'T' | b't'))
+        && bytes.get(13) == Some(&b':')
+        && bytes.get(16) == Some(&b':');
+    if !separators_ok {
+        return None;
+    }
+    let (year, month, day) = (number(0, 4)?, number(5, 7)?, number(8, 10)?);
+    let (hour, minute, second) = (number(11, 13)?, number(14, 16)?, number(17, 19)?);
+    let in_range = (1..=12).contains(&month)
+        && (1..=31).contains(&day)
+        && hour <= 23
+        && minute <= 59
+        && second <= 60;
+    if !in_range {
+        return None;
+    }
+    let mut rest = bytes.get(19..)?;
+    let mut nanos: i64 = 0;
+    if let Some((b'.', fraction)) = rest.split_first() {
+        let digits = fraction.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 || digits > 9 {
+            return None;
+        }
+        nanos = decimal(&fraction[..digits])? * 10_i64.pow(9 - digits as u32);
+        rest = &fraction[digits..];
+    }
+    let offset_seconds = match rest {
+        b"Z" | b"z" => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let offset = decimal(&[*h1, *h2])? * 3600 + decimal(&[*m1, *m2])? * 60;
+            if *sign == b'+' { offset } else { -offset }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_seconds;
+    Some(i128::from(seconds) * NANOS_PER_SECOND + i128::from(nanos))
+}
+
+/// ASCII decimal digits (and nothing else) as a number.
+fn decimal(digits: &[u8]) -> Option<i64> {
+    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(
+        digits
+            .iter()
+            .fold(0, |n, digit| n * 10 + i64::from(digit - b'0')),
+    )
+}
+
+/// A proleptic Gregorian date to days since 1970-01-01 (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let yoe = year.rem_euclid(400);
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -274,7 +354,51 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(1_714_564_800), "2024-05-01T12:00:00Z");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(-62_135_596_800), "0001-01-01T00:00:00Z");
         assert_eq!(now_rfc3339().len(), 20);
+    }
+
+    #[test]
+    fn rfc3339_timestamps_parse_to_unix_nanoseconds() {
+        let second = 1_000_000_000;
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            parse_rfc3339("2024-05-01T12:00:00Z"),
+            Some(1_714_564_800 * second)
+        );
+        assert_eq!(
+            parse_rfc3339("2000-02-29T00:00:00Z"),
+            Some(951_782_400 * second)
+        );
+        assert_eq!(
+            parse_rfc3339("2024-05-01T12:00:00.123456Z"),
+            Some(1_714_564_800 * second + 123_456_000)
+        );
+        assert_eq!(
+            parse_rfc3339("2024-05-01T14:30:00+02:30"),
+            Some(1_714_564_800 * second)
+        );
+        assert_eq!(
+            parse_rfc3339("0001-01-01T00:00:00Z"),
+            Some(-62_135_596_800 * second)
+        );
+        for bad in [
+            "",
+            "yesterday",
+            "2024-05-01",
+            "2024-13-01T00:00:00Z",
+            "2024-05-01T00:00:00",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+        for now in [0_i64, 86_399, 1_714_564_800, 4_102_444_800, -86_401] {
+            let text = rfc3339(now);
+            assert_eq!(
+                parse_rfc3339(&text),
+                Some(i128::from(now) * second),
+                "{text}"
+            );
+        }
     }
 
     #[test]

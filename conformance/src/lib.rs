@@ -88,7 +88,23 @@ impl Harness {
         body: Option<Vec<u8>>,
         content_type: &str,
     ) -> Reply {
+        self.request_with_headers(method, path, body, content_type, &[])
+            .await
+    }
+
+    /// Like [`Harness::request`], with extra request headers (`Accept`).
+    pub async fn request_with_headers(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        content_type: &str,
+        headers: &[(&str, &str)],
+    ) -> Reply {
         let mut request = self.client.request(method, format!("{}{path}", self.url));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
         if let Some(body) = body {
             request = request.header("content-type", content_type).body(body);
         }
@@ -107,6 +123,12 @@ impl Harness {
     /// GET.
     pub async fn get(&self, path: &str) -> Reply {
         self.request(Method::GET, path, None, "").await
+    }
+
+    /// GET with an `Accept` header (a Table, §10).
+    pub async fn get_accepting(&self, path: &str, accept: &str) -> Reply {
+        self.request_with_headers(Method::GET, path, None, "", &[("accept", accept)])
+            .await
     }
 
     /// POST a JSON body.
@@ -151,9 +173,15 @@ impl Harness {
 
     /// Starts a watch (`path` includes the query); returns once the response headers arrived.
     pub async fn watch(&self, path: &str) -> WatchStream {
+        self.watch_accepting(path, "*/*").await
+    }
+
+    /// Like [`Harness::watch`], with an `Accept` header (Table events, §8.10).
+    pub async fn watch_accepting(&self, path: &str, accept: &str) -> WatchStream {
         let response = self
             .client
             .get(format!("{}{path}", self.url))
+            .header("accept", accept)
             .timeout(Duration::from_secs(3600))
             .send()
             .await

@@ -241,7 +241,7 @@ fn special_form(message: &Message, mut object: Map<String, Value>) -> Value {
             return if seconds == 0 && nanos == 0 {
                 Value::Null
             } else {
-                Value::String(meta::rfc3339(u64::try_from(seconds).unwrap_or(0)))
+                Value::String(meta::rfc3339(seconds))
             };
         }
         Some("MicroTime") => {

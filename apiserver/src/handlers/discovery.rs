@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use crate::accept;
 use crate::registry::{Group, Resource};
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult};
@@ -17,31 +18,16 @@ use crate::status::{ApiError, ApiResult};
 /// The aggregated discovery versions served, in the server's preference order.
 const AGGREGATED_VERSIONS: [&str; 2] = ["v2", "v2beta1"];
 
-/// The aggregated discovery version the client accepts first, if any.
+/// The aggregated discovery version the client's `Accept` asks for, negotiated as the real
+/// server does (the first range it can answer wins; a plain JSON range first means legacy).
 fn aggregated_version(headers: &HeaderMap) -> Option<&'static str> {
-    let accept = headers.get(header::ACCEPT)?.to_str().ok()?;
-    accept.split(',').find_map(|range| {
-        let mut params = range.split(';').skip(1).map(|p| {
-            let (key, value) = p.split_once('=').unwrap_or((p, ""));
-            (key.trim(), value.trim())
-        });
-        let (mut group, mut version, mut kind) = (None, None, None);
-        for (key, value) in params.by_ref() {
-            match key {
-                "g" => group = Some(value),
-                "v" => version = Some(value),
-                "as" => kind = Some(value),
-                _ => {}
-            }
-        }
-        if group != Some("apidiscovery.k8s.io") || kind != Some("APIGroupDiscoveryList") {
-            return None;
-        }
-        AGGREGATED_VERSIONS
-            .iter()
-            .copied()
-            .find(|v| Some(*v) == version)
-    })
+    let offered = |version: &str| AGGREGATED_VERSIONS.into_iter().find(|v| *v == version);
+    let asked = accept::conversion(headers, |asked| {
+        asked.group == "apidiscovery.k8s.io"
+            && asked.kind == "APIGroupDiscoveryList"
+            && offered(&asked.version).is_some()
+    })?;
+    offered(&asked.version)
 }
 
 fn aggregated_response(version: &str, items: Vec<Value>) -> Response {
@@ -279,5 +265,12 @@ mod tests {
         assert_eq!(aggregated_version(&HeaderMap::new()), None);
         let unknown = "application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList";
         assert_eq!(aggregated_version(&accept(unknown)), None);
+        let plain_first =
+            "application/json,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+        assert_eq!(
+            aggregated_version(&accept(plain_first)),
+            None,
+            "the first range wins"
+        );
     }
 }

@@ -1,4 +1,5 @@
-//! GET of one object (§4.3), of its `status` (the whole object) and of its `scale` (§4.7).
+//! GET of one object (§4.3), of its `status` (the whole object) and of its `scale` (§4.7), as
+//! the object or, when the client asks for one, as a one-row Table (§10).
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use crate::meta;
 use crate::object::{self, Object};
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult};
+use crate::table;
 
 /// How long a read with a resourceVersion the store has not reached waits before 504 (§7.2).
 pub(crate) const FUTURE_REVISION_WAIT: Duration = Duration::from_secs(3);
@@ -74,6 +76,14 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
         None | Some("status") => Value::Object(object),
         Some("scale") => Value::Object(scale::scale_of(&call.target.resource, &object)),
         Some(_) => return Err(ApiError::route_method_not_allowed()),
+    };
+    let body = match table::requested(&call.headers, &call.query)? {
+        Some(request) => {
+            let target = &call.target;
+            let printer = table::printer_for(&target.resource, target.subresource.as_deref());
+            request.object(printer, body)
+        }
+        None => body,
     };
     Ok(object::respond(StatusCode::OK, &body, call.pretty()))
 }

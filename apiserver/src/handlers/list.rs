@@ -1,6 +1,7 @@
 //! LIST (§7): one consistent snapshot per paginated list, resourceVersion and
 //! resourceVersionMatch semantics (§7.2), limit/continue (§7.3), label and field selectors
-//! (§7.4, §7.5), and the list's shape (§7.1: items without kind, `[]` never null).
+//! (§7.4, §7.5), and the list's shape (§7.1: items without kind, `[]` never null), or the
+//! same page as a Table when the client asks for one (§10).
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -17,6 +18,7 @@ use crate::object::{self, Object};
 use crate::registry::Resource;
 use crate::selector::Selectors;
 use crate::status::{ApiError, ApiResult};
+use crate::table;
 
 /// The `v` of continue tokens, as the real server writes it.
 const CONTINUE_VERSION: &str = "meta.k8s.io/v1";
@@ -239,14 +241,12 @@ pub(crate) async fn matching_objects(call: &Call) -> ApiResult<(Vec<Object>, Rev
     Ok((page.items, page.revision))
 }
 
-/// The `XList` body.
-pub(crate) fn list_body(
-    resource: &Resource,
-    items: Vec<Object>,
+/// The list metadata: resourceVersion, and continue and remainingItemCount when paginated.
+fn list_metadata(
     revision: Revision,
     continue_token: Option<String>,
     remaining: Option<u64>,
-) -> Value {
+) -> Map<String, Value> {
     let mut metadata = Map::new();
     metadata.insert(
         "resourceVersion".to_owned(),
@@ -258,6 +258,18 @@ pub(crate) fn list_body(
     if let Some(remaining) = remaining {
         metadata.insert("remainingItemCount".to_owned(), json!(remaining));
     }
+    metadata
+}
+
+/// The `XList` body.
+pub(crate) fn list_body(
+    resource: &Resource,
+    items: Vec<Object>,
+    revision: Revision,
+    continue_token: Option<String>,
+    remaining: Option<u64>,
+) -> Value {
+    let metadata = list_metadata(revision, continue_token, remaining);
     // Built-in list items carry no kind/apiVersion (§7.1).
     let items: Vec<Value> = items
         .into_iter()
@@ -282,12 +294,19 @@ pub(crate) async fn list(call: &Call) -> ApiResult<Response> {
     let prefix = keys::collection_prefix(resource, call.target.namespace.as_deref());
     let request = ListRequest::parse(call, &prefix).await?;
     let page = read_page(call, &request, &prefix).await?;
-    let body = list_body(
-        resource,
-        page.items,
-        page.revision,
-        page.continue_token,
-        page.remaining,
-    );
+    let body = match table::requested(&call.headers, &call.query)? {
+        Some(table) => table.list(
+            resource.printer,
+            page.items.into_iter().map(Value::Object).collect(),
+            list_metadata(page.revision, page.continue_token, page.remaining),
+        ),
+        None => list_body(
+            resource,
+            page.items,
+            page.revision,
+            page.continue_token,
+            page.remaining,
+        ),
+    };
     Ok(object::respond(StatusCode::OK, &body, call.pretty()))
 }

@@ -3,7 +3,8 @@
 //! events from one snapshot first; `"N"` sends every change after N, or one ERROR 410 event if
 //! N was compacted (never an HTTP 410, §8.5). Streaming lists (§8.7), selectors with
 //! ADDED/DELETED on entering/leaving the selection (§8.8), bookmarks from the store's progress
-//! (§8.6), `timeoutSeconds` (§8.9) and single-object watches.
+//! (§8.6), `timeoutSeconds` (§8.9) and single-object watches; with a Table `Accept`, each
+//! event's object is a one-row Table (§8.10).
 //!
 //! A watch runs as a tracked task feeding a small bounded channel that the response body
 //! drains. A client that stops reading stalls the task, which stops reading the store, which
@@ -32,6 +33,7 @@ use crate::object;
 use crate::registry::Resource;
 use crate::selector::Selectors;
 use crate::status::{ApiError, ApiResult};
+use crate::table::{self, WatchTables};
 
 /// Encoded events buffered between the watch task and the response body: small, so that a
 /// client that stops reading soon stops the task (and the store then cuts the watcher off).
@@ -138,6 +140,8 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
     call.require_verb("watch")?;
     let request = WatchRequest::parse(call)?;
     let resource = call.target.resource.clone();
+    let tables = table::requested(&call.headers, &call.query)?
+        .map(|table| table.for_watch(resource.printer));
     let prefix = keys::collection_prefix(&resource, call.target.namespace.as_deref());
     let (sender, receiver) = mpsc::channel::<Bytes>(WATCH_CHANNEL);
     let state = call.state.clone();
@@ -151,6 +155,7 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
             sender,
             resource,
             request,
+            tables,
         };
         tokio::select! {
             _ = shutdown.cancelled() => {}
@@ -179,11 +184,17 @@ struct Feed {
     sender: mpsc::Sender<Bytes>,
     resource: std::sync::Arc<Resource>,
     request: WatchRequest,
+    /// Renders event objects as Tables when the client asked for them.
+    tables: Option<WatchTables>,
 }
 
 impl Feed {
     /// Sends one event line; false once the client has gone.
     async fn send(&self, kind: &str, object: Value) -> bool {
+        let object = match &self.tables {
+            Some(tables) => tables.event_object(kind, object),
+            None => object,
+        };
         let mut line =
             serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
         line.push(b'\n');

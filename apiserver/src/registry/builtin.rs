@@ -1,9 +1,11 @@
 //! The built-in resources, as the real kube-apiserver 1.32 lists them in discovery: kinds,
 //! scopes, verbs, short names, categories and the subresources kubemock serves (status, scale,
-//! finalize, binding). Streaming subresources (log, exec, attach, portforward, proxy) and
-//! those kubemock does not implement are left out of discovery rather than advertised and 404.
+//! finalize, binding), and which of the real server's Table printers each kind has (§10;
+//! kinds without one print with the default convertor). Streaming subresources (log, exec,
+//! attach, portforward, proxy) and those kubemock does not implement are left out of discovery
+//! rather than advertised and 404.
 
-use super::{Behaviour, GenerationPolicy, Group, Gvk, NameRule, Resource, Subresource};
+use super::{Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Resource, Subresource};
 
 /// Verbs of almost every resource.
 const ALL_VERBS: &[&str] = &[
@@ -52,6 +54,7 @@ struct Entry {
     /// `status`, `scale`, `finalize`, `binding`.
     subresources: &'static [&'static str],
     behaviour: Behaviour,
+    printer: Printer,
 }
 
 const fn entry(
@@ -77,6 +80,7 @@ const fn entry(
             create_on_update: false,
             delete_returns_object: false,
         },
+        printer: Printer::Default,
     }
 }
 
@@ -124,6 +128,12 @@ impl Entry {
         self.behaviour.delete_returns_object = true;
         self
     }
+
+    /// Tables print with the real printer of this kind (§10) rather than the default convertor.
+    const fn printer(mut self, printer: Printer) -> Self {
+        self.printer = printer;
+        self
+    }
 }
 
 const NS: bool = true;
@@ -139,39 +149,45 @@ const V1: &str = "v1";
 #[rustfmt::skip]
 const ENTRIES: &[Entry] = &[
     // core/v1
-    entry(CORE, V1, "configmaps", "ConfigMap", NS).short(&["cm"]),
+    entry(CORE, V1, "configmaps", "ConfigMap", NS).short(&["cm"]).printer(Printer::ConfigMap),
     entry(CORE, V1, "endpoints", "Endpoints", NS).short(&["ep"]).create_on_update(),
-    entry(CORE, V1, "events", "Event", NS).short(&["ev"]).create_on_update(),
+    entry(CORE, V1, "events", "Event", NS).short(&["ev"]).create_on_update()
+        .printer(Printer::Event),
     entry(CORE, V1, "limitranges", "LimitRange", NS).short(&["limits"]),
     entry(CORE, V1, "namespaces", "Namespace", CLUSTER).short(&["ns"])
-        .sub(&["finalize", "status"]).names(NameRule::Label).returns_deleted(),
-    entry(CORE, V1, "nodes", "Node", CLUSTER).short(&["no"]).sub(&["status"]),
+        .sub(&["finalize", "status"]).names(NameRule::Label).returns_deleted()
+        .printer(Printer::Namespace),
+    entry(CORE, V1, "nodes", "Node", CLUSTER).short(&["no"]).sub(&["status"])
+        .printer(Printer::Node),
     entry(CORE, V1, "persistentvolumeclaims", "PersistentVolumeClaim", NS).short(&["pvc"])
         .sub(&["status"]),
     entry(CORE, V1, "persistentvolumes", "PersistentVolume", CLUSTER).short(&["pv"])
         .sub(&["status"]),
     entry(CORE, V1, "pods", "Pod", NS).short(&["po"]).all().sub(&["binding", "status"])
-        .returns_deleted(),
+        .returns_deleted().printer(Printer::Pod),
     entry(CORE, V1, "podtemplates", "PodTemplate", NS),
     entry(CORE, V1, "replicationcontrollers", "ReplicationController", NS).short(&["rc"]).all()
         .sub(&["scale", "status"]).generation(SPEC),
     entry(CORE, V1, "resourcequotas", "ResourceQuota", NS).short(&["quota"]).sub(&["status"]),
-    entry(CORE, V1, "secrets", "Secret", NS),
+    entry(CORE, V1, "secrets", "Secret", NS).printer(Printer::Secret),
     entry(CORE, V1, "serviceaccounts", "ServiceAccount", NS).short(&["sa"]).returns_deleted(),
     entry(CORE, V1, "services", "Service", NS).short(&["svc"]).all().sub(&["status"])
-        .names(NameRule::Dns1035).create_on_update().returns_deleted(),
+        .names(NameRule::Dns1035).create_on_update().returns_deleted()
+        .printer(Printer::Service),
     // apps/v1
     entry(APPS, V1, "controllerrevisions", "ControllerRevision", NS),
     entry(APPS, V1, "daemonsets", "DaemonSet", NS).short(&["ds"]).all().sub(&["status"])
         .generation(SPEC),
     entry(APPS, V1, "deployments", "Deployment", NS).short(&["deploy"]).all()
-        .sub(&["scale", "status"]).generation(GenerationPolicy::SpecAndAnnotations),
+        .sub(&["scale", "status"]).generation(GenerationPolicy::SpecAndAnnotations)
+        .printer(Printer::Deployment),
     entry(APPS, V1, "replicasets", "ReplicaSet", NS).short(&["rs"]).all()
-        .sub(&["scale", "status"]).generation(SPEC),
+        .sub(&["scale", "status"]).generation(SPEC).printer(Printer::ReplicaSet),
     entry(APPS, V1, "statefulsets", "StatefulSet", NS).short(&["sts"]).all()
         .sub(&["scale", "status"]).generation(SPEC),
     // events.k8s.io/v1
-    entry("events.k8s.io", V1, "events", "Event", NS).short(&["ev"]).create_on_update(),
+    entry("events.k8s.io", V1, "events", "Event", NS).short(&["ev"]).create_on_update()
+        .printer(Printer::EventV1),
     // autoscaling/v2 and v1 (one stored resource; no conversion between the versions)
     entry("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", NS)
         .short(&["hpa"]).all().sub(&["status"]),
@@ -205,7 +221,7 @@ const ENTRIES: &[Entry] = &[
     entry("scheduling.k8s.io", V1, "priorityclasses", "PriorityClass", CLUSTER).short(&["pc"]),
     // coordination.k8s.io/v1
     entry("coordination.k8s.io", V1, "leases", "Lease", NS).conditional_update_only()
-        .create_on_update(),
+        .create_on_update().printer(Printer::Lease),
     // discovery.k8s.io/v1
     entry("discovery.k8s.io", V1, "endpointslices", "EndpointSlice", NS),
 ];
@@ -224,6 +240,7 @@ fn subresource(name: &str, group: &str, version: &str) -> Subresource {
                 kind: "Scale".to_owned(),
             }),
             verbs: strings(GET_UPDATE_PATCH),
+            printer: Some(Printer::Scale),
         },
         "binding" => Subresource {
             name: "binding".to_owned(),
@@ -233,16 +250,19 @@ fn subresource(name: &str, group: &str, version: &str) -> Subresource {
                 kind: "Binding".to_owned(),
             }),
             verbs: strings(&["create"]),
+            printer: None,
         },
         "finalize" => Subresource {
             name: "finalize".to_owned(),
             response: None,
             verbs: strings(&["update"]),
+            printer: None,
         },
         other => Subresource {
             name: other.to_owned(),
             response: None,
             verbs: strings(GET_UPDATE_PATCH),
+            printer: None,
         },
     }
 }
@@ -285,6 +305,7 @@ pub(super) fn resources() -> (Vec<Group>, Vec<Resource>) {
                         .map(|name| subresource(name, e.group, e.version))
                         .collect(),
                     behaviour: e.behaviour,
+                    printer: e.printer,
                 });
             }
         }

@@ -1,7 +1,8 @@
-//! The resource registry: one entry per served resource, as data. Discovery, routing and (as
-//! they land) storage keys, defaulting and validation are all driven from here, so adding a
-//! resource is adding an entry. Built-in kinds come from `builtin.rs`; CustomResourceDefinitions
-//! will add entries at run time, which is why entries own their strings.
+//! The resource registry: one entry per served resource, as data. Discovery, routing, Table
+//! printing and (as they land) storage keys, defaulting and validation are all driven from
+//! here, so adding a resource is adding an entry. Built-in kinds come from `builtin.rs`;
+//! CustomResourceDefinitions will add entries at run time, which is why entries own their
+//! strings.
 
 mod builtin;
 
@@ -29,6 +30,9 @@ pub struct Subresource {
     pub response: Option<Gvk>,
     /// Its verbs, sorted.
     pub verbs: Vec<String>,
+    /// How its responses print as a Table when not as the parent's (`scale`); `None` for the
+    /// parent's printer.
+    pub printer: Option<Printer>,
 }
 
 /// Which rule a resource's object names follow (§3.1).
@@ -51,6 +55,41 @@ pub enum GenerationPolicy {
     Spec,
     /// 1 on create, +1 when `spec` or `metadata.annotations` change (Deployment).
     SpecAndAnnotations,
+}
+
+/// Which of the real server's printers renders a resource as a `meta.k8s.io` Table (§10): the
+/// column set and the cell logic of `pkg/printers/internalversion/printers.go`, or the default
+/// convertor of `pkg/registry/rest/table.go`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Printer {
+    /// Name and Created At: kinds without a printer of their own here, and CRDs.
+    Default,
+    /// Name, Ready, Status, Restarts, Age; wide: IP, Node, Nominated Node, Readiness Gates.
+    Pod,
+    /// Name, Ready, Up-to-date, Available, Age; wide: Containers, Images, Selector.
+    Deployment,
+    /// Name, Desired, Current, Ready, Age; wide: Containers, Images, Selector.
+    ReplicaSet,
+    /// Name, Type, Cluster-IP, External-IP, Port(s), Age; wide: Selector.
+    Service,
+    /// Name, Data, Age.
+    ConfigMap,
+    /// Name, Type, Data, Age.
+    Secret,
+    /// Name, Status, Age.
+    Namespace,
+    /// Name, Status, Roles, Age, Version; wide: addresses and node info.
+    Node,
+    /// core/v1 Events: Last Seen, Type, Reason, Object, Message; wide: Subobject, Source,
+    /// First Seen, Count, Name.
+    Event,
+    /// events.k8s.io/v1 Events: the core printer over the same event (the real server stores
+    /// both versions as one resource).
+    EventV1,
+    /// Name, Holder, Age.
+    Lease,
+    /// autoscaling/v1 Scale (the `scale` subresource): Name, Desired, Available, Age.
+    Scale,
 }
 
 /// How a resource behaves under the generic verbs, where kinds differ.
@@ -105,6 +144,8 @@ pub struct Resource {
     pub subresources: Vec<Subresource>,
     /// Kind-specific behaviour of the generic verbs.
     pub behaviour: Behaviour,
+    /// How its objects print as a Table.
+    pub printer: Printer,
 }
 
 impl Resource {
@@ -232,6 +273,33 @@ mod tests {
             ["v2", "v1"]
         );
         assert_eq!(registry.groups()[0].name, "");
+    }
+
+    #[test]
+    fn printers_are_chosen_per_resource_and_scale_prints_as_scale() {
+        let registry = Registry::builtin();
+        let printer = |group: &str, plural: &str| {
+            registry
+                .resources_in(group, "v1")
+                .into_iter()
+                .find(|r| r.plural == plural)
+                .unwrap()
+                .printer
+        };
+        assert_eq!(printer("", "pods"), Printer::Pod);
+        assert_eq!(printer("", "namespaces"), Printer::Namespace);
+        assert_eq!(printer("events.k8s.io", "events"), Printer::EventV1);
+        assert_eq!(printer("batch", "jobs"), Printer::Default);
+        assert_eq!(
+            printer("apiextensions.k8s.io", "customresourcedefinitions"),
+            Printer::Default
+        );
+        let deployments = registry.lookup("apps", "v1", "deployments").unwrap();
+        assert_eq!(
+            deployments.subresource("scale").unwrap().printer,
+            Some(Printer::Scale)
+        );
+        assert_eq!(deployments.subresource("status").unwrap().printer, None);
     }
 
     #[test]

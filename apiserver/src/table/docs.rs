@@ -1,0 +1,155 @@
+//! Column descriptions, verbatim: the real printers describe most columns with the API
+//! field's documentation (`SwaggerDoc()` of the k8s.io/api 1.32 types), and clients show them
+//! (`kubectl explain`-like UIs, `-o json` of a Table). Kept apart so the printers stay readable.
+
+/// `metav1.ObjectMeta` `name`.
+pub(super) const NAME: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+
+/// `metav1.ObjectMeta` `creationTimestamp`.
+pub(super) const CREATION_TIMESTAMP: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
+/// `PodStatus` `podIP`.
+pub(super) const POD_IP: &str = "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.";
+
+/// `PodSpec` `nodeName`.
+pub(super) const POD_NODE_NAME: &str = "NodeName indicates in which node this pod is scheduled. If empty, this pod is a candidate for scheduling by the scheduler defined in schedulerName. Once this field is set, the kubelet for this node becomes responsible for the lifecycle of this pod. This field should not be used to express a desire for the pod to be scheduled on a specific node. https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename";
+
+/// `PodStatus` `nominatedNodeName`.
+pub(super) const POD_NOMINATED_NODE_NAME: &str = "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot be scheduled right away as preemption victims receive their graceful termination periods. This field does not guarantee that the pod will be scheduled on this node. Scheduler may decide to place the pod elsewhere if other nodes become available sooner. Scheduler may also decide to give the resources on this node to a higher priority pod that is created after preemption. As a result, this field may be different than PodSpec.nodeName when the pod is scheduled.";
+
+/// `PodSpec` `readinessGates`.
+pub(super) const POD_READINESS_GATES: &str = "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its containers are ready AND all conditions specified in the readiness gates have status equal to \"True\" More info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates";
+
+/// `ServiceSpec` `type`.
+pub(super) const SERVICE_TYPE: &str = "type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, ClusterIP, NodePort, and LoadBalancer. \"ClusterIP\" allocates a cluster-internal IP address for load-balancing to endpoints. Endpoints are determined by the selector or if that is not specified, by manual construction of an Endpoints object or EndpointSlice objects. If clusterIP is \"None\", no virtual IP is allocated and the endpoints are published as a set of endpoints rather than a virtual IP. \"NodePort\" builds on ClusterIP and allocates a port on every node which routes to the same endpoints as the clusterIP. \"LoadBalancer\" builds on NodePort and creates an external load-balancer (if supported in the current cloud) which routes to the same endpoints as the clusterIP. \"ExternalName\" aliases this service to the specified externalName. Several other fields do not apply to ExternalName services. More info: https://kubernetes.io/docs/concepts/services-networking/service/#publishing-services-service-types";
+
+/// `ServiceSpec` `clusterIP`.
+pub(super) const SERVICE_CLUSTER_IP: &str = "clusterIP is the IP address of the service and is usually assigned randomly. If an address is specified manually, is in-range (as per system configuration), and is not in use, it will be allocated to the service; otherwise creation of the service will fail. This field may not be changed through updates unless the type field is also being changed to ExternalName (which requires this field to be blank) or the type field is being changed from ExternalName (in which case this field may optionally be specified, as describe above).  Valid values are \"None\", empty string (\"\"), or a valid IP address. Setting this to \"None\" makes a \"headless service\" (no virtual IP), which is useful when direct endpoint connections are preferred and proxying is not required.  Only applies to types ClusterIP, NodePort, and LoadBalancer. If this field is specified when creating a Service of type ExternalName, creation will fail. This field will be wiped when updating a Service to type ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies";
+
+/// `ServiceSpec` `externalIPs`.
+pub(super) const SERVICE_EXTERNAL_IPS: &str = "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.  These IPs are not managed by Kubernetes.  The user is responsible for ensuring that traffic arrives at a node with this IP.  A common example is external load-balancers that are not part of the Kubernetes system.";
+
+/// `ServiceSpec` `ports`.
+pub(super) const SERVICE_PORTS: &str = "The list of ports that are exposed by this service. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies";
+
+/// `ServiceSpec` `selector`.
+pub(super) const SERVICE_SELECTOR: &str = "Route service traffic to pods with label keys and values matching this selector. If empty or not present, the service is assumed to have an external process managing its endpoints, which Kubernetes will not modify. Only applies to types ClusterIP, NodePort, and LoadBalancer. Ignored if type is ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/";
+
+/// `ConfigMap` `data`.
+pub(super) const CONFIGMAP_DATA: &str = "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process.";
+
+/// `Secret` `type`.
+pub(super) const SECRET_TYPE: &str = "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types";
+
+/// `Secret` `data`.
+pub(super) const SECRET_DATA: &str = "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4";
+
+/// `NodeSystemInfo` `kubeletVersion`.
+pub(super) const NODE_KUBELET_VERSION: &str = "Kubelet Version reported by the node.";
+
+/// `NodeStatus` `addresses` (both IP columns).
+pub(super) const NODE_ADDRESSES: &str = "List of addresses reachable to the node. Queried from cloud provider, if available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is declared as mergeable, but the merge key is not sufficiently unique, which can cause data corruption when it is merged. Callers should instead use a full-replacement patch. See https://pr.k8s.io/79391 for an example. Consumers should assume that addresses can change during the lifetime of a Node. However, there are some exceptions where this may not be possible, such as Pods that inherit a Node's address in its own status or consumers of the downward API (status.hostIP).";
+
+/// `NodeSystemInfo` `osImage`.
+pub(super) const NODE_OS_IMAGE: &str =
+    "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).";
+
+/// `NodeSystemInfo` `kernelVersion`.
+pub(super) const NODE_KERNEL_VERSION: &str =
+    "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).";
+
+/// `NodeSystemInfo` `containerRuntimeVersion`.
+pub(super) const NODE_CONTAINER_RUNTIME: &str = "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).";
+
+/// `Event` `lastTimestamp`.
+pub(super) const EVENT_LAST_TIMESTAMP: &str =
+    "The time at which the most recent occurrence of this event was recorded.";
+
+/// `Event` `type`.
+pub(super) const EVENT_TYPE: &str =
+    "Type of this event (Normal, Warning), new types could be added in the future";
+
+/// `Event` `reason`.
+pub(super) const EVENT_REASON: &str = "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.";
+
+/// `Event` `involvedObject`.
+pub(super) const EVENT_INVOLVED_OBJECT: &str = "The object that this event is about.";
+
+/// `ObjectReference` `fieldPath`.
+pub(super) const EVENT_FIELD_PATH: &str = "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2]. For example, if the object reference is to a container within a pod, this would take on a value like: \"spec.containers{name}\" (where \"name\" refers to the name of the container that triggered the event) or if no container name is specified \"spec.containers[2]\" (container with index 2 in this pod). This syntax is chosen only to have some well-defined way of referencing a part of an object.";
+
+/// `Event` `source`.
+pub(super) const EVENT_SOURCE: &str =
+    "The component reporting this event. Should be a short machine understandable string.";
+
+/// `Event` `message`.
+pub(super) const EVENT_MESSAGE: &str =
+    "A human-readable description of the status of this operation.";
+
+/// `Event` `firstTimestamp`.
+pub(super) const EVENT_FIRST_TIMESTAMP: &str =
+    "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)";
+
+/// `Event` `count`.
+pub(super) const EVENT_COUNT: &str = "The number of times this event has occurred.";
+
+/// `LeaseSpec` `holderIdentity`.
+pub(super) const LEASE_HOLDER: &str = "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.";
+
+/// extensions/v1beta1 `ReplicaSetSpec` `replicas`.
+pub(super) const RS_SPEC_REPLICAS: &str = "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller";
+
+/// extensions/v1beta1 `ReplicaSetStatus` `replicas`.
+pub(super) const RS_STATUS_REPLICAS: &str = "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller";
+
+/// extensions/v1beta1 `ReplicaSetStatus` `readyReplicas`.
+pub(super) const RS_READY_REPLICAS: &str =
+    "readyReplicas is the number of pods targeted by this ReplicaSet with a Ready Condition.";
+
+/// extensions/v1beta1 `ReplicaSetSpec` `selector`.
+pub(super) const RS_SELECTOR: &str = "Selector is a label query over pods that should match the replica count. If the selector is empty, it is defaulted to the labels present on the pod template. Label keys and values that must match in order to be controlled by this replica set. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
+
+/// extensions/v1beta1 `DeploymentStatus` `updatedReplicas`.
+pub(super) const DEPLOYMENT_UPDATED: &str = "Total number of non-terminated pods targeted by this deployment that have the desired template spec.";
+
+/// extensions/v1beta1 `DeploymentStatus` `availableReplicas`.
+pub(super) const DEPLOYMENT_AVAILABLE: &str = "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.";
+
+/// extensions/v1beta1 `DeploymentSpec` `selector`.
+pub(super) const DEPLOYMENT_SELECTOR: &str = "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.";
+
+/// autoscaling/v1 `ScaleSpec` `replicas`.
+pub(super) const SCALE_SPEC_REPLICAS: &str =
+    "replicas is the desired number of instances for the scaled object.";
+
+/// autoscaling/v1 `ScaleStatus` `replicas`.
+pub(super) const SCALE_STATUS_REPLICAS: &str =
+    "replicas is the actual number of observed instances of the scaled object.";
+
+/// Pod Ready column.
+pub(super) const POD_READY: &str =
+    "The aggregate readiness state of this pod for accepting traffic.";
+
+/// Pod Status column.
+pub(super) const POD_STATUS: &str = "The aggregate status of the containers in this pod.";
+
+/// Pod Restarts column.
+pub(super) const POD_RESTARTS: &str = "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.";
+
+/// Containers column of workloads.
+pub(super) const CONTAINERS: &str = "Names of each container in the template.";
+
+/// Images column of workloads.
+pub(super) const IMAGES: &str = "Images referenced by each container in the template.";
+
+/// Deployment Ready column.
+pub(super) const DEPLOYMENT_READY: &str = "Number of the pod with ready state";
+
+/// Namespace Status column.
+pub(super) const NAMESPACE_STATUS: &str = "The status of the namespace";
+
+/// Node Status column.
+pub(super) const NODE_STATUS: &str = "The status of the node";
+
+/// Node Roles column.
+pub(super) const NODE_ROLES: &str = "The roles of the node";
