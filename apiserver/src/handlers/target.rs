@@ -114,17 +114,23 @@ impl Target {
 /// Subresources the real server serves as CONNECT requests; they are long-running, too.
 const CONNECT_SUBRESOURCES: [&str; 5] = ["attach", "exec", "log", "portforward", "proxy"];
 
-/// Non-resource paths the real server instruments, with their `component` label: the health
-/// checks (`healthz.go`) and the discovery roots (`aggregated/handler.go`; upstream counts only
-/// their aggregated form, kubemock both). Everything else outside the resource paths
-/// (`/version`, `/metrics`, route-level 404s) is not counted.
-const INSTRUMENTED_PATHS: [(&str, &str); 5] = [
-    ("/healthz", ""),
-    ("/livez", ""),
-    ("/readyz", ""),
-    ("/api", "apiserver"),
-    ("/apis", "apiserver"),
-];
+/// The `(subresource, component)` labels of a non-resource path the real server instruments:
+/// the health checks (`healthz.go`), the discovery roots (`aggregated/handler.go`; upstream
+/// counts only their aggregated form, kubemock both) and OpenAPI v3 (the aggregator's
+/// `openapiv3/aggregator.go`, without the leading slash). Everything else outside the resource
+/// paths (`/version`, `/openapi/v2`, `/metrics`, route-level 404s) is not counted.
+fn instrumented_path(path: &str) -> Option<(&'static str, &'static str)> {
+    match path {
+        "/healthz" => Some(("/healthz", "")),
+        "/livez" => Some(("/livez", "")),
+        "/readyz" => Some(("/readyz", "")),
+        "/api" => Some(("/api", APISERVER)),
+        "/apis" => Some(("/apis", APISERVER)),
+        "/openapi/v3" => Some(("openapi/v3", "")),
+        _ if path.starts_with("/openapi/v3/") => Some(("openapi/v3/", "")),
+        _ => None,
+    }
+}
 
 /// The `component` label of requests the API server handles itself.
 const APISERVER: &str = "apiserver";
@@ -218,9 +224,9 @@ impl RequestInfo {
             };
         }
         labels.verb = canonical_verb(method, "");
-        let instrumented = INSTRUMENTED_PATHS.iter().find(|(p, _)| *p == path);
-        if let Some((path, component)) = instrumented {
-            labels.subresource = (*path).to_owned();
+        let instrumented = instrumented_path(path);
+        if let Some((subresource, component)) = instrumented {
+            labels.subresource = subresource.to_owned();
             labels.component = component;
         }
         RequestInfo {
@@ -468,8 +474,21 @@ mod tests {
             ),
             ("/apis", "apiserver")
         );
+        for (uri, subresource) in [
+            ("/openapi/v3", "openapi/v3"),
+            ("/openapi/v3/apis/apps/v1", "openapi/v3/"),
+        ] {
+            let info = classify(Method::GET, uri);
+            assert!(info.instrumented, "{uri}");
+            assert_eq!(
+                (info.labels.subresource.as_str(), info.labels.component),
+                (subresource, ""),
+                "{uri}"
+            );
+        }
         for uri in [
             "/version",
+            "/openapi/v2",
             "/metrics",
             "/api/v1/foos",
             "/apis/apps/v1/pods",
