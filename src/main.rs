@@ -45,6 +45,13 @@ struct ServeArgs {
     /// Do not run the in-process controllers (there are none yet; accepted for scripts).
     #[arg(long)]
     no_controllers: bool,
+    /// Read-only requests in flight at most (watches not counted); more are answered 429.
+    /// 0 is unlimited.
+    #[arg(long, default_value_t = kubemock_apiserver::DEFAULT_MAX_REQUESTS_INFLIGHT)]
+    max_requests_inflight: usize,
+    /// Mutating requests in flight at most; more are answered 429. 0 is unlimited.
+    #[arg(long, default_value_t = kubemock_apiserver::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT)]
+    max_mutating_requests_inflight: usize,
 }
 
 fn main() -> ExitCode {
@@ -106,7 +113,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let server = tokio::spawn(kubemock_apiserver::serve(
         listener,
         Arc::new(store.clone()),
-        ServerConfig::default(),
+        ServerConfig {
+            max_requests_inflight: args.max_requests_inflight,
+            max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+            ..ServerConfig::default()
+        },
         shutdown.clone(),
     ));
     announce(&url);

@@ -107,3 +107,71 @@ async fn serve_reports_a_taken_port_and_exits_non_zero() {
         .unwrap();
     assert!(!status.success());
 }
+
+#[tokio::test]
+async fn serve_takes_in_flight_limits_from_its_flags_and_serves_metrics() {
+    let (mut child, url) = start(&[
+        "--max-requests-inflight",
+        "1",
+        "--max-mutating-requests-inflight",
+        "0",
+        // Nothing else writes, so the revision the held GET waits for is the test's own write.
+        "--no-controllers",
+    ])
+    .await;
+    ready(&url).await;
+    let client = reqwest::Client::new();
+    let configmaps = format!("{url}/api/v1/namespaces/default/configmaps");
+    let list: serde_json::Value = client
+        .get(&configmaps)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let revision: u64 = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // A GET at the next revision waits for it, holding the one read-only slot until the POST
+    // below writes that revision.
+    let held = client
+        .get(format!(
+            "{configmaps}/flags?resourceVersion={}",
+            revision + 1
+        ))
+        .send();
+    let meanwhile = async {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let text = client
+                .get(format!("{url}/metrics"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            if text.contains("apiserver_current_inflight_requests{request_kind=\"readOnly\"} 1\n") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{text}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let refused = client.get(&configmaps).send().await.unwrap();
+        assert_eq!(refused.status(), 429);
+        assert_eq!(refused.headers()["retry-after"], "1");
+        let created = client
+            .post(&configmaps)
+            .json(&serde_json::json!({"metadata": {"name": "flags"}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(created.status(), 201);
+    };
+    let (held, ()) = tokio::join!(held, meanwhile);
+    assert_eq!(held.unwrap().status(), 200);
+    assert_eq!(exit_code_after(&mut child, "-TERM").await, 0);
+}

@@ -21,6 +21,8 @@
 //! - `bootstrap`: the objects a cluster starts with.
 //! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
 //! - `state`: [`AppState`] and [`ServerConfig`].
+//! - `metrics`: request and store metrics, and their Prometheus text for `/metrics`.
+//! - `limits`: the in-flight limit (429 with `Retry-After` when full; watches exempt).
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //!
@@ -35,7 +37,9 @@ mod fieldvalidation;
 mod handlers;
 mod keys;
 mod kubeconfig;
+mod limits;
 mod meta;
+mod metrics;
 mod object;
 mod openapi;
 mod query;
@@ -61,6 +65,7 @@ use tracing::error;
 pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
 pub use handlers::nonresource::KUBERNETES_MINOR;
 pub use kubeconfig::kubeconfig;
+pub use limits::{DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUESTS_INFLIGHT};
 pub use registry::{
     Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Registry, Resource, Subresource,
 };
@@ -68,11 +73,20 @@ pub use state::{AppState, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
 pub use testing::TestServer;
 
-/// The router over `state`, with the request pipeline: panics become a 500 `Status` (a safety
-/// net, not a strategy) and every 5xx is logged once.
+/// The router over `state`, with the request pipeline, outermost first: panics become a 500
+/// `Status` (a safety net, not a strategy); every 5xx is logged once; each request is
+/// classified (verb, resource, scope: `handlers::target`), then timed and counted (`metrics`),
+/// then held to the in-flight limit (`limits`), then routed.
 pub fn router(state: AppState) -> Router {
+    use axum::middleware::from_fn_with_state;
     routes::routes()
-        .with_state(state)
+        .with_state(state.clone())
+        .layer(from_fn_with_state(state.in_flight().clone(), limits::limit))
+        .layer(from_fn_with_state(
+            state.metrics().clone(),
+            metrics::observe,
+        ))
+        .layer(from_fn_with_state(state, handlers::target::classify))
         .layer(axum::middleware::map_response(log_server_errors))
         .layer(CatchPanicLayer::custom(panic_to_status))
 }

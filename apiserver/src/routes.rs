@@ -26,6 +26,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/healthz", get(nonresource::healthz))
         .route("/livez", get(nonresource::livez))
         .route("/readyz", get(nonresource::readyz))
+        .route("/metrics", get(nonresource::metrics))
         .route("/healthz/{check}", get(nonresource::single_check))
         .route("/livez/{check}", get(nonresource::single_check))
         .route("/readyz/{check}", get(nonresource::single_check))

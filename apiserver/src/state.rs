@@ -6,6 +6,10 @@ use std::time::Duration;
 
 use kubemock_storage::Kv;
 
+use crate::limits::{
+    DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUESTS_INFLIGHT, InFlight,
+};
+use crate::metrics::Metrics;
 use crate::openapi::Documents;
 use crate::registry::Registry;
 use tokio_util::sync::CancellationToken;
@@ -19,12 +23,20 @@ pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
 pub struct ServerConfig {
     /// Interval between BOOKMARK events on watches that allow them.
     pub bookmark_interval: Duration,
+    /// Read-only requests (GET, HEAD) in flight at most; more are answered 429. Watches are
+    /// not counted. 0 is unlimited. Default [`DEFAULT_MAX_REQUESTS_INFLIGHT`].
+    pub max_requests_inflight: usize,
+    /// Other requests in flight at most; more are answered 429. 0 is unlimited. Default
+    /// [`DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT`].
+    pub max_mutating_requests_inflight: usize,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
+            max_requests_inflight: DEFAULT_MAX_REQUESTS_INFLIGHT,
+            max_mutating_requests_inflight: DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
         }
     }
 }
@@ -47,11 +59,19 @@ struct Inner {
     tasks: TaskTracker,
     /// The OpenAPI documents, built on first use.
     openapi: OnceLock<Arc<Documents>>,
+    /// Request metrics, written by the pipeline's metrics layer, read by `/metrics`.
+    metrics: Metrics,
+    /// The in-flight limit's slots, taken by the pipeline's limit layer, read by `/metrics`.
+    in_flight: InFlight,
 }
 
 impl AppState {
     /// State over `store`, stopped by `shutdown`.
     pub fn new(store: Arc<dyn Kv>, config: ServerConfig, shutdown: CancellationToken) -> Self {
+        let in_flight = InFlight::new(
+            config.max_requests_inflight,
+            config.max_mutating_requests_inflight,
+        );
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -60,6 +80,8 @@ impl AppState {
                 shutdown,
                 tasks: TaskTracker::new(),
                 openapi: OnceLock::new(),
+                metrics: Metrics::new(),
+                in_flight,
             }),
         }
     }
@@ -96,5 +118,15 @@ impl AppState {
     /// The shutdown token.
     pub fn shutdown(&self) -> &CancellationToken {
         &self.inner.shutdown
+    }
+
+    /// The request metrics.
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// The in-flight limit.
+    pub(crate) fn in_flight(&self) -> &InFlight {
+        &self.inner.in_flight
     }
 }

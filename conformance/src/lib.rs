@@ -7,9 +7,9 @@
 //! in-process kubemock on port 0. Each test owns a fresh namespace. Tests that need to reach
 //! into the server (forcing a compaction) run only in-process and say so when skipped.
 
-use std::time::Duration;
-
+use std::collections::BTreeMap;
 use std::pin::Pin;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
@@ -206,6 +206,20 @@ impl Harness {
         reply.body
     }
 
+    /// Scrapes `/metrics` (the test fails unless it answers 200 in the text format).
+    pub async fn metrics(&self) -> Metrics {
+        let reply = self.get("/metrics").await;
+        assert_eq!(reply.status, 200, "{:?}", reply.body);
+        assert_eq!(
+            reply.headers["content-type"],
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
+        let Value::String(text) = reply.body else {
+            panic!("/metrics is text, got {:?}", reply.body);
+        };
+        Metrics::parse(&text)
+    }
+
     /// Creates a namespace with a unique name for one test and returns its name.
     pub async fn namespace(&self, test: &str) -> String {
         let name = format!(
@@ -296,5 +310,106 @@ impl WatchStream {
                 Some(Err(_)) | None => return None,
             }
         }
+    }
+}
+
+/// One scrape of `/metrics`, parsed from the Prometheus text format.
+#[derive(Debug, Clone, Default)]
+pub struct Metrics {
+    /// Every sample: metric name, labels, value.
+    pub samples: Vec<(String, BTreeMap<String, String>, f64)>,
+}
+
+impl Metrics {
+    /// Parses the text exposition format (comments skipped, label values unescaped).
+    pub fn parse(text: &str) -> Self {
+        let samples = text
+            .lines()
+            .filter(|line| !line.is_empty() && !line.starts_with('#'))
+            .map(|line| parse_sample(line).unwrap_or_else(|| panic!("bad sample {line:?}")))
+            .collect();
+        Metrics { samples }
+    }
+
+    /// The sum of the samples of `name` whose labels include every pair in `labels` (0 if
+    /// there are none).
+    pub fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        self.samples
+            .iter()
+            .filter(|(n, l, _)| {
+                n == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+            })
+            .map(|(_, _, value)| value)
+            .sum()
+    }
+
+    /// True if there is any sample of `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.samples.iter().any(|(n, _, _)| n == name)
+    }
+}
+
+/// `name{label="value",...} value [timestamp]`.
+fn parse_sample(line: &str) -> Option<(String, BTreeMap<String, String>, f64)> {
+    let name_end = line.find(['{', ' '])?;
+    let name = line[..name_end].to_owned();
+    let mut labels = BTreeMap::new();
+    let mut rest = &line[name_end..];
+    if let Some(after) = rest.strip_prefix('{') {
+        let mut chars = after.char_indices();
+        loop {
+            let (start, c) = chars.next()?;
+            if c == '}' {
+                rest = &after[start + 1..];
+                break;
+            }
+            if c == ',' {
+                continue;
+            }
+            let eq = start + after[start..].find('=')?;
+            let key = after[start..eq].to_owned();
+            while chars.next()?.0 < eq + 1 {}
+            let mut value = String::new();
+            loop {
+                match chars.next()?.1 {
+                    '"' => break,
+                    '\\' => match chars.next()?.1 {
+                        'n' => value.push('\n'),
+                        other => value.push(other),
+                    },
+                    other => value.push(other),
+                }
+            }
+            labels.insert(key, value);
+        }
+    }
+    let value = rest.split_whitespace().next()?;
+    let value = match value {
+        "+Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        other => other.parse().ok()?,
+    };
+    Some((name, labels, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_parse_with_escaped_labels_and_special_values() {
+        let metrics = Metrics::parse(
+            "# HELP m h\n# TYPE m counter\nm{a=\"x\",b=\"q\\\"\\\\\\n,}\"} 3\nm{a=\"y\"} +Inf\nn 1.5 1700000000\n",
+        );
+        assert_eq!(metrics.samples.len(), 3);
+        assert_eq!(metrics.samples[0].1["b"], "q\"\\\n,}");
+        assert_eq!(metrics.value("m", &[("a", "x")]), 3.0);
+        assert_eq!(metrics.value("m", &[("a", "y")]), f64::INFINITY);
+        assert_eq!(metrics.value("n", &[]), 1.5);
+        assert_eq!(metrics.value("m", &[("a", "z")]), 0.0);
+        assert!(metrics.has("n") && !metrics.has("o"));
     }
 }

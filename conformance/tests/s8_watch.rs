@@ -141,6 +141,7 @@ async fn s8_5_watch_from_compacted_rv_sends_error_event() {
 async fn s8_6_bookmarks_are_sent_only_when_allowed() {
     let config = ServerConfig {
         bookmark_interval: Duration::from_millis(100),
+        ..ServerConfig::default()
     };
     let h = Harness::start_with(config).await;
     if h.in_process().is_none() {

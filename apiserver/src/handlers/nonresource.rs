@@ -1,11 +1,14 @@
 //! Non-resource endpoints (§2.1, §2.8): `/version`, which kubectl's dispatcher reads to pick
-//! its bundled kubectl, and the health checks.
+//! its bundled kubectl, the health checks, and `/metrics`.
 
 use axum::Json;
-use axum::extract::RawQuery;
+use axum::extract::{RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
+
+use crate::metrics::{self, Snapshot};
+use crate::state::AppState;
 
 /// The Kubernetes version kubemock reports: the kubectl on these machines runs its bundled
 /// 1.32 when the server's minor version is 32.
@@ -83,6 +86,23 @@ pub(crate) async fn single_check(
     } else {
         not_found_text()
     }
+}
+
+/// `GET /metrics`: the Prometheus text exposition (`crate::metrics`). A store that does not
+/// answer leaves its two gauges without a sample rather than failing the scrape.
+pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
+    let store = state.store();
+    let snapshot = Snapshot {
+        in_flight: state.in_flight().in_use(),
+        revision: store.current_revision().await.ok(),
+        compacted: store.compacted_revision().await.ok(),
+    };
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        state.metrics().render(snapshot),
+    )
+        .into_response()
 }
 
 /// The plain-text 404 the real server sends for paths outside every API root.

@@ -138,7 +138,7 @@ async fn handle(
 async fn dispatch(call: Call, method: Method) -> ApiResult<Response> {
     let item = call.target.name.is_some();
     let subresource = call.target.subresource.clone();
-    let watch = call.query.flag("watch") || call.target.legacy_watch;
+    let watch = call.target.watches(&call.query);
     match (method, item, subresource.as_deref()) {
         (Method::GET, _, None) if watch => watch::watch(&call).await,
         (Method::GET, false, None) => list::list(&call).await,

@@ -1,0 +1,180 @@
+//! §9.2: the server under load. A full in-flight limit answers 429 with `Retry-After: 1` and
+//! the real server's plain-text body; watches hold no slot; the health checks and `/metrics`
+//! are never turned away; an oversized body is 413. The server answers normally after either.
+
+use std::time::{Duration, Instant};
+
+use kubemock_apiserver::ServerConfig;
+use kubemock_conformance::{Harness, configmap};
+use serde_json::json;
+
+/// A server that lets one read-only request in flight at a time.
+async fn one_read_at_a_time() -> Harness {
+    Harness::start_with(ServerConfig {
+        max_requests_inflight: 1,
+        ..ServerConfig::default()
+    })
+    .await
+}
+
+/// Waits until the server reports `n` read-only requests in flight.
+async fn wait_for_reads_in_flight(h: &Harness, n: f64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let metrics = h.metrics().await;
+        let reads = metrics.value(
+            "apiserver_current_inflight_requests",
+            &[("request_kind", "readOnly")],
+        );
+        if reads == n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{reads} reads in flight, not {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn s9_2_a_full_in_flight_limit_is_429_with_retry_after_and_the_server_recovers() {
+    let h = one_read_at_a_time().await;
+    let Some(server) = h.in_process() else {
+        eprintln!("skipped: needs an in-process server with an in-flight limit of 1");
+        return;
+    };
+    let ns = h.namespace("s9-2-inflight").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    // A GET at a resourceVersion the store has not reached waits for it (§7.2): it holds the
+    // only read-only slot until the test writes that revision.
+    let next = server.store().revision() + 1;
+    let held_path = format!("{path}/held?resourceVersion={next}");
+    let held = h.get(&held_path);
+    let meanwhile = async {
+        wait_for_reads_in_flight(&h, 1.0).await;
+        for turned_away in [
+            format!("{path}/other"),
+            path.clone(),
+            "/api".to_owned(),
+            "/version".to_owned(),
+        ] {
+            let reply = h.get(&turned_away).await;
+            assert_eq!(reply.status, 429, "{turned_away}");
+            assert_eq!(reply.headers["retry-after"], "1");
+            assert_eq!(reply.headers["content-type"], "text/plain; charset=utf-8");
+            assert_eq!(
+                reply.body,
+                json!("Too many requests, please try again later.\n")
+            );
+        }
+        for exempt in ["/healthz", "/livez", "/readyz", "/readyz/ping", "/metrics"] {
+            assert_eq!(h.get(exempt).await.status, 200, "{exempt}");
+        }
+        let watch = h.watch(&format!("{path}?watch=true")).await;
+        assert_eq!(watch.status, 200, "watches hold no slot");
+        drop(watch);
+        // Mutating requests have their own slots; this write releases the held read.
+        let reply = h.post(&path, &configmap("held", json!({}))).await;
+        assert_eq!(reply.status, 201, "{:?}", reply.body);
+    };
+    let (held, ()) = tokio::join!(held, meanwhile);
+    assert_eq!(held.status, 200, "{:?}", held.body);
+    assert_eq!(held.body["metadata"]["name"], "held");
+
+    wait_for_reads_in_flight(&h, 0.0).await;
+    assert_eq!(h.get(&format!("{path}/held")).await.status, 200);
+    assert_eq!(h.get(&path).await.status, 200);
+    assert_eq!(h.get("/readyz").await.status, 200);
+    let metrics = h.metrics().await;
+    let rejected = [
+        ("verb", "GET"),
+        ("resource", "configmaps"),
+        ("scope", "resource"),
+        ("code", "429"),
+    ];
+    assert_eq!(metrics.value("apiserver_request_total", &rejected), 1.0);
+    assert_eq!(
+        metrics.value(
+            "apiserver_request_total",
+            &[
+                ("verb", "GET"),
+                ("resource", ""),
+                ("subresource", ""),
+                ("code", "429")
+            ]
+        ),
+        1.0,
+        "a turned-away /version is counted under its verb alone"
+    );
+}
+
+#[tokio::test]
+async fn s9_2_open_watches_do_not_count_against_the_in_flight_limit() {
+    let h = one_read_at_a_time().await;
+    if h.in_process().is_none() {
+        eprintln!("skipped: needs an in-process server with an in-flight limit of 1");
+        return;
+    }
+    let ns = h.namespace("s9-2-watches").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let mut watches = Vec::new();
+    for _ in 0..3 {
+        let watch = h.watch(&format!("{path}?watch=true")).await;
+        assert_eq!(watch.status, 200);
+        watches.push(watch);
+    }
+    wait_for_reads_in_flight(&h, 0.0).await;
+    h.create_configmap(&ns, "c", json!({})).await;
+    for watch in &mut watches {
+        let event = watch.next_event().await.expect("an event");
+        assert_eq!(event["object"]["metadata"]["name"], "c");
+    }
+    assert_eq!(h.get(&format!("{path}/c")).await.status, 200);
+    assert_eq!(h.get(&path).await.status, 200);
+}
+
+#[tokio::test]
+async fn s9_2_an_oversized_body_is_413_and_the_next_requests_are_served() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s9-2-too-large").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let existing = h.create_configmap(&ns, "c", json!({})).await;
+    let big = json!({"k": "x".repeat(kubemock_apiserver::MAX_BODY_BYTES)});
+
+    let reply = h.post(&path, &configmap("big", big.clone())).await;
+    assert_eq!(reply.status, 413);
+    assert_eq!(reply.body["reason"], "RequestEntityTooLarge");
+    assert_eq!(
+        reply.body["message"],
+        format!(
+            "Request entity too large: limit is {}",
+            kubemock_apiserver::MAX_BODY_BYTES
+        )
+    );
+    let mut too_big = existing.clone();
+    too_big["data"] = big;
+    let reply = h.put(&format!("{path}/c"), &too_big).await;
+    assert_eq!(reply.status, 413);
+
+    // Normal service afterwards: writes, reads, health.
+    h.create_configmap(&ns, "after", json!({"k": "v"})).await;
+    let reply = h.get(&format!("{path}/c")).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        reply.body["metadata"]["resourceVersion"], existing["metadata"]["resourceVersion"],
+        "the refused update changed nothing"
+    );
+    assert_eq!(h.get("/readyz").await.status, 200);
+    let metrics = h.metrics().await;
+    assert!(
+        metrics.value(
+            "apiserver_request_total",
+            &[
+                ("verb", "POST"),
+                ("resource", "configmaps"),
+                ("code", "413")
+            ]
+        ) >= 1.0
+    );
+}
