@@ -6,6 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -52,6 +53,33 @@ struct ServeArgs {
     /// Mutating requests in flight at most; more are answered 429. 0 is unlimited.
     #[arg(long, default_value_t = kubemock_apiserver::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT)]
     max_mutating_requests_inflight: usize,
+    /// Interval between BOOKMARK events on watches that allow them (`60s`, `500ms`, or plain
+    /// seconds); about a minute like the real server unless tests want them sooner.
+    #[arg(long, default_value = "60s", value_parser = parse_interval)]
+    bookmark_interval: Duration,
+}
+
+/// `500ms`, `2s`, `1m`, or a number of seconds; never zero.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, scale_ms) = if let Some(n) = text.strip_suffix("ms") {
+        (n, 1)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1_000)
+    } else if let Some(n) = text.strip_suffix('m') {
+        (n, 60_000)
+    } else {
+        (text, 1_000)
+    };
+    let value: u64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 500ms, 2s or 1m"))?;
+    match value.checked_mul(scale_ms) {
+        Some(0) => Err("the interval must be more than zero".to_owned()),
+        Some(ms) => Ok(Duration::from_millis(ms)),
+        None => Err(format!("{text:?} is too long")),
+    }
 }
 
 fn main() -> ExitCode {
@@ -116,7 +144,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ServerConfig {
             max_requests_inflight: args.max_requests_inflight,
             max_mutating_requests_inflight: args.max_mutating_requests_inflight,
-            ..ServerConfig::default()
+            bookmark_interval: args.bookmark_interval,
         },
         shutdown.clone(),
     ));
@@ -155,4 +183,19 @@ async fn wait_for_signal() -> anyhow::Result<()> {
         _ = terminate.recv() => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_parse_with_units() {
+        assert_eq!(parse_interval("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_interval("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_interval("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_interval("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_interval("0s").is_err());
+        assert!(parse_interval("soon").is_err());
+    }
 }

@@ -175,3 +175,35 @@ async fn serve_takes_in_flight_limits_from_its_flags_and_serves_metrics() {
     assert_eq!(held.unwrap().status(), 200);
     assert_eq!(exit_code_after(&mut child, "-TERM").await, 0);
 }
+
+#[tokio::test]
+async fn serve_sends_bookmarks_at_the_bookmark_interval_flag() {
+    let (mut child, url) = start(&["--bookmark-interval", "200ms"]).await;
+    ready(&url).await;
+    let response = reqwest::Client::new()
+        .get(format!(
+            "{url}/api/v1/namespaces/default/configmaps?watch=true&allowWatchBookmarks=true&resourceVersion=1"
+        ))
+        .send()
+        .await
+        .expect("watch");
+    let mut stream = response.bytes_stream();
+    let bookmark = tokio::time::timeout(WAIT, async {
+        let mut buffer = Vec::new();
+        while let Some(chunk) = futures_util::StreamExt::next(&mut stream).await {
+            buffer.extend_from_slice(&chunk.expect("a chunk"));
+            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buffer.drain(..=end).collect();
+                let event: serde_json::Value = serde_json::from_slice(&line).expect("an event");
+                if event["type"] == "BOOKMARK" {
+                    return event;
+                }
+            }
+        }
+        panic!("the watch ended without a bookmark");
+    })
+    .await
+    .expect("a bookmark well before the default minute");
+    assert!(bookmark["object"]["metadata"]["resourceVersion"].is_string());
+    assert_eq!(exit_code_after(&mut child, "-TERM").await, 0);
+}
