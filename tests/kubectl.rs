@@ -325,6 +325,52 @@ async fn kubectl_apply_validates_through_openapi_and_get_deploy_lists_it() {
     );
     let out = cluster.kubectl(&["apply", "-f", file]).await;
     assert!(out.contains("deployment.apps/web unchanged"), "{out}");
+    // Apply again with a new image, another replica count and the env var removed: kubectl
+    // sends a strategic merge patch (§5.4) and the stored object shows exactly those changes.
+    std::fs::write(
+        file,
+        MANIFESTS
+            .replace("image: nginx:1.27", "image: nginx:1.28")
+            .replace("  replicas: 2", "  replicas: 4")
+            .replace("        env: [{name: MODE, value: prod}]\n", ""),
+    )
+    .expect("write the changed manifests");
+    let out = cluster.kubectl(&["apply", "-f", file]).await;
+    assert!(out.contains("deployment.apps/web configured"), "{out}");
+    assert!(out.contains("service/web unchanged"), "{out}");
+    let deployment: serde_json::Value = serde_json::from_str(
+        &cluster
+            .kubectl(&["get", "deploy", "web", "-o", "json"])
+            .await,
+    )
+    .expect("json");
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "nginx:1.28");
+    assert!(container.get("env").is_none(), "{container}");
+    assert_eq!(container["ports"][0]["containerPort"], 80);
+    assert_eq!(deployment["spec"]["replicas"], 4);
+    assert_eq!(deployment["metadata"]["generation"], 2);
+    // kubectl patch defaults to a strategic merge patch.
+    let out = cluster
+        .kubectl(&[
+            "patch",
+            "deploy",
+            "web",
+            "-p",
+            r#"{"spec":{"template":{"spec":{"containers":[{"name":"web","env":[{"name":"X","value":"1"}]}]}}}}"#,
+        ])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web patched");
+    let env = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].env[0].name}={.spec.template.spec.containers[0].image}",
+        ])
+        .await;
+    assert_eq!(env, "X=nginx:1.28");
     let annotation = cluster
         .kubectl(&[
             "get",
@@ -334,7 +380,7 @@ async fn kubectl_apply_validates_through_openapi_and_get_deploy_lists_it() {
             "jsonpath={.metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration}",
         ])
         .await;
-    assert!(annotation.contains("\"nginx:1.27\""), "{annotation}");
+    assert!(annotation.contains("\"nginx:1.28\""), "{annotation}");
     // An unknown field is reported by the server, with its path.
     let bad = cluster.dir.path().join("bad.yaml");
     std::fs::write(

@@ -17,7 +17,7 @@
 //!   storage keys.
 //! - `accept`: `Accept` headers, read as the real server negotiates them.
 //! - `table`: Table output (`kubectl get`): negotiation, the per-resource printers, ages.
-//! - `selector`: label and field selectors.
+//! - `selector`: label and field selectors; `strategic`: strategic merge patch.
 //! - `bootstrap`: the objects a cluster starts with.
 //! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
 //! - `state`: [`AppState`] and [`ServerConfig`].
@@ -26,9 +26,9 @@
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //!
-//! Status: discovery, CRUD, list, watch, JSON/merge PATCH, OpenAPI, field validation, Table
-//! output and protobuf request bodies are served; strategic merge patch and server-side apply
-//! are being built.
+//! Status: discovery, CRUD, list, watch, JSON/merge/strategic PATCH, OpenAPI, field
+//! validation, Table output and protobuf request bodies are served; server-side apply, the
+//! deletion lifecycle, custom resources and defaulting are being built.
 
 mod accept;
 mod bootstrap;
@@ -48,6 +48,7 @@ mod routes;
 mod selector;
 mod state;
 mod status;
+mod strategic;
 mod table;
 mod testing;
 

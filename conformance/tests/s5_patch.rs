@@ -1,5 +1,5 @@
-//! §5: PATCH — JSON patch and JSON merge patch on items, `status` and `scale`; the update rules
-//! that follow the patch (§4.4–§4.7).
+//! §5: PATCH — JSON patch, JSON merge patch and strategic merge patch on items, `status` and
+//! `scale`; the update rules that follow the patch (§4.4–§4.7).
 
 use kubemock_conformance::{Harness, configmap, deployment};
 use serde_json::{Value, json};
@@ -205,4 +205,52 @@ async fn s4_7_merge_patch_of_scale_sets_replicas_like_kubectl_scale() {
         )
         .await;
     assert_eq!(reply.status, 422);
+}
+
+const STRATEGIC: &str = "application/strategic-merge-patch+json";
+
+#[tokio::test]
+async fn s5_4_strategic_merge_patch_merges_lists_by_their_merge_keys() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s5-4-smp").await;
+    let path = format!("/apis/apps/v1/namespaces/{ns}/deployments");
+    let mut body = deployment("web", 2, "nginx:1");
+    body["spec"]["template"]["spec"]["containers"][0]["env"] =
+        json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]);
+    body["spec"]["template"]["spec"]["containers"]
+        .as_array_mut()
+        .expect("containers")
+        .push(json!({"name": "side", "image": "busybox"}));
+    assert_eq!(h.post(&path, &body).await.status, 201);
+    let container = body["spec"]["template"]["spec"]["containers"][0]["name"]
+        .as_str()
+        .expect("a name")
+        .to_owned();
+    // What kubectl apply sends after: image changed, env A removed, container side removed.
+    let patch = json!({"spec": {"replicas": 3, "template": {"spec": {
+        "$setElementOrder/containers": [{"name": container}],
+        "containers": [
+            {"$setElementOrder/env": [{"name": "B"}],
+             "env": [{"name": "B", "value": "3"}, {"$patch": "delete", "name": "A"}],
+             "image": "nginx:2", "name": container},
+            {"$patch": "delete", "name": "side"}]}}}});
+    let reply = h.patch(&format!("{path}/web"), STRATEGIC, &patch).await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    let containers = reply.body["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers");
+    assert_eq!(containers.len(), 1);
+    assert_eq!(containers[0]["image"], "nginx:2");
+    assert_eq!(containers[0]["env"], json!([{"name": "B", "value": "3"}]));
+    assert_eq!(reply.body["spec"]["replicas"], 3);
+    assert_eq!(reply.body["metadata"]["generation"], 2);
+    // A malformed directive is a 400.
+    let reply = h
+        .patch(
+            &format!("{path}/web"),
+            STRATEGIC,
+            &json!({"metadata": {"$deleteFromPrimitiveList/finalizers": "x"}}),
+        )
+        .await;
+    assert_eq!(reply.status, 400);
 }

@@ -39,12 +39,61 @@ pub(crate) struct Field {
     pub(crate) json: String,
     /// An embedded Go struct whose fields JSON inlines into the parent (`Volume.volumeSource`).
     pub(crate) inline: bool,
+    /// The Go markers of the field (patch strategy, list type, ...).
+    pub(crate) markers: Markers,
     /// The field number.
     pub(crate) number: u32,
     /// `repeated`.
     pub(crate) repeated: bool,
     /// The value type.
     pub(crate) ty: FieldType,
+}
+
+/// The Go markers that strategic merge patch and server-side apply read, as upstream's
+/// `generated.proto` comments carry them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Markers {
+    /// `+patchStrategy`: `merge`, `replace`, `retainKeys`, `merge,retainKeys`.
+    pub(crate) patch_strategy: Option<String>,
+    /// `+patchMergeKey`.
+    pub(crate) patch_merge_key: Option<String>,
+    /// `+listType`: `atomic`, `set`, `map`.
+    pub(crate) list_type: Option<String>,
+    /// `+listMapKey` (repeatable).
+    pub(crate) list_map_keys: Vec<String>,
+    /// `+mapType` or `+structType`: `atomic`, `granular`.
+    pub(crate) map_type: Option<String>,
+}
+
+impl Markers {
+    fn from_pending(pending: &mut Vec<(String, String)>) -> Markers {
+        let mut markers = Markers::default();
+        for (name, value) in pending.drain(..) {
+            match name.as_str() {
+                "patchStrategy" => markers.patch_strategy = Some(value),
+                "patchMergeKey" => markers.patch_merge_key = Some(value),
+                "listType" => markers.list_type = Some(value),
+                "listMapKey" => markers.list_map_keys.push(value),
+                "mapType" | "structType" => markers.map_type = Some(value),
+                _ => {}
+            }
+        }
+        markers
+    }
+
+    /// Whether strategic merge patch merges this list (rather than replacing it).
+    pub(crate) fn merges(&self) -> bool {
+        self.patch_strategy
+            .as_deref()
+            .is_some_and(|s| s.split(',').any(|part| part == "merge"))
+    }
+
+    /// Whether the `retainKeys` strategy applies.
+    pub(crate) fn retains_keys(&self) -> bool {
+        self.patch_strategy
+            .as_deref()
+            .is_some_and(|s| s.split(',').any(|part| part == "retainKeys"))
+    }
 }
 
 /// One message: its fields in declaration order (the Go struct's order).
@@ -57,6 +106,8 @@ pub(crate) struct Message {
     /// Whether the JSON property names are known (an OpenAPI schema of the type exists):
     /// a message without one and with a single `repeated items` field is a named Go slice.
     pub(crate) known: bool,
+    /// The type's own markers (`+structType=atomic`).
+    pub(crate) markers: Markers,
 }
 
 #[cfg(test)]
@@ -89,6 +140,7 @@ impl ProtoSchema {
         };
         let mut package = String::new();
         let mut messages = Vec::new();
+        let mut pending = Vec::new();
         while let Some(token) = parser.next() {
             match token {
                 "syntax" | "option" | "import" => parser.skip_statement(),
@@ -96,7 +148,8 @@ impl ProtoSchema {
                     package = parser.expect_word()?.to_owned();
                     parser.expect(";")?;
                 }
-                "message" => parser.message(&package, "", &mut messages)?,
+                "message" => parser.message(&package, "", &mut pending, &mut messages)?,
+                marker if marker.starts_with('@') => push_marker(marker, &mut pending),
                 other => return Err(format!("unexpected {other:?} at top level")),
             }
         }
@@ -228,6 +281,10 @@ fn resolve(
 fn tokenize(text: &str) -> Vec<String> {
     let mut tokens = Vec::new();
     for line in strip_comments(text).lines() {
+        if line.starts_with('@') {
+            tokens.push(line.to_owned());
+            continue;
+        }
         let mut start = None;
         for (i, c) in line.char_indices() {
             let punctuation = matches!(c, '{' | '}' | ';' | '=' | '<' | '>' | ',' | '[' | ']');
@@ -295,6 +352,7 @@ impl<'a> Parser<'a> {
         &mut self,
         package: &str,
         outer: &str,
+        type_markers: &mut Vec<(String, String)>,
         into: &mut Vec<(String, Message)>,
     ) -> Result<(), String> {
         let name = self.expect_word()?;
@@ -308,11 +366,16 @@ impl<'a> Parser<'a> {
             name: full.clone(),
             fields: Vec::new(),
             known: false,
+            markers: Markers::from_pending(type_markers),
         };
+        let mut pending = Vec::new();
         loop {
             match self.next() {
                 Some("}") => break,
-                Some("message") => self.message(package, &full, into)?,
+                Some("message") => {
+                    pending.clear();
+                    self.message(package, &full, &mut Vec::new(), into)?;
+                }
                 Some("option" | "reserved") => self.skip_statement(),
                 Some(label @ ("optional" | "repeated" | "required")) => {
                     let ty = self.expect_word()?;
@@ -321,12 +384,17 @@ impl<'a> Parser<'a> {
                     } else {
                         scalar_or_message(ty)
                     };
-                    message.fields.push(self.field(label == "repeated", ty)?);
+                    let markers = Markers::from_pending(&mut pending);
+                    message
+                        .fields
+                        .push(self.field(label == "repeated", ty, markers)?);
                 }
                 Some("map") => {
                     let ty = self.map_type()?;
-                    message.fields.push(self.field(false, ty)?);
+                    let markers = Markers::from_pending(&mut pending);
+                    message.fields.push(self.field(false, ty, markers)?);
                 }
+                Some(marker) if marker.starts_with('@') => push_marker(marker, &mut pending),
                 other => return Err(format!("unexpected {other:?} in message {full}")),
             }
         }
@@ -345,7 +413,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `name = N [options];` after the type.
-    fn field(&mut self, repeated: bool, ty: FieldType) -> Result<Field, String> {
+    fn field(&mut self, repeated: bool, ty: FieldType, markers: Markers) -> Result<Field, String> {
         let name = self.expect_word()?.to_owned();
         self.expect("=")?;
         let number = self
@@ -363,11 +431,19 @@ impl<'a> Parser<'a> {
         Ok(Field {
             json: name.clone(),
             inline: false,
+            markers,
             name,
             number,
             repeated,
             ty,
         })
+    }
+}
+
+/// Records an `@name=value` marker token.
+fn push_marker(token: &str, pending: &mut Vec<(String, String)>) {
+    if let Some((name, value)) = token.trim_start_matches('@').split_once('=') {
+        pending.push((name.to_owned(), value.to_owned()));
     }
 }
 
@@ -405,8 +481,17 @@ message Widget {
   repeated string tags = 3;
   map<string, string> labels = 4;
   map<string, WidgetSpec> parts = 5 [packed = false];
+
+  // Specs, merged by name.
+  // +patchStrategy=merge
+  // +patchMergeKey=name
+  // +listType=map
+  // +listMapKey=name
+  repeated WidgetSpec specs = 6;
 }
 
+// A spec.
+// +structType=atomic
 message WidgetSpec {
   optional int32 size = 1;
   optional string clusterIP = 2;
@@ -423,7 +508,19 @@ message ObjectMeta {
         assert_eq!(schema.len(), 3);
         let widget = schema.message("api.demo.v1.Widget").expect("Widget");
         let names: Vec<&str> = widget.fields.iter().map(|f| f.name.as_str()).collect();
-        assert_eq!(names, ["metadata", "spec", "tags", "labels", "parts"]);
+        assert_eq!(
+            names,
+            ["metadata", "spec", "tags", "labels", "parts", "specs"]
+        );
+        let specs = widget.field(6).expect("specs");
+        assert!(specs.markers.merges());
+        assert_eq!(specs.markers.patch_merge_key.as_deref(), Some("name"));
+        assert_eq!(specs.markers.list_type.as_deref(), Some("map"));
+        assert_eq!(specs.markers.list_map_keys, ["name"]);
+        assert_eq!(
+            widget.field(5).map(|f| f.markers.clone()),
+            Some(Markers::default())
+        );
         assert_eq!(
             widget.field(1).map(|f| &f.ty),
             Some(&FieldType::Message("meta.ObjectMeta".to_owned()))
@@ -441,6 +538,7 @@ message ObjectMeta {
             ))
         );
         let spec = schema.message("api.demo.v1.WidgetSpec").expect("spec");
+        assert_eq!(spec.markers.map_type.as_deref(), Some("atomic"));
         assert_eq!(spec.field_named("clusterIP").map(|f| f.number), Some(2));
         assert_eq!(
             schema

@@ -1,7 +1,7 @@
 //! PATCH (§5) of an item, its status and its scale: load the current object, apply the patch
-//! to its JSON, then exactly what an update does (§4.4–§4.7). JSON patch (§5.2) and JSON merge
-//! patch (§5.3) are served; strategic merge patch and server-side apply are refused with a
-//! 415 that says so.
+//! to its JSON, then exactly what an update does (§4.4–§4.7). JSON patch (§5.2), JSON merge
+//! patch (§5.3) and strategic merge patch (§5.4, `strategic`) are served; server-side apply is
+//! refused with a 415 that says so.
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -11,11 +11,13 @@ use super::get::fetch;
 use super::resource::Call;
 use super::update::{self, Written};
 use crate::codec;
+use crate::codec::protobuf::SCHEMA;
 use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::meta;
 use crate::object::{self, Object};
 use crate::status::{ApiError, ApiResult};
+use crate::strategic::{self, PatchError};
 
 /// Read-modify-write attempts before giving up with a Conflict (each attempt fails only when
 /// another writer got in between).
@@ -30,6 +32,8 @@ enum Patch {
     Json(json_patch::Patch),
     /// RFC 7386.
     Merge(Value),
+    /// Kubernetes' strategic merge patch (built-in kinds).
+    Strategic(Value),
 }
 
 impl Patch {
@@ -60,13 +64,20 @@ impl Patch {
                 )),
                 Err(err) => Err(ApiError::bad_request(format!("Invalid JSON Patch: {err}"))),
             },
-            "application/strategic-merge-patch+json" | "application/apply-patch+yaml" => {
-                Err(ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "UnsupportedMediaType",
-                    "strategic merge patch and server-side apply are not served by this kubemock build yet - accepted media types include: application/json-patch+json, application/merge-patch+json",
-                ))
+            "application/strategic-merge-patch+json" => {
+                match serde_json::from_slice::<Value>(&call.body) {
+                    Ok(value @ Value::Object(_)) => Ok(Patch::Strategic(value)),
+                    Ok(_) => Err(ApiError::bad_request(
+                        "the strategic merge patch must be a JSON object",
+                    )),
+                    Err(err) => Err(ApiError::bad_request(format!("invalid JSON patch: {err}"))),
+                }
             }
+            "application/apply-patch+yaml" => Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "UnsupportedMediaType",
+                "server-side apply is not served by this kubemock build yet - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+            )),
             _ => Err(ApiError::unsupported_media_type(&[
                 "application/json-patch+json",
                 "application/merge-patch+json",
@@ -76,25 +87,39 @@ impl Patch {
         }
     }
 
-    /// `target` with the patch applied.
-    fn apply(&self, mut target: Value) -> ApiResult<Value> {
+    /// `target`, an object of kind `api_version`/`kind`, with the patch applied.
+    fn apply(&self, mut target: Value, api_version: &str, kind: &str) -> ApiResult<Value> {
         match self {
             Patch::Json(patch) => {
                 // §5.2: an operation that cannot apply (a failed `test` included) is a 422
                 // whose message the real server discards.
-                json_patch::patch(&mut target, patch).map_err(|_| {
-                    ApiError::new(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        "Invalid",
-                        "the server rejected our request due to an error in our request",
-                    )
-                    .with_details(crate::status::Details::default())
-                })?;
+                json_patch::patch(&mut target, patch).map_err(|_| unprocessable())?;
             }
             Patch::Merge(patch) => json_patch::merge(&mut target, patch),
+            Patch::Strategic(patch) => {
+                let schema = SCHEMA.as_ref().map_err(|err| {
+                    ApiError::internal(format!("strategic merge patch schemas: {err}"))
+                })?;
+                let message = schema.kind(api_version, kind);
+                target =
+                    strategic::apply(schema, message, target, patch).map_err(|err| match err {
+                        PatchError::BadRequest(message) => ApiError::bad_request(message),
+                        PatchError::Invalid(_) => unprocessable(),
+                    })?;
+            }
         }
         Ok(target)
     }
+}
+
+/// §5.2: a patch that cannot apply is a 422 whose message the real server discards.
+fn unprocessable() -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "Invalid",
+        "the server rejected our request due to an error in our request",
+    )
+    .with_details(crate::status::Details::default())
 }
 
 /// `PATCH` of an item or of its `status` or `scale`.
@@ -106,7 +131,7 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
     let patch = Patch::parse(call)?;
     if subresource == Some("scale") {
         return update::write_scale(call, dry_run, |scale| {
-            patch.apply(Value::Object(scale.clone()))
+            patch.apply(Value::Object(scale.clone()), "autoscaling/v1", "Scale")
         })
         .await;
     }
@@ -119,8 +144,14 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
         let existing = object::parse_stored(&current.value)?;
         let mut answered = existing.clone();
         object::set_resource_version(&mut answered, current.mod_revision);
-        let mut body: Object =
-            object::typed_object(patch.apply(Value::Object(answered))?, resource)?;
+        let mut body: Object = object::typed_object(
+            patch.apply(
+                Value::Object(answered),
+                &resource.group_version(),
+                &resource.kind,
+            )?,
+            resource,
+        )?;
         let warnings = call.validate_fields(&mut body)?;
         update::check_identity(call, &body)?;
         // §5.1: a resourceVersion the patch pins is a precondition; otherwise the body carries
