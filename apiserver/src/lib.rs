@@ -27,8 +27,8 @@
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //!
 //! Status: discovery, CRUD, list, watch, JSON/merge/strategic PATCH, OpenAPI, field
-//! validation, Table output and protobuf request bodies are served; server-side apply, the
-//! deletion lifecycle, custom resources and defaulting are being built.
+//! validation, Table output, protobuf request bodies and the deletion lifecycle (without namespace
+//! termination) are served; server-side apply, custom resources and defaulting are being built.
 
 mod accept;
 mod bootstrap;

@@ -29,10 +29,15 @@ pub(crate) fn parse_resource_version(value: &str) -> Result<Option<Revision>, Ap
 
 /// Now, as RFC 3339 UTC with seconds precision (`metav1.Time`).
 pub(crate) fn now_rfc3339() -> String {
-    let seconds = SystemTime::now()
+    rfc3339_after(0)
+}
+
+/// `seconds` from now, as RFC 3339 UTC (a graceful deletion's deadline).
+pub(crate) fn rfc3339_after(seconds: i64) -> String {
+    let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    rfc3339(seconds)
+    rfc3339(now.saturating_add(seconds))
 }
 
 /// Unix seconds (before 1970 too) as `YYYY-MM-DDTHH:MM:SSZ` (`metav1.Time`).

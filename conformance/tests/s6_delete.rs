@@ -114,3 +114,186 @@ async fn s6_5_deletecollection_deletes_the_selected_objects_and_lists_them() {
         .collect();
     assert_eq!(names, ["c"]);
 }
+
+fn finalizers(object: &serde_json::Value) -> serde_json::Value {
+    object["metadata"]["finalizers"].clone()
+}
+
+#[tokio::test]
+async fn s6_3_propagation_policies_put_the_garbage_collectors_finalizers() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s6-3").await;
+    let path = format!("/apis/apps/v1/namespaces/{ns}/deployments");
+    for (name, policy, expected) in [
+        ("fg", "Foreground", json!(["foregroundDeletion"])),
+        ("or", "Orphan", json!(["orphan"])),
+    ] {
+        let created = h
+            .post(&path, &kubemock_conformance::deployment(name, 1, "nginx"))
+            .await;
+        assert_eq!(created.status, 201);
+        let reply = h
+            .delete(
+                &format!("{path}/{name}"),
+                Some(&json!({"propagationPolicy": policy})),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{:?}", reply.body);
+        assert_eq!(finalizers(&reply.body), expected, "{policy}");
+        assert!(reply.body["metadata"]["deletionTimestamp"].is_string());
+        // generation moves when the deletion starts (§6.1 step 5).
+        assert_eq!(reply.body["metadata"]["generation"], 2);
+        // Still there until a garbage collector removes its finalizer.
+        assert_eq!(h.get(&format!("{path}/{name}")).await.status, 200);
+    }
+    // Background (kubectl's default) removes at once.
+    h.post(&path, &kubemock_conformance::deployment("bg", 1, "nginx"))
+        .await;
+    let reply = h
+        .delete(&format!("{path}/bg?propagationPolicy=Background"), None)
+        .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body["status"], "Success");
+    // Jobs orphan by default, and say so in a warning.
+    let jobs = format!("/apis/batch/v1/namespaces/{ns}/jobs");
+    let job = json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}});
+    assert_eq!(h.post(&jobs, &job).await.status, 201);
+    let reply = h.delete(&format!("{jobs}/j"), None).await;
+    assert_eq!(finalizers(&reply.body), json!(["orphan"]));
+    let warning = reply
+        .headers
+        .get("warning")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    assert!(
+        warning.contains("child pods are preserved by default"),
+        "{warning}"
+    );
+    let reply = h
+        .delete(
+            &format!("{path}/x"),
+            Some(&json!({"propagationPolicy": "Sometimes"})),
+        )
+        .await;
+    assert_eq!(reply.status, 422);
+}
+
+#[tokio::test]
+async fn s6_1_removing_the_last_finalizer_deletes_in_the_same_request() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s6-1-last").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let mut body = configmap("f", json!({}));
+    body["metadata"]["finalizers"] = json!(["example.com/a", "example.com/b"]);
+    assert_eq!(h.post(&path, &body).await.status, 201);
+    let mut watch = h
+        .watch(&format!(
+            "{path}?watch=true&fieldSelector=metadata.name%3Df"
+        ))
+        .await;
+    assert_eq!(watch.next_event().await.expect("ADDED")["type"], "ADDED");
+    let deleting = h.delete(&format!("{path}/f"), None).await.body;
+    assert_eq!(
+        watch.next_event().await.expect("MODIFIED")["type"],
+        "MODIFIED"
+    );
+    // §3.6: no new finalizer once deleting.
+    let reply = h
+        .patch(
+            &format!("{path}/f"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"finalizers": ["example.com/a", "example.com/b", "example.com/c"]}}),
+        )
+        .await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    assert!(
+        reply.body["message"].as_str().is_some_and(
+            |m| m.contains("no new finalizers can be added if the object is being deleted")
+        ),
+        "{:?}",
+        reply.body
+    );
+    // Dropping one keeps it; dropping the last deletes it: DELETED, not MODIFIED.
+    let reply = h
+        .patch(
+            &format!("{path}/f"),
+            "application/json-patch+json",
+            &json!([{"op": "remove", "path": "/metadata/finalizers/0"}]),
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        watch.next_event().await.expect("MODIFIED")["type"],
+        "MODIFIED"
+    );
+    let mut last = reply.body.clone();
+    last["metadata"]["finalizers"] = json!([]);
+    let reply = h.put(&format!("{path}/f"), &last).await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    let event = watch.next_event().await.expect("DELETED");
+    assert_eq!(event["type"], "DELETED");
+    assert_eq!(h.get(&format!("{path}/f")).await.status, 404);
+    assert!(deleting["metadata"]["deletionTimestamp"].is_string());
+}
+
+#[tokio::test]
+async fn s6_6_pods_on_a_node_are_deleted_gracefully() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s6-6").await;
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    let pod = |name: &str, node: Option<&str>| {
+        let mut pod = json!({"metadata": {"name": name},
+                             "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+        if let Some(node) = node {
+            pod["spec"]["nodeName"] = json!(node);
+        }
+        pod
+    };
+    // Unassigned: grace 0, two writes (MODIFIED with a deletionTimestamp, then DELETED).
+    assert_eq!(h.post(&pods, &pod("free", None)).await.status, 201);
+    let mut watch = h
+        .watch(&format!(
+            "{pods}?watch=true&fieldSelector=metadata.name%3Dfree"
+        ))
+        .await;
+    assert_eq!(watch.next_event().await.expect("ADDED")["type"], "ADDED");
+    let reply = h.delete(&format!("{pods}/free"), None).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body["kind"], "Pod");
+    assert_eq!(reply.body["metadata"]["deletionGracePeriodSeconds"], 0);
+    let modified = watch.next_event().await.expect("MODIFIED");
+    assert_eq!(modified["type"], "MODIFIED");
+    assert!(modified["object"]["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(
+        watch.next_event().await.expect("DELETED")["type"],
+        "DELETED"
+    );
+    // On a node: kept for the kubelet with the pod's grace period; a shorter one wins; 0 removes.
+    assert_eq!(
+        h.post(&pods, &pod("bound", Some("node-a"))).await.status,
+        201
+    );
+    let reply = h.delete(&format!("{pods}/bound"), None).await;
+    assert_eq!(reply.body["metadata"]["deletionGracePeriodSeconds"], 30);
+    assert_eq!(h.get(&format!("{pods}/bound")).await.status, 200);
+    let reply = h
+        .delete(
+            &format!("{pods}/bound"),
+            Some(&json!({"gracePeriodSeconds": 5})),
+        )
+        .await;
+    assert_eq!(reply.body["metadata"]["deletionGracePeriodSeconds"], 5);
+    let reply = h
+        .delete(
+            &format!("{pods}/bound"),
+            Some(&json!({"gracePeriodSeconds": 60})),
+        )
+        .await;
+    assert_eq!(reply.body["metadata"]["deletionGracePeriodSeconds"], 5);
+    let reply = h
+        .delete(&format!("{pods}/bound?gracePeriodSeconds=0"), None)
+        .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(h.get(&format!("{pods}/bound")).await.status, 404);
+}

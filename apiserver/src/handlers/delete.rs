@@ -1,7 +1,9 @@
-//! DELETE (§6.1, §6.2) and deletecollection (§6.5). An object with finalizers is not removed:
-//! it gets its deletionTimestamp and stays until the finalizers are gone (the deletion
-//! lifecycle's propagation policies, graceful pod deletion and namespace termination come with
-//! the API server's second issue).
+//! DELETE (§6.1, §6.2) and deletecollection (§6.5): preconditions, the garbage collector's
+//! finalizers from `propagationPolicy` (§6.3), graceful deletion of pods (§6.6), and objects
+//! with finalizers kept with a deletionTimestamp until the finalizers are gone (§6.4; the
+//! write that removes the last one deletes the object, `update::write`). Namespace
+//! termination (§6.7) needs the namespace controller and comes with it; until then a namespace
+//! without other finalizers is removed at once.
 
 use std::sync::Arc;
 
@@ -15,6 +17,7 @@ use super::list;
 use super::resource::Call;
 use super::update::{self, Written};
 use crate::codec::Syntax;
+use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::meta;
 use crate::object::{self, Object};
@@ -26,22 +29,37 @@ const DELETE_ATTEMPTS: usize = 16;
 /// Namespaces that may never be deleted (§3.4).
 const UNDELETABLE_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
-/// The parts of DeleteOptions kubemock honours so far.
+/// The garbage collector's finalizers (§6.3).
+const ORPHAN: &str = "orphan";
+const FOREGROUND: &str = "foregroundDeletion";
+
+/// `propagationPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Propagation {
+    Orphan,
+    Background,
+    Foreground,
+}
+
+/// The DeleteOptions kubemock honours.
 #[derive(Debug, Default)]
 struct DeleteOptions {
     precondition_uid: Option<String>,
     precondition_revision: Option<String>,
+    propagation: Option<Propagation>,
+    grace_period_seconds: Option<i64>,
 }
 
 impl DeleteOptions {
     /// From the body when there is one, else from the query (§1.5).
     fn parse(call: &Call) -> ApiResult<Self> {
-        if call.body.iter().all(u8::is_ascii_whitespace) {
-            return Ok(DeleteOptions::default());
-        }
-        let body: Value = Syntax::of_body(&call.headers)?
-            .parse(&call.body)
-            .map_err(|err| ApiError::bad_request(format!("invalid DeleteOptions: {err}")))?;
+        let body: Value = if call.body.iter().all(u8::is_ascii_whitespace) {
+            Value::Null
+        } else {
+            Syntax::of_body(&call.headers)?
+                .parse(&call.body)
+                .map_err(|err| ApiError::bad_request(format!("invalid DeleteOptions: {err}")))?
+        };
         let preconditions = body.get("preconditions");
         let field = |name: &str| {
             preconditions
@@ -49,11 +67,76 @@ impl DeleteOptions {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         };
+        let policy = body
+            .get("propagationPolicy")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| call.query.get("propagationPolicy").map(str::to_owned));
+        let orphan_dependents = body
+            .get("orphanDependents")
+            .and_then(Value::as_bool)
+            .or_else(|| call.query.get("orphanDependents").map(|v| v == "true"));
+        let propagation = match (policy.as_deref(), orphan_dependents) {
+            (Some(_), Some(_)) => {
+                return Err(invalid_options(
+                    "propagationPolicy",
+                    "FieldValueInvalid",
+                    "Invalid value: \"...\": orphanDependents and deletionPropagation cannot be both set",
+                ));
+            }
+            (Some("Orphan"), None) => Some(Propagation::Orphan),
+            (Some("Background"), None) => Some(Propagation::Background),
+            (Some("Foreground"), None) => Some(Propagation::Foreground),
+            (Some(other), None) => {
+                return Err(invalid_options(
+                    "propagationPolicy",
+                    "FieldValueNotSupported",
+                    &format!(
+                        "Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                    ),
+                ));
+            }
+            (None, Some(true)) => Some(Propagation::Orphan),
+            (None, Some(false)) => Some(Propagation::Background),
+            (None, None) => None,
+        };
+        let grace_period_seconds = match body.get("gracePeriodSeconds") {
+            Some(value) => value.as_i64(),
+            None => match call.query.get("gracePeriodSeconds") {
+                Some(text) => Some(text.parse::<i64>().map_err(|_| {
+                    ApiError::bad_request(format!("invalid gracePeriodSeconds: {text}"))
+                })?),
+                None => None,
+            },
+        };
+        if grace_period_seconds.is_some_and(|g| g < 0) {
+            return Err(invalid_options(
+                "gracePeriodSeconds",
+                "FieldValueInvalid",
+                "Invalid value: -1: must be >= 0",
+            ));
+        }
         Ok(DeleteOptions {
             precondition_uid: field("uid"),
             precondition_revision: field("resourceVersion"),
+            propagation,
+            grace_period_seconds,
         })
     }
+}
+
+fn invalid_options(field: &str, reason: &'static str, detail: &str) -> ApiError {
+    meta::invalid(
+        "DeleteOptions",
+        "meta.k8s.io",
+        "DeleteOptions",
+        "",
+        vec![meta::FieldError {
+            field: field.to_owned(),
+            reason,
+            detail: detail.to_owned(),
+        }],
+    )
 }
 
 /// `DELETE` of an item.
@@ -83,6 +166,17 @@ pub(crate) async fn delete(call: &Call) -> ApiResult<Response> {
         dry_run,
     )
     .await?;
+    // §6.3: deleting a job without a policy orphans its pods, and says so.
+    let warnings = if resource.group == "batch"
+        && resource.plural == "jobs"
+        && options.propagation.is_none()
+    {
+        vec![
+            "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning".to_owned(),
+        ]
+    } else {
+        Vec::new()
+    };
     let body = match outcome {
         Deleted::Pending(object) => Value::Object(object),
         Deleted::Removed(object) if resource.behaviour.delete_returns_object => {
@@ -92,7 +186,8 @@ pub(crate) async fn delete(call: &Call) -> ApiResult<Response> {
             success_status(resource, name, object::meta_str(&object, "uid"))
         }
     };
-    Ok(object::respond(StatusCode::OK, &body, call.pretty()))
+    let response = object::respond(StatusCode::OK, &body, call.pretty());
+    Ok(with_warnings(response, &warnings))
 }
 
 /// What a delete did.
@@ -112,58 +207,213 @@ async fn delete_one(
     dry_run: bool,
 ) -> ApiResult<Deleted> {
     let key = keys::object_key(resource, namespace, name);
+    let graceful = resource.group.is_empty() && resource.plural == "pods";
     for _ in 0..DELETE_ATTEMPTS {
         let current = fetch(&call.state, &key)
             .await?
             .ok_or_else(|| ApiError::not_found(resource, name))?;
         let existing = object::from_stored(&current)?;
         check_preconditions(resource, name, options, &existing, current.mod_revision)?;
+        let stored = object::parse_stored(&current.value)?;
         if object::meta_str(&existing, "deletionTimestamp").is_some() {
-            return Ok(Deleted::Pending(existing));
+            // §6.1 step 7, §6.6: only a shorter grace period for a pod changes anything.
+            let pending = stored
+                .get("metadata")
+                .and_then(|m| m.get("deletionGracePeriodSeconds"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            match options.grace_period_seconds {
+                Some(grace) if graceful && grace < pending => {
+                    let shortened = mark_deleting(stored.clone(), grace, false);
+                    if grace == 0 && finalizers(&shortened).is_empty() {
+                        return remove(call, &key, resource, name, &current, dry_run)
+                            .await
+                            .map(|removed| removed.unwrap_or(Deleted::Removed(existing)));
+                    }
+                    match update::write(call, &key, &current, shortened, dry_run).await? {
+                        Written::Done(object) => return Ok(Deleted::Pending(object)),
+                        Written::Conflict => continue,
+                    }
+                }
+                _ => return Ok(Deleted::Pending(existing)),
+            }
         }
-        let has_finalizers = existing
-            .get("metadata")
-            .and_then(|m| m.get("finalizers"))
-            .and_then(Value::as_array)
-            .is_some_and(|f| !f.is_empty());
-        if has_finalizers {
-            let stored = object::parse_stored(&current.value)?;
-            let marked = mark_deleting(stored);
+        let mut updated = stored;
+        reconcile_gc_finalizers(resource, options.propagation, &mut updated);
+        let grace = if graceful {
+            pod_grace_period(&updated, options)
+        } else {
+            0
+        };
+        if !finalizers(&updated).is_empty() || grace > 0 {
+            let marked = mark_deleting(updated, grace, true);
             match update::write(call, &key, &current, marked, dry_run).await? {
                 Written::Done(object) => return Ok(Deleted::Pending(object)),
                 Written::Conflict => continue,
             }
         }
-        if dry_run {
-            return Ok(Deleted::Removed(existing));
+        if graceful {
+            // §6.6: grace 0 is two writes — marked (MODIFIED), then removed (DELETED); the
+            // answer is the pod as deleted.
+            let marked = mark_deleting(updated, 0, true);
+            let object = match update::write(call, &key, &current, marked, dry_run).await? {
+                Written::Done(object) => object,
+                Written::Conflict => continue,
+            };
+            if dry_run {
+                return Ok(Deleted::Removed(object));
+            }
+            let revision = meta::parse_resource_version(
+                object::meta_str(&object, "resourceVersion").unwrap_or(""),
+            )?
+            .unwrap_or(current.mod_revision);
+            let guard = Guard::ModRevision(revision);
+            return match call
+                .state
+                .store()
+                .delete(key.clone().into(), guard)
+                .await
+                .map_err(ApiError::from_storage)?
+            {
+                DeleteOutcome::Deleted { .. } => Ok(Deleted::Removed(object)),
+                // Another writer got in after the mark: the pod stays, being deleted.
+                DeleteOutcome::Conflict(_) | DeleteOutcome::NotFound => {
+                    Ok(Deleted::Pending(object))
+                }
+            };
         }
-        match call
-            .state
-            .store()
-            .delete(key.clone().into(), Guard::ModRevision(current.mod_revision))
-            .await
-            .map_err(ApiError::from_storage)?
-        {
-            DeleteOutcome::Deleted { .. } => return Ok(Deleted::Removed(existing)),
-            DeleteOutcome::Conflict(_) => continue,
-            DeleteOutcome::NotFound => return Err(ApiError::not_found(resource, name)),
+        match remove(call, &key, resource, name, &current, dry_run).await? {
+            Some(_) => return Ok(Deleted::Removed(existing)),
+            None => continue,
         }
     }
     Err(ApiError::modified(resource, name))
 }
 
-/// §6.1 step 5: deletionTimestamp now, grace 0, generation + 1 if set.
-fn mark_deleting(mut object: Object) -> Object {
+/// Removes the key if it is still at `current`'s revision: `None` when another writer got in.
+async fn remove(
+    call: &Call,
+    key: &str,
+    resource: &Resource,
+    name: &str,
+    current: &kubemock_storage::KeyValue,
+    dry_run: bool,
+) -> ApiResult<Option<Deleted>> {
+    if dry_run {
+        return Ok(Some(Deleted::Removed(object::from_stored(current)?)));
+    }
+    match call
+        .state
+        .store()
+        .delete(
+            key.to_owned().into(),
+            Guard::ModRevision(current.mod_revision),
+        )
+        .await
+        .map_err(ApiError::from_storage)?
+    {
+        DeleteOutcome::Deleted { .. } => Ok(Some(Deleted::Removed(object::from_stored(current)?))),
+        DeleteOutcome::Conflict(_) => Ok(None),
+        DeleteOutcome::NotFound => Err(ApiError::not_found(resource, name)),
+    }
+}
+
+/// The object's finalizers.
+fn finalizers(object: &Object) -> Vec<String> {
+    object
+        .get("metadata")
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|f| {
+            f.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether deleting `resource` without a policy orphans dependents (§6.3): core
+/// replicationcontrollers and batch jobs.
+fn orphans_by_default(resource: &Resource) -> bool {
+    matches!(
+        (resource.group.as_str(), resource.plural.as_str()),
+        ("", "replicationcontrollers") | ("batch", "jobs")
+    )
+}
+
+/// §6.3: the `orphan` / `foregroundDeletion` finalizers the policy asks for (an existing one
+/// counts as the default).
+fn reconcile_gc_finalizers(resource: &Resource, policy: Option<Propagation>, object: &mut Object) {
+    let mut list = finalizers(object);
+    let has = |list: &[String], f: &str| list.iter().any(|x| x == f);
+    let policy = match policy {
+        Some(policy) => policy,
+        None if has(&list, ORPHAN) || has(&list, FOREGROUND) => return,
+        None if orphans_by_default(resource) => Propagation::Orphan,
+        None => return,
+    };
+    let (add, drop) = match policy {
+        Propagation::Orphan => (Some(ORPHAN), vec![FOREGROUND]),
+        Propagation::Foreground => (Some(FOREGROUND), vec![ORPHAN]),
+        Propagation::Background => (None, vec![ORPHAN, FOREGROUND]),
+    };
+    let before = list.clone();
+    list.retain(|f| !drop.contains(&f.as_str()));
+    if let Some(add) = add
+        && !has(&list, add)
+    {
+        list.push(add.to_owned());
+    }
+    if list == before {
+        return;
+    }
+    let metadata = object::metadata_mut(object);
+    if list.is_empty() {
+        metadata.shift_remove("finalizers");
+    } else {
+        metadata.insert("finalizers".to_owned(), json!(list));
+    }
+}
+
+/// §6.6: the grace period of a pod's deletion.
+fn pod_grace_period(pod: &Object, options: &DeleteOptions) -> i64 {
+    let spec = pod.get("spec");
+    let unassigned = spec
+        .and_then(|s| s.get("nodeName"))
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty);
+    let finished = matches!(
+        pod.get("status")
+            .and_then(|s| s.get("phase"))
+            .and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    );
+    if unassigned || finished {
+        return 0;
+    }
+    let grace = options.grace_period_seconds.unwrap_or_else(|| {
+        spec.and_then(|s| s.get("terminationGracePeriodSeconds"))
+            .and_then(Value::as_i64)
+            .unwrap_or(30)
+    });
+    if grace < 0 { 1 } else { grace }
+}
+
+/// §6.1 step 5: deletionTimestamp now plus the grace period, deletionGracePeriodSeconds the
+/// grace, generation + 1 if set (only when the deletion starts).
+fn mark_deleting(mut object: Object, grace: i64, starting: bool) -> Object {
     let metadata = object::metadata_mut(&mut object);
     metadata.insert(
         "deletionTimestamp".to_owned(),
-        Value::String(meta::now_rfc3339()),
+        Value::String(meta::rfc3339_after(grace)),
     );
-    metadata.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
-    if let Some(generation) = metadata
-        .get("generation")
-        .and_then(Value::as_i64)
-        .filter(|g| *g > 0)
+    metadata.insert("deletionGracePeriodSeconds".to_owned(), json!(grace));
+    if starting
+        && let Some(generation) = metadata
+            .get("generation")
+            .and_then(Value::as_i64)
+            .filter(|g| *g > 0)
     {
         metadata.insert("generation".to_owned(), json!(generation + 1));
     }

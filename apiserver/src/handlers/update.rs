@@ -5,7 +5,7 @@
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use kubemock_storage::{Guard, KeyValue, Revision, UpdateOutcome};
+use kubemock_storage::{DeleteOutcome, Guard, KeyValue, Revision, UpdateOutcome};
 use serde_json::{Value, json};
 
 use super::create;
@@ -128,7 +128,38 @@ pub(crate) async fn write(
         object
     };
     // §4.4: identical bytes are no write, no new resourceVersion, no event.
-    if bytes == current.value || dry_run {
+    if bytes == current.value {
+        return Ok(Written::Done(answered(updated, current.mod_revision)));
+    }
+    if object::meta_str(&updated, "deletionTimestamp").is_some() {
+        let existing = object::parse_stored(&current.value)?;
+        if object::meta_str(&existing, "deletionTimestamp").is_some() {
+            check_no_new_finalizers(&call.target.resource, &existing, &updated)?;
+        }
+        // §6.1: the write that removes the last finalizer of an object being deleted deletes
+        // it, in the same request.
+        if deletes_during_update(&existing, &updated) {
+            if dry_run {
+                return Ok(Written::Done(answered(updated, current.mod_revision)));
+            }
+            return match call
+                .state
+                .store()
+                .delete(
+                    key.to_owned().into(),
+                    Guard::ModRevision(current.mod_revision),
+                )
+                .await
+                .map_err(ApiError::from_storage)?
+            {
+                DeleteOutcome::Deleted { revision, .. } => {
+                    Ok(Written::Done(answered(updated, revision)))
+                }
+                DeleteOutcome::Conflict(_) | DeleteOutcome::NotFound => Ok(Written::Conflict),
+            };
+        }
+    }
+    if dry_run {
         return Ok(Written::Done(answered(updated, current.mod_revision)));
     }
     match call
@@ -145,6 +176,57 @@ pub(crate) async fn write(
         UpdateOutcome::Updated { kv, .. } => Ok(Written::Done(answered(updated, kv.mod_revision))),
         UpdateOutcome::Conflict(_) | UpdateOutcome::NotFound => Ok(Written::Conflict),
     }
+}
+
+fn finalizer_list(object: &Object) -> Vec<&str> {
+    object
+        .get("metadata")
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|f| f.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Upstream's `ShouldDeleteDuringUpdate`: the old object had finalizers, the new one has none,
+/// and its deletion has no grace period left.
+fn deletes_during_update(existing: &Object, updated: &Object) -> bool {
+    let grace = updated
+        .get("metadata")
+        .and_then(|m| m.get("deletionGracePeriodSeconds"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    !finalizer_list(existing).is_empty() && finalizer_list(updated).is_empty() && grace == 0
+}
+
+/// §3.6: no finalizer may be added once the deletion has started.
+fn check_no_new_finalizers(
+    resource: &Resource,
+    existing: &Object,
+    updated: &Object,
+) -> ApiResult<()> {
+    let old = finalizer_list(existing);
+    let added: Vec<&str> = finalizer_list(updated)
+        .into_iter()
+        .filter(|f| !old.contains(f))
+        .collect();
+    if added.is_empty() {
+        return Ok(());
+    }
+    let quoted: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
+    Err(meta::invalid(
+        &resource.qualified_kind(),
+        &resource.group,
+        &resource.kind,
+        object::name_of(updated),
+        vec![FieldError {
+            field: "metadata.finalizers".to_owned(),
+            reason: "FieldValueForbidden",
+            detail: format!(
+                "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                quoted.join(", ")
+            ),
+        }],
+    ))
 }
 
 /// §3.3: a different non-empty uid in a PUT body is a failed precondition.
