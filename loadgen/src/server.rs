@@ -107,6 +107,16 @@ impl ServerProcess {
         self.ready_line_at
     }
 
+    /// Whether the server still runs, and the end of its stderr: what to add to an error.
+    pub(crate) fn diagnose(&mut self) -> String {
+        let state = match self.child.try_wait() {
+            Ok(Some(status)) => format!("the server has exited ({status})"),
+            Ok(None) => "the server is still running".to_owned(),
+            Err(err) => format!("the server's state is unknown ({err})"),
+        };
+        format!("{state}; its stderr ends:\n{}", self.log_tail())
+    }
+
     /// The end of the server's stderr, for error messages.
     pub(crate) fn log_tail(&self) -> String {
         tail(self.log.path())

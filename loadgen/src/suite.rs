@@ -83,12 +83,12 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
     // Both servers run side by side (an idle one costs nothing) so that each kubemock row
     // directly follows the baseline row it is compared with: on a shared machine, load from
     // elsewhere then skews both alike.
-    let baseline = ServerProcess::start(&config.baseline, &[]).await?;
-    let ephemeral = ServerProcess::start(&config.kubemock, &kubemock_args(None)).await?;
-    let baseline_post = load_run(&baseline, Scenario::BaselinePost, config.load).await?;
-    let ephemeral_create = load_run(&ephemeral, Scenario::Create, config.load).await?;
-    let baseline_get = load_run(&baseline, Scenario::BaselineGet, config.load).await?;
-    let ephemeral_get = load_run(&ephemeral, Scenario::Get, config.load).await?;
+    let mut baseline = ServerProcess::start(&config.baseline, &[]).await?;
+    let mut ephemeral = ServerProcess::start(&config.kubemock, &kubemock_args(None)).await?;
+    let baseline_post = load_run(&mut baseline, Scenario::BaselinePost, config.load).await?;
+    let ephemeral_create = load_run(&mut ephemeral, Scenario::Create, config.load).await?;
+    let baseline_get = load_run(&mut baseline, Scenario::BaselineGet, config.load).await?;
+    let ephemeral_get = load_run(&mut ephemeral, Scenario::Get, config.load).await?;
     baseline.stop().await.context("stopping the baseline")?;
     ephemeral
         .stop()
@@ -96,9 +96,9 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
         .context("stopping kubemock (ephemeral)")?;
 
     let data_dir = tempfile::tempdir().context("creating a data directory")?;
-    let durable =
+    let mut durable =
         ServerProcess::start(&config.kubemock, &kubemock_args(Some(data_dir.path()))).await?;
-    let durable_create = load_run(&durable, Scenario::Create, config.load).await?;
+    let durable_create = load_run(&mut durable, Scenario::Create, config.load).await?;
     durable
         .stop()
         .await
@@ -137,7 +137,7 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
 }
 
 async fn load_run(
-    server: &ServerProcess,
+    server: &mut ServerProcess,
     scenario: Scenario,
     config: LoadConfig,
 ) -> anyhow::Result<LoadReport> {
@@ -155,8 +155,17 @@ async fn load_run(
         config,
         server.pid(),
     )
-    .await
-    .with_context(|| format!("scenario {}", scenario.name()))?;
+    .await;
+    let report = match report {
+        Ok(report) => report,
+        Err(err) => {
+            return Err(err.context(format!(
+                "scenario {} ({})",
+                scenario.name(),
+                server.diagnose()
+            )));
+        }
+    };
     progress(&format!(
         "  {:.0} req/s, {} errors",
         report.rps, report.errors
