@@ -3,7 +3,7 @@
 # hello-world baseline, then runs every figure of the performance targets in one run (each
 # server a separate process) and prints a table with pass/fail per target.
 #
-#   bench/http.sh                      # defaults: 64 connections, 2 s warm-up, 10 s per row
+#   bench/http.sh                      # defaults: 64 connections, 2 s warm-up, 10 s per row, 3 rounds
 #   bench/http.sh --duration 20 --json /tmp/http.json
 #
 # Arguments are passed to `kubemock-loadgen suite` (see `--help`). The load generator shares the

@@ -104,6 +104,9 @@ struct SuiteArgs {
     baseline: PathBuf,
     #[command(flatten)]
     shape: Shape,
+    /// Rounds of load runs (on a shared machine, more rounds steady the medians).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// Timed starts per startup mode.
     #[arg(long, default_value_t = 20)]
     startup_runs: usize,
@@ -183,6 +186,7 @@ async fn run(command: Command, client_threads: usize) -> anyhow::Result<()> {
                 kubemock: args.kubemock,
                 baseline: args.baseline,
                 load: args.shape.to_config()?,
+                rounds: args.rounds.max(1),
                 startup_runs: args.startup_runs,
                 client_threads,
             };
