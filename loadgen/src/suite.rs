@@ -283,7 +283,7 @@ pub(crate) fn write_table(out: &mut impl Write, report: &SuiteReport) -> std::io
     if let Some(first) = report.rounds.first().map(|round| &round.baseline_get) {
         writeln!(
             out,
-            "kubemock HTTP benchmark: {} connections, {:.0} s measured per row after warm-up, \
+            "kubemock HTTP benchmark: {} connections, {} s measured per row after warm-up, \
              {} round(s); load generator with {} worker thread(s) on the same {}-core machine",
             first.connections,
             first.duration_s,
@@ -368,7 +368,7 @@ pub(crate) fn write_table(out: &mut impl Write, report: &SuiteReport) -> std::io
 pub(crate) fn write_load_header(out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<32} {:>9} {:>7} {:>7} {:>7} {:>7}  {:>10} {:>10}  {:>9} {:>9}",
+        "{:<36} {:>9} {:>7} {:>7} {:>7} {:>7}  {:>10} {:>10}  {:>9} {:>9}",
         "scenario",
         "req/s",
         "errors",
@@ -382,7 +382,7 @@ pub(crate) fn write_load_header(out: &mut impl Write) -> std::io::Result<()> {
     )?;
     writeln!(
         out,
-        "{:<32} {:>9} {:>7} {:>7} {:>7} {:>7}  {:>10} {:>10}  {:>9} {:>9}",
+        "{:<36} {:>9} {:>7} {:>7} {:>7} {:>7}  {:>10} {:>10}  {:>9} {:>9}",
         "", "", "", "", "", "", "(cores)", "(cores)", "per req", "per req"
     )
 }
@@ -398,7 +398,7 @@ pub(crate) fn write_load_row(
     };
     writeln!(
         out,
-        "{:<32} {:>9.0} {:>7} {:>7.2} {:>7.2} {:>7.1}  {:>10} {:>10}  {:>9} {:>9}",
+        "{:<36} {:>9.0} {:>7} {:>7.2} {:>7.2} {:>7.1}  {:>10} {:>10}  {:>9} {:>9}",
         label,
         row.rps,
         row.errors,
