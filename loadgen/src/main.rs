@@ -233,7 +233,7 @@ async fn run(command: Command, client_threads: usize) -> anyhow::Result<()> {
             }
         }
         Command::Startup(args) => {
-            let report = startup::measure(&args.kubemock, args.mode, args.runs).await?;
+            let report = startup::measure_isolated(&args.kubemock, args.mode, args.runs).await?;
             let mut stdout = std::io::stdout().lock();
             writeln!(
                 stdout,

@@ -143,7 +143,7 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
         StartupMode::DurableReopen,
     ] {
         progress(&format!("startup {} x{}", mode.name(), config.startup_runs));
-        startup.push(startup::measure(&config.kubemock, mode, config.startup_runs).await?);
+        startup.push(startup::measure_isolated(&config.kubemock, mode, config.startup_runs).await?);
     }
 
     let targets = evaluate(&rounds, &startup);
