@@ -148,10 +148,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         },
         shutdown.clone(),
     ));
+    // Listen before announcing: a signal sent right after the ready line must shut down
+    // cleanly, not kill the process with the default action.
+    let signalled = shutdown_signal()?;
     announce(&url);
     info!(%url, durable = store.is_durable(), no_controllers = args.no_controllers, "serving");
 
-    wait_for_signal().await?;
+    signalled.await;
     info!("shutting down");
     shutdown.cancel();
     server
@@ -175,14 +178,17 @@ fn announce(url: &str) {
     let _ = stdout.flush();
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
+/// Installs the SIGINT and SIGTERM listeners now; the returned future completes on either.
+fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
     let mut terminate = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
-    tokio::select! {
-        result = tokio::signal::ctrl_c() => result.context("waiting for SIGINT")?,
-        _ = terminate.recv() => {}
-    }
-    Ok(())
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    })
 }
 
 #[cfg(test)]

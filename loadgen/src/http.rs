@@ -1,0 +1,304 @@
+//! A minimal HTTP/1.1 keep-alive client over one `TcpStream`: the load generator must cost far
+//! less per request than the cheapest server it measures, so a request is a prebuilt byte
+//! buffer written in one call, and a response is parsed in place (`httparse`) without copying
+//! its body. It understands exactly what the servers it measures send: `Content-Length` or
+//! chunked bodies, `Connection: close`, and bodiless statuses.
+
+use std::io;
+use std::net::SocketAddr;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Most headers a response may carry; more is treated as malformed.
+const MAX_HEADERS: usize = 32;
+/// Room reserved in the read buffer before each read: a typical response fits in one read.
+const READ_CHUNK: usize = 16 * 1024;
+/// Largest response accepted; a server sending more is broken for our purposes.
+const MAX_RESPONSE: usize = 16 * 1024 * 1024;
+
+/// One keep-alive connection.
+pub(crate) struct Connection {
+    stream: TcpStream,
+    /// Bytes read and not yet consumed; the last response's bytes until the next request.
+    buf: Vec<u8>,
+    /// Length of the last response in `buf`, dropped before the next request is sent.
+    consumed: usize,
+    /// The last response's body when it came chunked (decoded), else empty.
+    decoded: Vec<u8>,
+}
+
+/// A response, borrowed from the connection until its next request.
+#[derive(Debug)]
+pub(crate) struct Response<'a> {
+    /// The status code.
+    pub(crate) status: u16,
+    /// The body (decoded if it came chunked).
+    pub(crate) body: &'a [u8],
+    /// The server will close the connection after this response.
+    pub(crate) close: bool,
+}
+
+/// What `parse_head` found: where the body starts and how it is framed.
+#[derive(Debug, PartialEq, Eq)]
+struct Head {
+    status: u16,
+    len: usize,
+    framing: Framing,
+    close: bool,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Framing {
+    Length(usize),
+    Chunked,
+    /// Until the server closes the connection.
+    UntilClose,
+}
+
+impl Connection {
+    /// Connects to `addr`, with Nagle's algorithm off (requests are single writes).
+    pub(crate) async fn connect(addr: SocketAddr) -> io::Result<Self> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        Ok(Connection {
+            stream,
+            buf: Vec::with_capacity(READ_CHUNK),
+            consumed: 0,
+            decoded: Vec::new(),
+        })
+    }
+
+    /// Sends one complete request (head and body) and reads its response.
+    pub(crate) async fn round_trip(&mut self, request: &[u8]) -> io::Result<Response<'_>> {
+        self.buf.drain(..self.consumed);
+        self.consumed = 0;
+        self.stream.write_all(request).await?;
+        let head = loop {
+            if let Some(head) = parse_head(&self.buf)? {
+                break head;
+            }
+            self.read_more().await?;
+        };
+        let body = match head.framing {
+            Framing::Length(len) => {
+                let end = head.len + len;
+                if end > MAX_RESPONSE {
+                    return Err(invalid("response too large"));
+                }
+                while self.buf.len() < end {
+                    self.read_more().await?;
+                }
+                self.consumed = end;
+                head.len..end
+            }
+            Framing::Chunked => loop {
+                if let Some(end) = decode_chunked(&self.buf[head.len..], &mut self.decoded)? {
+                    self.consumed = head.len + end;
+                    break 0..0;
+                }
+                self.read_more().await?;
+            },
+            Framing::UntilClose => loop {
+                match self.read_some().await? {
+                    0 => {
+                        self.consumed = self.buf.len();
+                        break head.len..self.buf.len();
+                    }
+                    _ => continue,
+                }
+            },
+        };
+        let body = match head.framing {
+            Framing::Chunked => &self.decoded[..],
+            _ => &self.buf[body],
+        };
+        Ok(Response {
+            status: head.status,
+            body,
+            close: head.close || head.framing == Framing::UntilClose,
+        })
+    }
+
+    /// Reads at least one byte, or fails on end of stream.
+    async fn read_more(&mut self) -> io::Result<()> {
+        match self.read_some().await? {
+            0 => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "connection closed mid-response",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    async fn read_some(&mut self) -> io::Result<usize> {
+        if self.buf.len() > MAX_RESPONSE {
+            return Err(invalid("response too large"));
+        }
+        self.buf.reserve(READ_CHUNK);
+        self.stream.read_buf(&mut self.buf).await
+    }
+}
+
+fn invalid(message: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message)
+}
+
+/// Parses a response head at the start of `data`; `None` if it is not complete yet.
+fn parse_head(data: &[u8]) -> io::Result<Option<Head>> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    let len = match response.parse(data) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err(invalid("malformed response head")),
+    };
+    let status = response.code.unwrap_or(0);
+    let mut length = None;
+    let mut chunked = false;
+    let mut close = response.version == Some(0);
+    for header in response.headers.iter() {
+        if header.name.eq_ignore_ascii_case("content-length") {
+            let value = std::str::from_utf8(header.value)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .ok_or_else(|| invalid("bad content-length"))?;
+            length = Some(value);
+        } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = header
+                .value
+                .split(|b| *b == b',')
+                .any(|v| v.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        } else if header.name.eq_ignore_ascii_case("connection") {
+            close = header
+                .value
+                .split(|b| *b == b',')
+                .any(|v| v.trim_ascii().eq_ignore_ascii_case(b"close"));
+        }
+    }
+    let framing = if matches!(status, 100..=199 | 204 | 304) {
+        Framing::Length(0)
+    } else if chunked {
+        Framing::Chunked
+    } else if let Some(length) = length {
+        Framing::Length(length)
+    } else {
+        Framing::UntilClose
+    };
+    Ok(Some(Head {
+        status,
+        len,
+        framing,
+        close,
+    }))
+}
+
+/// Decodes a chunked body at the start of `data` into `body`; returns how many bytes of `data`
+/// it spans, or `None` if it is not complete yet (then `body` holds nothing of use).
+fn decode_chunked(data: &[u8], body: &mut Vec<u8>) -> io::Result<Option<usize>> {
+    body.clear();
+    let mut pos = 0;
+    loop {
+        let (header, size) = match httparse::parse_chunk_size(&data[pos..]) {
+            Ok(httparse::Status::Complete(found)) => found,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(_) => return Err(invalid("malformed chunk size")),
+        };
+        pos += header;
+        let size = usize::try_from(size).map_err(|_| invalid("chunk too large"))?;
+        if size == 0 {
+            // No trailers: an empty line ends the body; else skip to the empty line after them.
+            let rest = &data[pos..];
+            if rest.starts_with(b"\r\n") {
+                return Ok(Some(pos + 2));
+            }
+            return Ok(rest
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map(|at| pos + at + 4));
+        }
+        if size > MAX_RESPONSE {
+            return Err(invalid("chunk too large"));
+        }
+        if data.len() < pos + size + 2 {
+            return Ok(None);
+        }
+        body.extend_from_slice(&data[pos..pos + size]);
+        pos += size + 2;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partial_head_needs_more_bytes() {
+        assert_eq!(parse_head(b"HTTP/1.1 200 OK\r\ncontent-le").unwrap(), None);
+    }
+
+    #[test]
+    fn content_length_frames_the_body() {
+        let data = b"HTTP/1.1 201 Created\r\ncontent-length: 5\r\n\r\nhello";
+        let head = parse_head(data).unwrap().unwrap();
+        assert_eq!(
+            head,
+            Head {
+                status: 201,
+                len: data.len() - 5,
+                framing: Framing::Length(5),
+                close: false
+            }
+        );
+    }
+
+    #[test]
+    fn connection_close_and_http_1_0_are_noticed() {
+        let head = parse_head(b"HTTP/1.1 200 OK\r\nConnection: close\r\ncontent-length: 0\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert!(head.close);
+        let head = parse_head(b"HTTP/1.0 200 OK\r\ncontent-length: 0\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert!(head.close);
+    }
+
+    #[test]
+    fn bodiless_statuses_have_no_body_and_unframed_bodies_run_to_close() {
+        let head = parse_head(b"HTTP/1.1 204 No Content\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(head.framing, Framing::Length(0));
+        let head = parse_head(b"HTTP/1.1 200 OK\r\n\r\n").unwrap().unwrap();
+        assert_eq!(head.framing, Framing::UntilClose);
+    }
+
+    #[test]
+    fn chunked_bodies_are_decoded_once_complete() {
+        let head = parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(head.framing, Framing::Chunked);
+        let mut body = Vec::new();
+        let data = b"5\r\nhello\r\n1;ext=1\r\n!\r\n0\r\n\r\nNEXT";
+        assert_eq!(
+            decode_chunked(data, &mut body).unwrap(),
+            Some(data.len() - 4)
+        );
+        assert_eq!(body, b"hello!");
+        assert_eq!(decode_chunked(&data[..12], &mut body).unwrap(), None);
+        let trailers = b"2\r\nhi\r\n0\r\nx-trailer: 1\r\n\r\n";
+        assert_eq!(
+            decode_chunked(trailers, &mut body).unwrap(),
+            Some(trailers.len())
+        );
+        assert_eq!(body, b"hi");
+    }
+
+    #[test]
+    fn malformed_heads_are_errors() {
+        assert!(parse_head(b"NOT HTTP\r\n\r\n").is_err());
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\ncontent-length: x\r\n\r\n").is_err());
+    }
+}

@@ -1,0 +1,257 @@
+//! `kubemock-loadgen`: the HTTP load generator behind kubemock's performance figures.
+//!
+//! It is not a general-purpose tool: it speaks just enough HTTP/1.1 (keep-alive, one request in
+//! flight per connection) to drive kubemock and the `hello-baseline` server as hard as the
+//! machine allows, and reports throughput, every error, latency percentiles and the CPU both
+//! sides used, so one can see whether the generator or the server was the limit.
+//!
+//! Commands:
+//! - `suite --kubemock BIN --baseline BIN`: everything the targets need, in one run (see
+//!   `suite`); `bench/http.sh` builds the release binaries and runs it.
+//! - `load --url URL --scenario S`: one load run against a server that is already running.
+//! - `startup --kubemock BIN --mode M`: the startup series alone.
+//!
+//! # Layout
+//! - `http`: the raw keep-alive HTTP/1.1 client connection.
+//! - `workload`: the scenarios' requests and the setup they need.
+//! - `load`: a load run: connections, warm-up, measured window, tallies.
+//! - `cpu`: process CPU time from `/proc`, for the client-versus-server view.
+//! - `server`: a server under test as a child process (ready line, SIGTERM).
+//! - `startup`: spawn to first 200 on `/readyz`.
+//! - `suite`: the driver, the targets and the table.
+
+mod cpu;
+mod http;
+mod load;
+mod server;
+mod startup;
+mod suite;
+mod workload;
+
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use clap::{Args, Parser, Subcommand};
+
+use crate::load::LoadConfig;
+use crate::startup::StartupMode;
+use crate::suite::SuiteConfig;
+use crate::workload::{Scenario, Workload};
+
+/// HTTP load generator and benchmark driver for kubemock.
+#[derive(Debug, Parser)]
+#[command(name = "kubemock-loadgen", version, about)]
+struct Cli {
+    /// Worker threads of the load generator's runtime (1: a single-threaded runtime). Default:
+    /// one per core, like the servers' runtimes; on a 2-core machine that drives the baseline as
+    /// hard as `wrk -t2` does, where one thread leaves it some 10 % short.
+    #[arg(long, global = true)]
+    client_threads: Option<usize>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run every benchmark (baseline, kubemock ephemeral and durable, startup) and compare
+    /// against the targets.
+    Suite(SuiteArgs),
+    /// One load run against a server that is already running.
+    Load(LoadArgs),
+    /// Measure kubemock's startup: spawn to the first 200 on /readyz.
+    Startup(StartupArgs),
+}
+
+#[derive(Debug, Args)]
+struct Shape {
+    /// Concurrent keep-alive connections, one request in flight on each.
+    #[arg(long, default_value_t = 64)]
+    connections: usize,
+    /// Seconds of warm-up before the measured window.
+    #[arg(long, default_value_t = 2.0)]
+    warmup: f64,
+    /// Seconds measured.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+}
+
+impl Shape {
+    fn to_config(&self) -> anyhow::Result<LoadConfig> {
+        let seconds = |s: f64, what: &str| {
+            Duration::try_from_secs_f64(s).map_err(|_| anyhow!("--{what} must be >= 0 seconds"))
+        };
+        let duration = seconds(self.duration, "duration")?;
+        if duration.is_zero() || self.connections == 0 {
+            return Err(anyhow!("--duration and --connections must be positive"));
+        }
+        Ok(LoadConfig {
+            connections: self.connections,
+            warmup: seconds(self.warmup, "warmup")?,
+            duration,
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+struct SuiteArgs {
+    /// The kubemock binary (a release build, for meaningful figures).
+    #[arg(long)]
+    kubemock: PathBuf,
+    /// The hello-baseline binary, built like kubemock.
+    #[arg(long)]
+    baseline: PathBuf,
+    #[command(flatten)]
+    shape: Shape,
+    /// Rounds of load runs (on a shared machine, more rounds steady the medians).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Timed starts per startup mode.
+    #[arg(long, default_value_t = 20)]
+    startup_runs: usize,
+    /// Also write the report as JSON to this file (`-` for stdout, after the table).
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct LoadArgs {
+    /// The server's URL, `http://HOST:PORT`.
+    #[arg(long)]
+    url: String,
+    /// What to send.
+    #[arg(long, value_enum)]
+    scenario: Scenario,
+    #[command(flatten)]
+    shape: Shape,
+    /// The server's process id, to report its CPU use.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Also write the report as JSON to this file (`-` for stdout).
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct StartupArgs {
+    /// The kubemock binary.
+    #[arg(long)]
+    kubemock: PathBuf,
+    /// Where the store lives.
+    #[arg(long, value_enum, default_value_t = StartupMode::Ephemeral)]
+    mode: StartupMode,
+    /// Timed starts (after one untimed start).
+    #[arg(long, default_value_t = 20)]
+    runs: usize,
+    /// Also write the report as JSON to this file (`-` for stdout).
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let client_threads = cli
+        .client_threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+        .max(1);
+    let runtime = if client_threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(client_threads)
+            .enable_all()
+            .build()
+    };
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("kubemock-loadgen: cannot start the runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli.command, client_threads)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("kubemock-loadgen: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(command: Command, client_threads: usize) -> anyhow::Result<()> {
+    use std::io::Write;
+    match command {
+        Command::Suite(args) => {
+            let config = SuiteConfig {
+                kubemock: args.kubemock,
+                baseline: args.baseline,
+                load: args.shape.to_config()?,
+                rounds: args.rounds.max(1),
+                startup_runs: args.startup_runs,
+                client_threads,
+            };
+            let report = suite::run(&config).await?;
+            let mut stdout = std::io::stdout().lock();
+            suite::write_table(&mut stdout, &report)?;
+            drop(stdout);
+            if let Some(path) = args.json {
+                suite::write_json(&path, &report)?;
+            }
+        }
+        Command::Load(args) => {
+            let authority = args
+                .url
+                .strip_prefix("http://")
+                .ok_or_else(|| anyhow!("--url must be http://HOST:PORT"))?
+                .trim_end_matches('/');
+            let addr = authority
+                .to_socket_addrs()
+                .with_context(|| format!("resolving {authority}"))?
+                .next()
+                .ok_or_else(|| anyhow!("{authority} resolves to nothing"))?;
+            let report = load::run(
+                addr,
+                Workload::new(args.scenario, addr),
+                args.shape.to_config()?,
+                args.server_pid,
+            )
+            .await?;
+            let mut stdout = std::io::stdout().lock();
+            suite::write_load_header(&mut stdout)?;
+            let label = format!("{}@{}", args.scenario.name(), report.connections);
+            suite::write_load_row(&mut stdout, &label, &report)?;
+            if let Some(error) = &report.first_error {
+                writeln!(stdout, "{} errors, first: {error}", report.errors)?;
+            }
+            drop(stdout);
+            if let Some(path) = args.json {
+                suite::write_json(&path, &report)?;
+            }
+        }
+        Command::Startup(args) => {
+            let report = startup::measure_isolated(&args.kubemock, args.mode, args.runs).await?;
+            let mut stdout = std::io::stdout().lock();
+            writeln!(
+                stdout,
+                "startup {} ({} runs): spawn -> first 200 /readyz min {:.2} ms, median {:.2} ms, \
+                 p90 {:.2} ms, max {:.2} ms; ready line median {:.2} ms",
+                report.mode.name(),
+                report.runs,
+                report.first_ok_ms.min,
+                report.first_ok_ms.median,
+                report.first_ok_ms.p90,
+                report.first_ok_ms.max,
+                report.ready_line_ms.median
+            )?;
+            drop(stdout);
+            if let Some(path) = args.json {
+                suite::write_json(&path, &report)?;
+            }
+        }
+    }
+    Ok(())
+}

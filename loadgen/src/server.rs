@@ -1,0 +1,217 @@
+//! A server under test as a separate process: started with `--port 0`, its address read from the
+//! one ready line it prints (`NAME: serving on http://HOST:PORT`), stopped with SIGTERM. Its
+//! stderr goes to a temporary file that is shown when it fails to start.
+
+use std::ffi::OsString;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+use tokio::time::Instant;
+
+/// How long a server may take to print its ready line (generous: a debug build or a cold disk).
+const READY_LINE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a server may take to exit after SIGTERM before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// What precedes the URL in the ready line.
+const READY_MARKER: &str = ": serving on ";
+/// The signal number of SIGTERM on Linux.
+const SIGTERM: i32 = 15;
+
+/// A running server process; killed if dropped without `stop`.
+pub(crate) struct ServerProcess {
+    binary: PathBuf,
+    child: Child,
+    addr: SocketAddr,
+    /// When `spawn` was called: the start of "process start" in the startup figures.
+    spawned_at: Instant,
+    /// When the ready line had been read.
+    ready_line_at: Instant,
+    /// Kept open so that the server never writes to a closed pipe.
+    _stdout: Lines<BufReader<ChildStdout>>,
+    /// The server's stderr.
+    log: tempfile::NamedTempFile,
+}
+
+impl ServerProcess {
+    /// Starts `binary ARGS...` and waits for its ready line.
+    pub(crate) async fn start(binary: &Path, args: &[OsString]) -> anyhow::Result<Self> {
+        let log = tempfile::NamedTempFile::new().context("creating the server log file")?;
+        let stderr = log.reopen().context("opening the server log file")?;
+        let mut command = Command::new(binary);
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .kill_on_drop(true);
+        let spawned_at = Instant::now();
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow!("no stdout pipe"))?;
+        let mut lines = BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(READY_LINE_TIMEOUT, lines.next_line()).await;
+        let ready_line_at = Instant::now();
+        let line = match line {
+            Ok(Ok(Some(line))) => line,
+            Ok(Ok(None)) => bail!(
+                "{} exited before its ready line; stderr:\n{}",
+                binary.display(),
+                tail(log.path())
+            ),
+            Ok(Err(err)) => return Err(err).context("reading the ready line"),
+            Err(_) => bail!(
+                "{} printed no ready line within {READY_LINE_TIMEOUT:?}; stderr:\n{}",
+                binary.display(),
+                tail(log.path())
+            ),
+        };
+        let addr = parse_ready_line(&line)?;
+        Ok(ServerProcess {
+            binary: binary.to_owned(),
+            child,
+            addr,
+            spawned_at,
+            ready_line_at,
+            _stdout: lines,
+            log,
+        })
+    }
+
+    /// The address the server listens on.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// When the process was spawned.
+    pub(crate) fn spawned_at(&self) -> Instant {
+        self.spawned_at
+    }
+
+    /// When its ready line had been read.
+    pub(crate) fn ready_line_at(&self) -> Instant {
+        self.ready_line_at
+    }
+
+    /// Whether the server still runs, and the end of its stderr: what to add to an error.
+    pub(crate) fn diagnose(&mut self) -> String {
+        let state = match self.child.try_wait() {
+            Ok(Some(status)) => format!("the server has exited ({status})"),
+            Ok(None) => "the server is still running".to_owned(),
+            Err(err) => format!("the server's state is unknown ({err})"),
+        };
+        format!("{state}; its stderr ends:\n{}", self.log_tail())
+    }
+
+    /// The end of the server's stderr, for error messages.
+    pub(crate) fn log_tail(&self) -> String {
+        tail(self.log.path())
+    }
+
+    /// Sends SIGTERM and waits for the exit (SIGKILL after [`STOP_TIMEOUT`]); fails if the
+    /// server had already died or exits unsuccessfully.
+    pub(crate) async fn stop(mut self) -> anyhow::Result<()> {
+        if let Some(status) = self.child.try_wait()? {
+            bail!(
+                "the server had exited ({status}); stderr:\n{}",
+                self.log_tail()
+            );
+        }
+        if let Some(pid) = self.child.id() {
+            // `kill(1)` rather than a libc binding: this crate forbids unsafe code.
+            let _ = Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .await;
+        }
+        match tokio::time::timeout(STOP_TIMEOUT, self.child.wait()).await {
+            Ok(status) => {
+                let status = status?;
+                if status.signal() == Some(SIGTERM) {
+                    // Killed by the default action: the SIGTERM came before the server had
+                    // installed its handler. Stopped all the same; say so, it is a server bug.
+                    eprintln!(
+                        "kubemock-loadgen: warning: {} died of SIGTERM instead of shutting down \
+                         (signal handler not installed yet when it was sent)",
+                        self.binary.display()
+                    );
+                    return Ok(());
+                }
+                if !status.success() {
+                    bail!(
+                        "the server exited with {status}; stderr:\n{}",
+                        self.log_tail()
+                    );
+                }
+                Ok(())
+            }
+            Err(_) => {
+                self.child.kill().await?;
+                bail!("the server did not stop within {STOP_TIMEOUT:?} of SIGTERM")
+            }
+        }
+    }
+}
+
+/// The socket address in a ready line `NAME: serving on http://HOST:PORT`.
+fn parse_ready_line(line: &str) -> anyhow::Result<SocketAddr> {
+    let url = line
+        .split_once(READY_MARKER)
+        .map(|(_, url)| url.trim())
+        .ok_or_else(|| anyhow!("unexpected ready line {line:?}"))?;
+    let authority = url
+        .strip_prefix("http://")
+        .ok_or_else(|| anyhow!("not an http URL in the ready line: {url:?}"))?
+        .trim_end_matches('/');
+    authority
+        .to_socket_addrs()
+        .with_context(|| format!("resolving {authority}"))?
+        .next()
+        .ok_or_else(|| anyhow!("{authority} resolves to nothing"))
+}
+
+/// The last lines of a log file.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// Arguments for `kubemock serve --port 0`, durable in `data_dir` when given.
+pub(crate) fn kubemock_args(data_dir: Option<&Path>) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["serve".into(), "--port".into(), "0".into()];
+    if let Some(dir) = data_dir {
+        args.push("--data-dir".into());
+        args.push(PathBuf::from(dir).into_os_string());
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_address_comes_from_the_ready_line() {
+        let addr = parse_ready_line("kubemock: serving on http://127.0.0.1:43210").unwrap();
+        assert_eq!(addr, "127.0.0.1:43210".parse().unwrap());
+        let addr = parse_ready_line("hello-baseline: serving on http://127.0.0.1:1/").unwrap();
+        assert_eq!(addr.port(), 1);
+        assert!(parse_ready_line("something else").is_err());
+        assert!(parse_ready_line("x: serving on https://127.0.0.1:1").is_err());
+    }
+}

@@ -1,0 +1,225 @@
+//! What a load run sends: each scenario is a function from (connection, sequence number) to the
+//! bytes of one request, built without allocation into a reused buffer, plus the setup it needs
+//! on the server first (a namespace, an object to read).
+
+use std::io::Write;
+use std::net::SocketAddr;
+
+use anyhow::{Context, bail};
+use clap::ValueEnum;
+use serde::Serialize;
+
+use crate::http::Connection;
+
+/// The namespace the kubemock scenarios create and work in.
+pub(crate) const NAMESPACE: &str = "loadgen";
+/// The ConfigMap the `get` scenario reads.
+pub(crate) const GET_TARGET: &str = "loadgen-get";
+/// The data every created ConfigMap carries (and the baseline POST body's, for equal sizes).
+const DATA: &str = r#"{"key":"value","other":"a somewhat longer value of a few dozen bytes"}"#;
+
+/// A kind of request, sent back to back on every connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Scenario {
+    /// kubemock: `POST` a ConfigMap with a unique name into the `loadgen` namespace.
+    Create,
+    /// kubemock: `GET` one existing ConfigMap.
+    Get,
+    /// hello-baseline: `GET /`.
+    BaselineGet,
+    /// hello-baseline: `POST /` with a ConfigMap-sized JSON body.
+    BaselinePost,
+}
+
+impl Scenario {
+    /// The scenario's name, as on the command line.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Scenario::Create => "create",
+            Scenario::Get => "get",
+            Scenario::BaselineGet => "baseline-get",
+            Scenario::BaselinePost => "baseline-post",
+        }
+    }
+}
+
+/// The requests of one run: a scenario against one server.
+#[derive(Debug, Clone)]
+pub(crate) struct Workload {
+    scenario: Scenario,
+    /// The `Host` header value.
+    host: String,
+    /// The request path.
+    path: String,
+    /// Makes created names unique across runs against the same server.
+    run_id: String,
+}
+
+impl Workload {
+    /// `scenario` against the server at `addr`.
+    pub(crate) fn new(scenario: Scenario, addr: SocketAddr) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let path = match scenario {
+            Scenario::Create => format!("/api/v1/namespaces/{NAMESPACE}/configmaps"),
+            Scenario::Get => format!("/api/v1/namespaces/{NAMESPACE}/configmaps/{GET_TARGET}"),
+            Scenario::BaselineGet | Scenario::BaselinePost => "/".to_owned(),
+        };
+        Workload {
+            scenario,
+            host: addr.to_string(),
+            path,
+            run_id: format!("{:x}", nanos % (1 << 40)),
+        }
+    }
+
+    /// The scenario.
+    pub(crate) fn scenario(&self) -> Scenario {
+        self.scenario
+    }
+
+    /// Writes request number `seq` of connection `connection` into `out` (cleared first).
+    pub(crate) fn write_request(&self, connection: usize, seq: u64, out: &mut Vec<u8>) {
+        out.clear();
+        match self.scenario {
+            Scenario::Create | Scenario::BaselinePost => {
+                let body = format!(
+                    r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"lg-{}-{connection}-{seq}"}},"data":{DATA}}}"#,
+                    self.run_id
+                );
+                write_head(out, "POST", &self.path, &self.host, Some(body.len()));
+                out.extend_from_slice(body.as_bytes());
+            }
+            Scenario::Get | Scenario::BaselineGet => {
+                write_head(out, "GET", &self.path, &self.host, None);
+            }
+        }
+    }
+
+    /// Prepares the server: for the kubemock scenarios, the namespace and the ConfigMap `get`
+    /// reads (both may exist already).
+    pub(crate) async fn setup(&self, addr: SocketAddr) -> anyhow::Result<()> {
+        if matches!(
+            self.scenario,
+            Scenario::BaselineGet | Scenario::BaselinePost
+        ) {
+            return Ok(());
+        }
+        let mut connection = Connection::connect(addr)
+            .await
+            .with_context(|| format!("connecting to {addr}"))?;
+        let namespace = format!(
+            r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{NAMESPACE}"}}}}"#
+        );
+        self.create_once(&mut connection, "/api/v1/namespaces", &namespace)
+            .await?;
+        let configmap = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{GET_TARGET}"}},"data":{DATA}}}"#
+        );
+        self.create_once(
+            &mut connection,
+            &format!("/api/v1/namespaces/{NAMESPACE}/configmaps"),
+            &configmap,
+        )
+        .await
+    }
+
+    /// `POST`s `body` to `path`; an existing object (409) is fine.
+    async fn create_once(
+        &self,
+        connection: &mut Connection,
+        path: &str,
+        body: &str,
+    ) -> anyhow::Result<()> {
+        let mut request = Vec::new();
+        write_head(&mut request, "POST", path, &self.host, Some(body.len()));
+        request.extend_from_slice(body.as_bytes());
+        let response = connection
+            .round_trip(&request)
+            .await
+            .with_context(|| format!("POST {path}"))?;
+        if !matches!(response.status, 200..=299 | 409) {
+            bail!(
+                "setup: POST {path} answered {}: {}",
+                response.status,
+                String::from_utf8_lossy(response.body)
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Writes a request head; `body_len` adds the JSON content headers.
+pub(crate) fn write_head(
+    out: &mut Vec<u8>,
+    method: &str,
+    path: &str,
+    host: &str,
+    body_len: Option<usize>,
+) {
+    let _ = write!(
+        out,
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: kubemock-loadgen\r\nAccept: application/json\r\n"
+    );
+    if let Some(len) = body_len {
+        let _ = write!(
+            out,
+            "Content-Type: application/json\r\nContent-Length: {len}\r\n"
+        );
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(scenario: Scenario, seq: u64) -> String {
+        let workload = Workload::new(scenario, "127.0.0.1:8080".parse().unwrap());
+        let mut out = Vec::new();
+        workload.write_request(3, seq, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn create_requests_carry_unique_names_and_exact_lengths() {
+        let first = request(Scenario::Create, 7);
+        let second = request(Scenario::Create, 8);
+        assert!(first.starts_with("POST /api/v1/namespaces/loadgen/configmaps HTTP/1.1\r\n"));
+        assert_ne!(first, second);
+        let (head, body) = first.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.contains(&format!("Content-Length: {}", body.len())),
+            "{head}"
+        );
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert!(
+            body["metadata"]["name"].as_str().unwrap().ends_with("-3-7"),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn baseline_post_sends_a_body_of_the_same_shape() {
+        let post = request(Scenario::BaselinePost, 1);
+        let (head, body) = post.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("POST / HTTP/1.1"));
+        assert!(head.contains(&format!("Content-Length: {}", body.len())));
+        let create = request(Scenario::Create, 1);
+        let (_, create_body) = create.split_once("\r\n\r\n").unwrap();
+        assert_eq!(body.len(), create_body.len());
+    }
+
+    #[test]
+    fn gets_have_no_body() {
+        for scenario in [Scenario::Get, Scenario::BaselineGet] {
+            let get = request(scenario, 0);
+            assert!(get.starts_with("GET "));
+            assert!(get.ends_with("\r\n\r\n"));
+            assert!(!get.contains("Content-Length"));
+        }
+    }
+}
