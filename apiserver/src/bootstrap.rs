@@ -27,12 +27,15 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
     let services = registry
         .lookup("", "v1", "services")
         .ok_or_else(|| ApiError::internal("services are not registered"))?;
-    for name in SYSTEM_NAMESPACES {
+    // Writes go out together, so a durable store flushes each round in one group commit: the
+    // namespaces, then their service accounts with the `kubernetes` Service.
+    futures_util::future::try_join_all(SYSTEM_NAMESPACES.iter().map(|name| {
         let namespace =
             object::with_type_meta(to_object(json!({"metadata": {"name": name}})), &namespaces);
-        ignore_exists(create_object(state, &namespaces, None, namespace, false).await)?;
-        ensure_default_service_account(state, name).await?;
-    }
+        let namespaces = &namespaces;
+        async move { ignore_exists(create_object(state, namespaces, None, namespace, false).await) }
+    }))
+    .await?;
     let service = object::with_type_meta(
         to_object(json!({
             "metadata": {
@@ -54,7 +57,15 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
         })),
         &services,
     );
-    ignore_exists(create_object(state, &services, Some("default"), service, false).await)?;
+    let service = async {
+        ignore_exists(create_object(state, &services, Some("default"), service, false).await)
+    };
+    let accounts = futures_util::future::try_join_all(
+        SYSTEM_NAMESPACES
+            .iter()
+            .map(|name| ensure_default_service_account(state, name)),
+    );
+    futures_util::future::try_join(service, accounts).await?;
     Ok(())
 }
 
