@@ -338,6 +338,14 @@ const METADATA_ORDER: [&str; 15] = [
     "managedFields",
 ];
 
+/// Whether `key` comes before `resourceVersion` in canonical metadata.
+pub(crate) fn precedes_resource_version(key: &str) -> bool {
+    METADATA_ORDER
+        .iter()
+        .take_while(|k| **k != "resourceVersion")
+        .any(|k| *k == key)
+}
+
 /// Reorders `metadata` into the real server's field order (unknown fields last, in order).
 pub(crate) fn canonicalize_metadata(metadata: &mut Map<String, Value>) {
     let mut ordered = Map::with_capacity(metadata.len());

@@ -59,7 +59,7 @@ pub(crate) struct Metrics {
 #[derive(Debug)]
 struct Inner {
     /// `apiserver_request_total`: requests by labels and HTTP code. Written by the middleware.
-    requests: Mutex<BTreeMap<(RequestLabels, u16), u64>>,
+    requests: Mutex<BTreeMap<RequestLabels, BTreeMap<u16, u64>>>,
     /// `apiserver_request_duration_seconds`. Written by the middleware.
     durations: Mutex<BTreeMap<RequestLabels, Histogram>>,
     /// `apiserver_longrunning_requests`: open watches by labels (`dry_run` left empty, as the
@@ -120,23 +120,24 @@ impl Metrics {
 
     /// Counts a request that ended with `code`.
     fn count(&self, labels: &RequestLabels, code: u16) {
-        *self
-            .inner
-            .requests
-            .lock()
-            .entry((labels.clone(), code))
-            .or_default() += 1;
+        let mut requests = self.inner.requests.lock();
+        // The labels are cloned only for a new series: this runs on every request.
+        let codes = match requests.get_mut(labels) {
+            Some(codes) => codes,
+            None => requests.entry(labels.clone()).or_default(),
+        };
+        *codes.entry(code).or_default() += 1;
     }
 
     /// Counts a served request and observes its duration.
     fn observe(&self, labels: &RequestLabels, code: u16, elapsed: Duration) {
         self.count(labels, code);
-        self.inner
-            .durations
-            .lock()
-            .entry(labels.clone())
-            .or_default()
-            .observe(elapsed.as_secs_f64());
+        let mut durations = self.inner.durations.lock();
+        let histogram = match durations.get_mut(labels) {
+            Some(histogram) => histogram,
+            None => durations.entry(labels.clone()).or_default(),
+        };
+        histogram.observe(elapsed.as_secs_f64());
     }
 
     /// Opens a long-running request: in the gauge until the returned guard drops, then counted.
@@ -168,11 +169,13 @@ impl Metrics {
             "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
             "counter",
         );
-        for ((labels, code), value) in self.inner.requests.lock().iter() {
-            let code = code.to_string();
-            let mut pairs = label_pairs(labels, true);
-            pairs.insert(0, ("code", &code));
-            out.sample("apiserver_request_total", pairs, *value as f64);
+        for (labels, codes) in self.inner.requests.lock().iter() {
+            for (code, value) in codes {
+                let code = code.to_string();
+                let mut pairs = label_pairs(labels, true);
+                pairs.insert(0, ("code", &code));
+                out.sample("apiserver_request_total", pairs, *value as f64);
+            }
         }
         out.family(
             "apiserver_request_duration_seconds",

@@ -112,11 +112,18 @@ pub(crate) fn name_of(object: &Object) -> &str {
 /// Sets `metadata.resourceVersion` to `revision`, keeping the canonical field order.
 pub(crate) fn set_resource_version(object: &mut Object, revision: Revision) {
     let metadata = metadata_mut(object);
-    metadata.insert(
-        "resourceVersion".to_owned(),
-        Value::String(meta::resource_version(revision)),
-    );
-    meta::canonicalize_metadata(metadata);
+    let value = Value::String(meta::resource_version(revision));
+    if let Some(existing) = metadata.get_mut("resourceVersion") {
+        *existing = value;
+        return;
+    }
+    // Metadata is kept in canonical order: the resourceVersion goes right after the fields
+    // that precede it (on every read, so no full reordering).
+    let index = metadata
+        .keys()
+        .take_while(|key| meta::precedes_resource_version(key))
+        .count();
+    metadata.shift_insert(index, "resourceVersion".to_owned(), value);
 }
 
 /// The stored bytes of an object (never with a resourceVersion).
