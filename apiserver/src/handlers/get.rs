@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use kubemock_storage::{KeyValue, Revision};
 use serde_json::Value;
 
@@ -53,13 +53,18 @@ pub(crate) async fn fetch(state: &AppState, key: &str) -> ApiResult<Option<KeyVa
 
 /// Reads the object `call` names (latest state), or 404.
 pub(crate) async fn read_object(call: &Call) -> ApiResult<(Object, Revision)> {
+    let kv = read_kv(call).await?;
+    Ok((object::from_stored(&kv)?, kv.mod_revision))
+}
+
+/// The stored key-value of the call's object, or the 404.
+async fn read_kv(call: &Call) -> ApiResult<KeyValue> {
     let target = &call.target;
     let name = target.name.as_deref().unwrap_or("");
     let key = keys::object_key(&target.resource, target.namespace.as_deref(), name);
-    let kv = fetch(&call.state, &key)
+    fetch(&call.state, &key)
         .await?
-        .ok_or_else(|| ApiError::not_found(&target.resource, name))?;
-    Ok((object::from_stored(&kv)?, kv.mod_revision))
+        .ok_or_else(|| ApiError::not_found(&target.resource, name))
 }
 
 /// `GET` of an item or of its `status` or `scale`.
@@ -71,13 +76,27 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
     {
         wait_for_revision(&call.state, revision).await?;
     }
+    let table = table::requested(&call.headers, &call.query)?;
+    let plain = table.is_none() && !call.pretty();
+    if plain && matches!(call.target.subresource.as_deref(), None | Some("status")) {
+        // The hot path: the stored bytes with the resourceVersion spliced in.
+        let kv = read_kv(call).await?;
+        if let Some(bytes) = object::answer_bytes(&kv) {
+            return Ok((
+                StatusCode::OK,
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                bytes,
+            )
+                .into_response());
+        }
+    }
     let (object, _) = read_object(call).await?;
     let body = match call.target.subresource.as_deref() {
         None | Some("status") => Value::Object(object),
         Some("scale") => Value::Object(scale::scale_of(&call.target.resource, &object)),
         Some(_) => return Err(ApiError::route_method_not_allowed()),
     };
-    let body = match table::requested(&call.headers, &call.query)? {
+    let body = match table {
         Some(request) => {
             let target = &call.target;
             let printer = table::printer_for(&target.resource, target.subresource.as_deref());
