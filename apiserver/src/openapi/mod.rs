@@ -328,76 +328,45 @@ fn path_items(schemas: &Schemas, resource: &Resource) -> Vec<PathItem> {
     items
 }
 
-impl PathItem {
-    /// The path parameters, as both versions spell them.
-    fn path_parameters(&self, v3: bool) -> Vec<Value> {
-        let parameter = |name: &str, description: &str| {
-            if v3 {
-                json!({"name": name, "in": "path", "required": true, "description": description,
-                       "schema": {"type": "string", "uniqueItems": true}})
-            } else {
-                json!({"name": name, "in": "path", "required": true, "description": description,
-                       "type": "string", "uniqueItems": true})
-            }
-        };
-        let mut out = Vec::new();
-        if self.named {
-            out.push(parameter("name", "name of the resource"));
-        }
-        if self.namespaced {
-            out.push(parameter(
-                "namespace",
-                "object name and auth scope, such as for teams and projects",
-            ));
-        }
-        out
-    }
+/// Which OpenAPI document a path item is rendered for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Version {
+    /// Swagger 2.0 (`/openapi/v2`).
+    V2,
+    /// OpenAPI 3.0 (`/openapi/v3/...`).
+    V3,
+}
 
-    fn v3(&self) -> Value {
-        let mut item = Map::new();
-        for op in &self.operations {
-            let mut operation = op.common();
-            let parameters: Vec<Value> = op
-                .query
-                .iter()
-                .map(|name| json!({"name": name, "in": "query", "schema": {"type": query_type(name)}, "uniqueItems": true}))
-                .collect();
-            operation.insert("parameters".to_owned(), Value::Array(parameters));
-            let reference = op
-                .schema
-                .as_ref()
-                .map(|name| json!({"$ref": format!("{COMPONENTS_PREFIX}{name}")}));
-            if op.body
-                && let Some(reference) = &reference
-            {
-                operation.insert(
-                    "requestBody".to_owned(),
-                    json!({"content": {"*/*": {"schema": reference}}, "required": true}),
-                );
+impl Version {
+    /// A string/boolean/integer parameter: v3 nests its type in a `schema`.
+    fn parameter(self, name: &str, place: &str, ty: &str) -> Value {
+        match self {
+            Version::V3 => {
+                json!({"name": name, "in": place, "schema": {"type": ty}, "uniqueItems": true})
             }
-            let response = match (&reference, op.action) {
-                (Some(reference), action) if action != "list" && action != "deletecollection" => {
-                    json!({"description": "OK", "content": {"application/json": {"schema": reference}}})
-                }
-                _ => json!({"description": "OK"}),
-            };
-            operation.insert("responses".to_owned(), json!({ "200": response }));
-            item.insert(op.method.to_owned(), Value::Object(operation));
+            Version::V2 => json!({"name": name, "in": place, "type": ty, "uniqueItems": true}),
         }
-        let mut parameters = self.path_parameters(true);
-        parameters.push(json!({"name": "pretty", "in": "query", "schema": {"type": "string"}, "uniqueItems": true}));
-        item.insert("parameters".to_owned(), Value::Array(parameters));
-        Value::Object(item)
+    }
+}
+
+impl PathItem {
+    fn v3(&self) -> Value {
+        self.render(Version::V3)
     }
 
     fn v2(&self) -> Value {
+        self.render(Version::V2)
+    }
+
+    /// The path item: its operations, then the path and `pretty` parameters.
+    fn render(&self, version: Version) -> Value {
         let mut item = Map::new();
         for op in &self.operations {
             let mut operation = op.common();
             let mut parameters: Vec<Value> = op
                 .query
                 .iter()
-                .map(|name| json!({"name": name, "in": "query", "type": query_type(name), "uniqueItems": true}))
+                .map(|name| version.parameter(name, "query", query_type(name)))
                 .collect();
             let reference = op
                 .schema
@@ -406,31 +375,64 @@ impl PathItem {
             if op.body
                 && let Some(reference) = &reference
             {
-                parameters.push(
-                    json!({"name": "body", "in": "body", "required": true, "schema": reference}),
-                );
+                match version {
+                    Version::V3 => {
+                        operation.insert(
+                            "requestBody".to_owned(),
+                            json!({"content": {"*/*": {"schema": reference}}, "required": true}),
+                        );
+                    }
+                    Version::V2 => parameters.push(
+                        json!({"name": "body", "in": "body", "required": true, "schema": reference}),
+                    ),
+                }
             }
             operation.insert("parameters".to_owned(), Value::Array(parameters));
-            let response = match (&reference, op.action) {
-                (Some(reference), action) if action != "list" && action != "deletecollection" => {
+            let typed = op.action != "list" && op.action != "deletecollection";
+            let response = match (&reference, version) {
+                (Some(reference), Version::V3) if typed => {
+                    json!({"description": "OK", "content": {"application/json": {"schema": reference}}})
+                }
+                (Some(reference), Version::V2) if typed => {
                     json!({"description": "OK", "schema": reference})
                 }
                 _ => json!({"description": "OK"}),
             };
             operation.insert("responses".to_owned(), json!({ "200": response }));
-            operation.insert("consumes".to_owned(), json!(["*/*"]));
-            operation.insert(
-                "produces".to_owned(),
-                json!(["application/json", "application/yaml"]),
-            );
+            if version == Version::V2 {
+                operation.insert("consumes".to_owned(), json!(["*/*"]));
+                operation.insert(
+                    "produces".to_owned(),
+                    json!(["application/json", "application/yaml"]),
+                );
+            }
             item.insert(op.method.to_owned(), Value::Object(operation));
         }
-        let mut parameters = self.path_parameters(false);
-        parameters
-            .push(json!({"name": "pretty", "in": "query", "type": "string", "uniqueItems": true}));
+        let mut parameters = Vec::new();
+        if self.named {
+            parameters.push(path_parameter(version, "name", "name of the resource"));
+        }
+        if self.namespaced {
+            parameters.push(path_parameter(
+                version,
+                "namespace",
+                "object name and auth scope, such as for teams and projects",
+            ));
+        }
+        parameters.push(version.parameter("pretty", "query", "string"));
         item.insert("parameters".to_owned(), Value::Array(parameters));
         Value::Object(item)
     }
+}
+
+/// A required path parameter with its description.
+fn path_parameter(version: Version, name: &str, description: &str) -> Value {
+    let mut parameter = version.parameter(name, "path", "string");
+    if let Value::Object(map) = &mut parameter {
+        map.insert("required".to_owned(), json!(true));
+        map.insert("description".to_owned(), json!(description));
+    }
+    parameter
 }
 
 impl Operation {
