@@ -245,6 +245,13 @@ pub(crate) fn from_stored(kv: &KeyValue) -> ApiResult<Object> {
     Ok(object)
 }
 
+/// A stored object as answered at `revision` (a copy with its resourceVersion).
+pub(crate) fn answered(stored: &Object, revision: Revision) -> Object {
+    let mut object = stored.clone();
+    set_resource_version(&mut object, revision);
+    object
+}
+
 /// The object in stored bytes, as stored (no resourceVersion).
 pub(crate) fn parse_stored(bytes: &[u8]) -> ApiResult<Object> {
     match serde_json::from_slice(bytes) {

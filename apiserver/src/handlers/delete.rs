@@ -12,7 +12,7 @@ use axum::response::Response;
 use kubemock_storage::{DeleteOutcome, Guard};
 use serde_json::{Map, Value, json};
 
-use super::get::fetch;
+use super::get::fetch_existing;
 use super::list;
 use super::resource::Call;
 use super::update::{self, Written};
@@ -209,12 +209,9 @@ async fn delete_one(
     let key = keys::object_key(resource, namespace, name);
     let graceful = resource.group.is_empty() && resource.plural == "pods";
     for _ in 0..DELETE_ATTEMPTS {
-        let current = fetch(&call.state, &key)
-            .await?
-            .ok_or_else(|| ApiError::not_found(resource, name))?;
-        let existing = object::from_stored(&current)?;
+        let (current, stored) = fetch_existing(&call.state, resource, &key, name).await?;
+        let existing = object::answered(&stored, current.mod_revision);
         check_preconditions(resource, name, options, &existing, current.mod_revision)?;
-        let stored = object::parse_stored(&current.value)?;
         if object::meta_str(&existing, "deletionTimestamp").is_some() {
             // §6.1 step 7, §6.6: only a shorter grace period for a pod changes anything.
             let pending = stored

@@ -13,6 +13,7 @@ use super::scale;
 use crate::keys;
 use crate::meta;
 use crate::object::{self, Object};
+use crate::registry::Resource;
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult};
 use crate::table;
@@ -49,6 +50,21 @@ pub(crate) async fn fetch(state: &AppState, key: &str) -> ApiResult<Option<KeyVa
         .await
         .map_err(ApiError::from_storage)?;
     Ok(found.kv)
+}
+
+/// The current state of an object about to be written: its key-value (whose revision guards
+/// the write) and its stored form; the 404 when it is missing.
+pub(crate) async fn fetch_existing(
+    state: &AppState,
+    resource: &Resource,
+    key: &str,
+    name: &str,
+) -> ApiResult<(KeyValue, Object)> {
+    let current = fetch(state, key)
+        .await?
+        .ok_or_else(|| ApiError::not_found(resource, name))?;
+    let stored = object::parse_stored(&current.value)?;
+    Ok((current, stored))
 }
 
 /// Reads the object `call` names (latest state), or 404.

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::Value;
 
-use super::get::fetch;
+use super::get::fetch_existing;
 use super::resource::Call;
 use super::update::{self, Written};
 use crate::codec;
@@ -138,15 +138,10 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
     let name = call.target.name.as_deref().unwrap_or("");
     let key = keys::object_key(resource, call.target.namespace.as_deref(), name);
     for _ in 0..PATCH_ATTEMPTS {
-        let current = fetch(&call.state, &key)
-            .await?
-            .ok_or_else(|| ApiError::not_found(resource, name))?;
-        let existing = object::parse_stored(&current.value)?;
-        let mut answered = existing.clone();
-        object::set_resource_version(&mut answered, current.mod_revision);
+        let (current, existing) = fetch_existing(&call.state, resource, &key, name).await?;
         let mut body: Object = object::typed_object(
             patch.apply(
-                Value::Object(answered),
+                Value::Object(object::answered(&existing, current.mod_revision)),
                 &resource.group_version(),
                 &resource.kind,
             )?,

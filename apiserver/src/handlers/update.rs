@@ -9,7 +9,7 @@ use kubemock_storage::{DeleteOutcome, Guard, KeyValue, Revision, UpdateOutcome};
 use serde_json::{Value, json};
 
 use super::create;
-use super::get::fetch;
+use super::get::{fetch, fetch_existing};
 use super::resource::Call;
 use super::scale;
 use crate::fieldvalidation::with_warnings;
@@ -368,12 +368,8 @@ pub(crate) async fn write_scale(
     let name = call.target.name.as_deref().unwrap_or("");
     let key = keys::object_key(resource, call.target.namespace.as_deref(), name);
     for _ in 0..UPDATE_ATTEMPTS {
-        let current = fetch(&call.state, &key)
-            .await?
-            .ok_or_else(|| ApiError::not_found(resource, name))?;
-        let existing = object::parse_stored(&current.value)?;
-        let mut answered = existing.clone();
-        object::set_resource_version(&mut answered, current.mod_revision);
+        let (current, existing) = fetch_existing(&call.state, resource, &key, name).await?;
+        let answered = object::answered(&existing, current.mod_revision);
         let body = propose(&scale::scale_of(resource, &answered))?;
         let replicas = body
             .get("spec")
@@ -454,10 +450,7 @@ pub(crate) async fn bind(call: &Call) -> ApiResult<Response> {
         .to_owned();
     let key = keys::object_key(resource, call.target.namespace.as_deref(), name);
     for _ in 0..UPDATE_ATTEMPTS {
-        let current = fetch(&call.state, &key)
-            .await?
-            .ok_or_else(|| ApiError::not_found(resource, name))?;
-        let existing = object::parse_stored(&current.value)?;
+        let (current, existing) = fetch_existing(&call.state, resource, &key, name).await?;
         if object::meta_str(&existing, "deletionTimestamp").is_some() {
             return Err(ApiError::conflict(
                 resource,
