@@ -18,29 +18,30 @@ use proto_comments::strip_comments;
 const SCHEMA_CRATE: &str = "k8s-rs-pb";
 const SCHEMA_VERSION_DIR: &str = "src/v1_32";
 
-fn main() {
+fn main() -> Result<(), String> {
     println!("cargo:rerun-if-changed=build.rs");
-    let root = match schema_crate_dir() {
-        Ok(dir) => dir.join(SCHEMA_VERSION_DIR),
-        Err(err) => panic!("cannot find the {SCHEMA_CRATE} sources: {err}"),
-    };
+    let root = schema_crate_dir()
+        .map_err(|err| format!("cannot find the {SCHEMA_CRATE} sources: {err}"))?
+        .join(SCHEMA_VERSION_DIR);
     let mut files = Vec::new();
     collect_protos(&root, &mut files);
     files.sort();
-    assert!(
-        files.len() > 50,
-        "expected the Kubernetes .proto files under {}, found {}",
-        root.display(),
-        files.len()
-    );
+    if files.len() < 50 {
+        return Err(format!(
+            "expected the Kubernetes .proto files under {}, found {}",
+            root.display(),
+            files.len()
+        ));
+    }
     let mut out = String::new();
     for file in &files {
-        let text = fs::read_to_string(file)
-            .unwrap_or_else(|err| panic!("reading {}: {err}", file.display()));
+        let text =
+            fs::read_to_string(file).map_err(|err| format!("reading {}: {err}", file.display()))?;
         out.push_str(&strip_comments(&text));
     }
-    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    fs::write(out_dir.join("k8s-protos.txt"), out).expect("write the schemas");
+    let out_dir = PathBuf::from(env::var("OUT_DIR").map_err(|err| format!("OUT_DIR: {err}"))?);
+    fs::write(out_dir.join("k8s-protos.txt"), out)
+        .map_err(|err| format!("writing the schemas: {err}"))
 }
 
 /// The directory of the schema crate's package: asked of `cargo metadata` (offline first,
