@@ -309,6 +309,7 @@ mod tests {
             instrumented: true,
             long_running: true,
             read_only: true,
+            target: None,
         });
         waiting.push(tokio::spawn(app.clone().oneshot(watch)));
         // None of them takes a slot; each is answered by the handler (200), none with 429.

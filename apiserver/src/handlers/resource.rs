@@ -2,12 +2,15 @@
 //! the verb, and hand over to the verb's handler.
 
 use axum::body::Body;
+use std::sync::Arc;
+
+use axum::Extension;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
-use super::target::{self, Target};
+use super::target::{self, RequestInfo, Target};
 use super::{create, delete, get, list, patch, update, watch};
 use crate::fieldvalidation::{self, FieldValidation};
 use crate::object::Object;
@@ -19,7 +22,7 @@ use crate::status::{ApiError, ApiResult, MAX_BODY_BYTES};
 /// Everything a verb handler gets.
 pub(crate) struct Call {
     pub(crate) state: AppState,
-    pub(crate) target: Target,
+    pub(crate) target: Arc<Target>,
     pub(crate) query: Query,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
@@ -85,10 +88,18 @@ pub(crate) async fn core(
     Path(rest): Path<String>,
     method: Method,
     RawQuery(query): RawQuery,
+    info: Option<Extension<RequestInfo>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    handle(state, "", "v1", &rest, method, query, headers, body).await
+    let request = RequestParts {
+        method,
+        query,
+        known: info.and_then(|Extension(info)| info.target),
+        headers,
+        body,
+    };
+    handle(state, "", "v1", &rest, request).await
 }
 
 /// `/apis/{group}/{version}/{*rest}`.
@@ -97,39 +108,53 @@ pub(crate) async fn grouped(
     Path((group, version, rest)): Path<(String, String, String)>,
     method: Method,
     RawQuery(query): RawQuery,
+    info: Option<Extension<RequestInfo>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    handle(state, &group, &version, &rest, method, query, headers, body).await
+    let request = RequestParts {
+        method,
+        query,
+        known: info.and_then(|Extension(info)| info.target),
+        headers,
+        body,
+    };
+    handle(state, &group, &version, &rest, request).await
 }
 
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the parts of one request, passed once"
-)]
+/// The parts of a resource request the handlers need.
+struct RequestParts {
+    method: Method,
+    query: Option<String>,
+    /// The target as the classifying middleware parsed it, when it could.
+    known: Option<Arc<Target>>,
+    headers: HeaderMap,
+    body: Body,
+}
+
 async fn handle(
     state: AppState,
     group: &str,
     version: &str,
     rest: &str,
-    method: Method,
-    query: Option<String>,
-    headers: HeaderMap,
-    body: Body,
+    request: RequestParts,
 ) -> Response {
     let result = async {
-        let target = target::parse(state.registry(), group, version, rest)?;
-        let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
+        let target = match request.known {
+            Some(target) => target,
+            None => Arc::new(target::parse(state.registry(), group, version, rest)?),
+        };
+        let body = axum::body::to_bytes(request.body, MAX_BODY_BYTES)
             .await
             .map_err(|_| ApiError::too_large())?;
         let call = Call {
             state,
             target,
-            query: Query::parse(query.as_deref()),
-            headers,
+            query: Query::parse(request.query.as_deref()),
+            headers: request.headers,
             body,
         };
-        dispatch(call, method).await
+        dispatch(call, request.method).await
     }
     .await;
     result.unwrap_or_else(IntoResponse::into_response)

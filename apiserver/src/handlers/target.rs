@@ -19,7 +19,7 @@ use crate::state::AppState;
 use crate::status::{ApiError, ApiResult};
 
 /// What a resource path addresses.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Target {
     pub(crate) resource: Arc<Resource>,
     /// The namespace in the path (namespaced resources only).
@@ -173,6 +173,9 @@ pub(crate) struct RequestInfo {
     pub(crate) long_running: bool,
     /// A read (GET or HEAD): counted against the read-only limit, else the mutating one.
     pub(crate) read_only: bool,
+    /// The parsed resource path, handed on to the resource handlers so that a request's path
+    /// is parsed once.
+    pub(crate) target: Option<Arc<Target>>,
 }
 
 impl RequestInfo {
@@ -221,6 +224,7 @@ impl RequestInfo {
                 instrumented: true,
                 long_running: watch || connect,
                 read_only,
+                target: Some(Arc::new(target)),
             };
         }
         labels.verb = canonical_verb(method, "");
@@ -234,6 +238,7 @@ impl RequestInfo {
             instrumented: instrumented.is_some(),
             long_running: false,
             read_only,
+            target: None,
         }
     }
 }
