@@ -549,3 +549,59 @@ async fn kubectl_get_prints_the_servers_table_columns() {
         "{wide}"
     );
 }
+
+#[tokio::test]
+async fn kubectl_scale_and_delete_cascade_policies_leave_the_right_finalizers() {
+    let cluster = Cluster::start().await;
+    for name in ["orphaned", "foreground", "background"] {
+        cluster
+            .kubectl(&["create", "deployment", name, "--image=nginx"])
+            .await;
+    }
+    // kubectl scale: a merge patch of /scale (§4.7).
+    let out = cluster
+        .kubectl(&["scale", "deploy", "orphaned", "--replicas=3"])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/orphaned scaled");
+    let replicas = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "orphaned",
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ])
+        .await;
+    assert_eq!(replicas, "3");
+    // §6.3: the policy becomes the garbage collector's finalizer on the owner (which stays
+    // until a garbage collector removes it; --wait=false so kubectl does not wait for that).
+    for (name, cascade, finalizers) in [
+        ("orphaned", "orphan", r#"["orphan"]"#),
+        ("foreground", "foreground", r#"["foregroundDeletion"]"#),
+    ] {
+        let flag = format!("--cascade={cascade}");
+        cluster
+            .kubectl(&["delete", "deploy", name, &flag, "--wait=false"])
+            .await;
+        let out = cluster
+            .kubectl(&[
+                "get",
+                "deploy",
+                name,
+                "-o",
+                "jsonpath={.metadata.finalizers}",
+            ])
+            .await;
+        assert_eq!(out, finalizers, "{cascade}");
+    }
+    cluster
+        .kubectl(&["delete", "deploy", "background", "--cascade=background"])
+        .await;
+    let output = cluster
+        .command()
+        .args(["get", "deploy", "background"])
+        .output()
+        .await
+        .expect("run kubectl");
+    assert!(!output.status.success(), "background deletes at once");
+}
