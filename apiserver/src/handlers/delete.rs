@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use kubemock_storage::{DeleteOutcome, Guard};
 use serde_json::{Map, Value, json};
 
 use super::get::fetch_existing;
@@ -223,9 +222,13 @@ async fn delete_one(
                 Some(grace) if graceful && grace < pending => {
                     let shortened = mark_deleting(stored.clone(), grace, false);
                     if grace == 0 && finalizers(&shortened).is_empty() {
-                        return remove(call, &key, resource, name, &current, dry_run)
-                            .await
-                            .map(|removed| removed.unwrap_or(Deleted::Removed(existing)));
+                        if dry_run {
+                            return Ok(Deleted::Removed(existing));
+                        }
+                        match update::delete_at(call, &key, current.mod_revision).await? {
+                            Some(_) => return Ok(Deleted::Removed(existing)),
+                            None => continue,
+                        }
                     }
                     match update::write(call, &key, &current, shortened, dry_run).await? {
                         Written::Done(object) => return Ok(Deleted::Pending(object)),
@@ -264,55 +267,25 @@ async fn delete_one(
                 object::meta_str(&object, "resourceVersion").unwrap_or(""),
             )?
             .unwrap_or(current.mod_revision);
-            let guard = Guard::ModRevision(revision);
-            return match call
-                .state
-                .store()
-                .delete(key.clone().into(), guard)
-                .await
-                .map_err(ApiError::from_storage)?
-            {
-                DeleteOutcome::Deleted { .. } => Ok(Deleted::Removed(object)),
+            return Ok(match update::delete_at(call, &key, revision).await? {
+                Some(_) => Deleted::Removed(object),
                 // Another writer got in after the mark: the pod stays, being deleted.
-                DeleteOutcome::Conflict(_) | DeleteOutcome::NotFound => {
-                    Ok(Deleted::Pending(object))
-                }
-            };
+                None => Deleted::Pending(object),
+            });
         }
-        match remove(call, &key, resource, name, &current, dry_run).await? {
-            Some(_) => return Ok(Deleted::Removed(existing)),
-            None => continue,
+        if dry_run {
+            return Ok(Deleted::Removed(existing));
+        }
+        // A conflict (or a concurrent delete) means another attempt, which sees the new state
+        // (or answers the 404).
+        if update::delete_at(call, &key, current.mod_revision)
+            .await?
+            .is_some()
+        {
+            return Ok(Deleted::Removed(existing));
         }
     }
     Err(ApiError::modified(resource, name))
-}
-
-/// Removes the key if it is still at `current`'s revision: `None` when another writer got in.
-async fn remove(
-    call: &Call,
-    key: &str,
-    resource: &Resource,
-    name: &str,
-    current: &kubemock_storage::KeyValue,
-    dry_run: bool,
-) -> ApiResult<Option<Deleted>> {
-    if dry_run {
-        return Ok(Some(Deleted::Removed(object::from_stored(current)?)));
-    }
-    match call
-        .state
-        .store()
-        .delete(
-            key.to_owned().into(),
-            Guard::ModRevision(current.mod_revision),
-        )
-        .await
-        .map_err(ApiError::from_storage)?
-    {
-        DeleteOutcome::Deleted { .. } => Ok(Some(Deleted::Removed(object::from_stored(current)?))),
-        DeleteOutcome::Conflict(_) => Ok(None),
-        DeleteOutcome::NotFound => Err(ApiError::not_found(resource, name)),
-    }
 }
 
 /// The object's finalizers.

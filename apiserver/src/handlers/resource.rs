@@ -4,8 +4,7 @@
 use axum::body::Body;
 use std::sync::Arc;
 
-use axum::Extension;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -86,19 +85,8 @@ impl Call {
 pub(crate) async fn core(
     State(state): State<AppState>,
     Path(rest): Path<String>,
-    method: Method,
-    RawQuery(query): RawQuery,
-    info: Option<Extension<RequestInfo>>,
-    headers: HeaderMap,
-    body: Body,
+    request: RequestParts,
 ) -> Response {
-    let request = RequestParts {
-        method,
-        query,
-        known: info.and_then(|Extension(info)| info.target),
-        headers,
-        body,
-    };
     handle(state, "", "v1", &rest, request).await
 }
 
@@ -106,30 +94,37 @@ pub(crate) async fn core(
 pub(crate) async fn grouped(
     State(state): State<AppState>,
     Path((group, version, rest)): Path<(String, String, String)>,
-    method: Method,
-    RawQuery(query): RawQuery,
-    info: Option<Extension<RequestInfo>>,
-    headers: HeaderMap,
-    body: Body,
+    request: RequestParts,
 ) -> Response {
-    let request = RequestParts {
-        method,
-        query,
-        known: info.and_then(|Extension(info)| info.target),
-        headers,
-        body,
-    };
     handle(state, &group, &version, &rest, request).await
 }
 
 /// The parts of a resource request the handlers need.
-struct RequestParts {
+pub(crate) struct RequestParts {
     method: Method,
     query: Option<String>,
     /// The target as the classifying middleware parsed it, when it could.
     known: Option<Arc<Target>>,
     headers: HeaderMap,
     body: Body,
+}
+
+impl<S: Send + Sync> FromRequest<S> for RequestParts {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = request.into_parts();
+        Ok(RequestParts {
+            query: parts.uri.query().map(str::to_owned),
+            known: parts
+                .extensions
+                .remove::<RequestInfo>()
+                .and_then(|info| info.target),
+            method: parts.method,
+            headers: parts.headers,
+            body,
+        })
+    }
 }
 
 async fn handle(

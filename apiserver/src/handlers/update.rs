@@ -142,21 +142,10 @@ pub(crate) async fn write(
             if dry_run {
                 return Ok(Written::Done(answered(updated, current.mod_revision)));
             }
-            return match call
-                .state
-                .store()
-                .delete(
-                    key.to_owned().into(),
-                    Guard::ModRevision(current.mod_revision),
-                )
-                .await
-                .map_err(ApiError::from_storage)?
-            {
-                DeleteOutcome::Deleted { revision, .. } => {
-                    Ok(Written::Done(answered(updated, revision)))
-                }
-                DeleteOutcome::Conflict(_) | DeleteOutcome::NotFound => Ok(Written::Conflict),
-            };
+            return Ok(match delete_at(call, key, current.mod_revision).await? {
+                Some(revision) => Written::Done(answered(updated, revision)),
+                None => Written::Conflict,
+            });
         }
     }
     if dry_run {
@@ -227,6 +216,25 @@ fn check_no_new_finalizers(
             ),
         }],
     ))
+}
+
+/// Deletes `key` if it is still at `revision`: the delete's revision, or `None` when another
+/// writer got in (or the key is gone).
+pub(crate) async fn delete_at(
+    call: &Call,
+    key: &str,
+    revision: Revision,
+) -> ApiResult<Option<Revision>> {
+    let outcome = call
+        .state
+        .store()
+        .delete(key.to_owned().into(), Guard::ModRevision(revision))
+        .await
+        .map_err(ApiError::from_storage)?;
+    Ok(match outcome {
+        DeleteOutcome::Deleted { revision, .. } => Some(revision),
+        DeleteOutcome::Conflict(_) | DeleteOutcome::NotFound => None,
+    })
 }
 
 /// §3.3: a different non-empty uid in a PUT body is a failed precondition.
