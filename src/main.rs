@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use kubemock_apiserver::ServerConfig;
+use kubemock_apiserver::{NodePortRange, ServerConfig, ServiceCidr};
 use kubemock_storage::{Config, SledStore};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -57,6 +57,13 @@ struct ServeArgs {
     /// seconds); about a minute like the real server unless tests want them sooner.
     #[arg(long, default_value = "60s", value_parser = parse_interval)]
     bookmark_interval: Duration,
+    /// The IPv4 range Services get their cluster IPs from; the `kubernetes` Service has its
+    /// first address.
+    #[arg(long, default_value = kubemock_apiserver::DEFAULT_SERVICE_CLUSTER_IP_RANGE)]
+    service_cluster_ip_range: ServiceCidr,
+    /// The ports NodePort and LoadBalancer Services get their node ports from.
+    #[arg(long, default_value = kubemock_apiserver::DEFAULT_SERVICE_NODE_PORT_RANGE)]
+    service_node_port_range: NodePortRange,
 }
 
 /// `500ms`, `2s`, `1m`, or a number of seconds; never zero.
@@ -145,6 +152,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             max_requests_inflight: args.max_requests_inflight,
             max_mutating_requests_inflight: args.max_mutating_requests_inflight,
             bookmark_interval: args.bookmark_interval,
+            service_cluster_ip_range: args.service_cluster_ip_range,
+            service_node_port_range: args.service_node_port_range,
         },
         shutdown.clone(),
     ));

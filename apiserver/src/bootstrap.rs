@@ -3,7 +3,9 @@
 //! finalizer), the `kubernetes` Service in `default`, and a `default` ServiceAccount in every
 //! namespace (created by the API server whenever it creates a namespace: see
 //! `handlers::create::ensure_default_service_account`). Created through the normal create
-//! pipeline, and only when missing, so a durable store keeps its objects across restarts.
+//! pipeline, and only when missing, so a durable store keeps its objects across restarts. The
+//! `kubernetes` Service has the first address of the service range (it is created before any
+//! other Service can take it).
 
 use serde_json::{Value, json};
 
@@ -15,7 +17,8 @@ use crate::status::{ApiError, ApiResult};
 /// The namespaces every cluster starts with.
 pub const SYSTEM_NAMESPACES: [&str; 4] =
     ["default", "kube-system", "kube-public", "kube-node-lease"];
-/// The `kubernetes` Service's cluster IP: the first address of the default service range.
+/// The `kubernetes` Service's cluster IP with the default service range (10.96.0.0/12): its
+/// first address.
 pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 
 /// Creates whatever startup object is missing.
@@ -36,6 +39,7 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
         async move { ignore_exists(create_object(state, namespaces, None, namespace, false).await) }
     }))
     .await?;
+    let cluster_ip = state.config().service_cluster_ip_range.first().to_string();
     let service = object::with_type_meta(
         to_object(json!({
             "metadata": {
@@ -45,8 +49,8 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
             },
             "spec": {
                 "ports": [{"name": "https", "protocol": "TCP", "port": 443, "targetPort": 6443}],
-                "clusterIP": KUBERNETES_SERVICE_IP,
-                "clusterIPs": [KUBERNETES_SERVICE_IP],
+                "clusterIP": cluster_ip,
+                "clusterIPs": [cluster_ip],
                 "type": "ClusterIP",
                 "sessionAffinity": "None",
                 "ipFamilies": ["IPv4"],
@@ -57,7 +61,13 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
         })),
         &services,
     );
+    // Only when missing: creating it again would fail on its address (taken by itself)
+    // before it could fail on its name.
+    let key = crate::keys::object_key(&services, Some("default"), "kubernetes");
     let service = async {
+        if crate::handlers::get::fetch(state, &key).await?.is_some() {
+            return Ok(());
+        }
         ignore_exists(create_object(state, &services, Some("default"), service, false).await)
     };
     let accounts = futures_util::future::try_join_all(

@@ -10,6 +10,7 @@
 //! - `handlers`: request handlers: `nonresource` (`/version`, health), `discovery`, and the
 //!   resource verbs (`resource` dispatches to `get`, `list`, `create`, `update`, `delete`).
 //! - `registry`: [`Registry`], one data entry per served resource.
+//! - `admission`: the built-in kinds' defaulting, validation and Service address allocation.
 //! - `codec`: the media types of request bodies.
 //! - `openapi`: the OpenAPI documents and the built-in kinds' schemas; `fieldvalidation`:
 //!   unknown fields checked against them.
@@ -31,6 +32,7 @@
 //! termination) are served; server-side apply, custom resources and defaulting are being built.
 
 mod accept;
+mod admission;
 mod bootstrap;
 mod codec;
 mod fieldvalidation;
@@ -63,12 +65,16 @@ use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
 use tracing::error;
 
+pub use admission::{
+    DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, NodePortRange, ServiceCidr,
+};
 pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
 pub use handlers::nonresource::KUBERNETES_MINOR;
 pub use kubeconfig::kubeconfig;
 pub use limits::{DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUESTS_INFLIGHT};
 pub use registry::{
-    Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Registry, Resource, Subresource,
+    Admission, Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Registry, Resource,
+    Subresource,
 };
 pub use state::{AppState, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};

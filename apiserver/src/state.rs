@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use kubemock_storage::Kv;
 
+use crate::admission::{NodePortRange, ServiceAllocator, ServiceCidr};
+use crate::status::ApiResult;
+
 use crate::limits::{
     DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUESTS_INFLIGHT, InFlight,
 };
@@ -29,6 +32,12 @@ pub struct ServerConfig {
     /// Other requests in flight at most; more are answered 429. 0 is unlimited. Default
     /// [`DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT`].
     pub max_mutating_requests_inflight: usize,
+    /// Where Services get their cluster IPs (`--service-cluster-ip-range`); the `kubernetes`
+    /// Service has the first address. Default 10.96.0.0/12.
+    pub service_cluster_ip_range: ServiceCidr,
+    /// Where NodePort and LoadBalancer Services get their node ports
+    /// (`--service-node-port-range`). Default 30000-32767.
+    pub service_node_port_range: NodePortRange,
 }
 
 impl Default for ServerConfig {
@@ -37,6 +46,8 @@ impl Default for ServerConfig {
             bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
             max_requests_inflight: DEFAULT_MAX_REQUESTS_INFLIGHT,
             max_mutating_requests_inflight: DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+            service_cluster_ip_range: ServiceCidr::default(),
+            service_node_port_range: NodePortRange::default(),
         }
     }
 }
@@ -63,6 +74,9 @@ struct Inner {
     metrics: Metrics,
     /// The in-flight limit's slots, taken by the pipeline's limit layer, read by `/metrics`.
     in_flight: InFlight,
+    /// Who holds which Service cluster IP and node port: loaded from the stored Services on
+    /// first use (by the first Service write or delete), then kept by admission.
+    service_allocator: tokio::sync::OnceCell<Arc<ServiceAllocator>>,
 }
 
 impl AppState {
@@ -82,6 +96,7 @@ impl AppState {
                 openapi: OnceLock::new(),
                 metrics: Metrics::new(),
                 in_flight,
+                service_allocator: tokio::sync::OnceCell::new(),
             }),
         }
     }
@@ -128,5 +143,23 @@ impl AppState {
     /// The in-flight limit.
     pub(crate) fn in_flight(&self) -> &InFlight {
         &self.inner.in_flight
+    }
+
+    /// The Service address allocator, loaded from the store on first use.
+    pub(crate) async fn service_allocator(&self) -> ApiResult<Arc<ServiceAllocator>> {
+        let inner = &self.inner;
+        inner
+            .service_allocator
+            .get_or_try_init(|| async {
+                ServiceAllocator::load(
+                    &inner.store,
+                    inner.config.service_cluster_ip_range,
+                    inner.config.service_node_port_range,
+                )
+                .await
+                .map(Arc::new)
+            })
+            .await
+            .cloned()
     }
 }

@@ -9,6 +9,7 @@ use kubemock_storage::CreateOutcome;
 use serde_json::{Value, json};
 
 use super::resource::Call;
+use crate::admission;
 use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::meta::{self, FieldError};
@@ -55,6 +56,7 @@ pub(crate) async fn create_object(
     if let Some(namespace) = namespace.filter(|_| resource.namespaced) {
         admit_into_namespace(state, resource, namespace, object::name_of(&object)).await?;
     }
+    let reservation = admission::admit_create(state, resource, &mut object, dry_run).await?;
     let attempts = if generate_name.is_some() {
         GENERATE_NAME_ATTEMPTS
     } else {
@@ -74,6 +76,7 @@ pub(crate) async fn create_object(
             .map_err(ApiError::from_storage)?
         {
             CreateOutcome::Created(kv) => {
+                reservation.commit();
                 object::set_resource_version(&mut object, kv.mod_revision);
                 if resource.group.is_empty() && resource.plural == "namespaces" {
                     ensure_default_service_account(state, &name).await?;
@@ -227,32 +230,8 @@ fn prepare(
     if resource.behaviour.generation != GenerationPolicy::None {
         metadata.insert("generation".to_owned(), json!(1));
     }
-    apply_kind_defaults(resource, object);
     meta::canonicalize_metadata(object::metadata_mut(object));
     Ok(generated)
-}
-
-/// Defaults of kinds whose defaults clients rely on already (§3.10); the rest come with the
-/// defaulting issue.
-fn apply_kind_defaults(resource: &Resource, object: &mut Object) {
-    if resource.group.is_empty() && resource.plural == "namespaces" {
-        let name = object::name_of(object).to_owned();
-        let metadata = object::metadata_mut(object);
-        let labels = metadata.entry("labels").or_insert_with(|| json!({}));
-        if let Value::Object(labels) = labels {
-            labels.insert(
-                "kubernetes.io/metadata.name".to_owned(),
-                Value::String(name),
-            );
-        }
-        let spec = object.entry("spec").or_insert_with(|| json!({}));
-        if let Value::Object(spec) = spec
-            && !spec.contains_key("finalizers")
-        {
-            spec.insert("finalizers".to_owned(), json!(["kubernetes"]));
-        }
-        object.insert("status".to_owned(), json!({"phase": "Active"}));
-    }
 }
 
 /// NamespaceLifecycle admission for a create (§3.4): the namespace must exist and not be

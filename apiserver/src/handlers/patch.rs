@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::get::fetch_existing;
 use super::resource::Call;
 use super::update::{self, Written};
+use crate::admission;
 use crate::codec;
 use crate::codec::protobuf::SCHEMA;
 use crate::fieldvalidation::with_warnings;
@@ -157,9 +158,19 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
             return Err(ApiError::modified(resource, name));
         }
         update::check_uid_precondition(resource, name, &key, &body, &existing)?;
+        let reservation = admission::admit_update(
+            &call.state,
+            resource,
+            subresource,
+            &existing,
+            &mut body,
+            dry_run,
+        )
+        .await?;
         let updated = update::merge(resource, subresource, &existing, body);
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
+            reservation.commit();
             let response = object::respond(StatusCode::OK, &Value::Object(object), call.pretty());
             return Ok(with_warnings(response, &warnings));
         }

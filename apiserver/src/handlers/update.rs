@@ -12,6 +12,7 @@ use super::create;
 use super::get::{fetch, fetch_existing};
 use super::resource::Call;
 use super::scale;
+use crate::admission;
 use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::meta::{self, FieldError};
@@ -70,9 +71,20 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
         if client_revision.is_some_and(|rv| rv != current.mod_revision) {
             return Err(ApiError::modified(resource, name));
         }
-        let updated = merge(resource, subresource, &existing, body.clone());
+        let mut body = body.clone();
+        let reservation = admission::admit_update(
+            &call.state,
+            resource,
+            subresource,
+            &existing,
+            &mut body,
+            dry_run,
+        )
+        .await?;
+        let updated = merge(resource, subresource, &existing, body);
         match write(call, &key, &current, updated, dry_run).await? {
             Written::Done(object) => {
+                reservation.commit();
                 let response =
                     object::respond(StatusCode::OK, &Value::Object(object), call.pretty());
                 return Ok(with_warnings(response, &warnings));
@@ -232,7 +244,10 @@ pub(crate) async fn delete_at(
         .await
         .map_err(ApiError::from_storage)?;
     Ok(match outcome {
-        DeleteOutcome::Deleted { revision, .. } => Some(revision),
+        DeleteOutcome::Deleted { revision, prev } => {
+            admission::deleted(&call.state, &call.target.resource, &prev.value).await;
+            Some(revision)
+        }
         DeleteOutcome::Conflict(_) | DeleteOutcome::NotFound => None,
     })
 }

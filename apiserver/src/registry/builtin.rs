@@ -5,7 +5,9 @@
 //! attach, portforward, proxy) and those kubemock does not implement are left out of discovery
 //! rather than advertised and 404.
 
-use super::{Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Resource, Subresource};
+use super::{
+    Admission, Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Resource, Subresource,
+};
 
 /// Verbs of almost every resource.
 const ALL_VERBS: &[&str] = &[
@@ -79,6 +81,7 @@ const fn entry(
             unconditional_update: true,
             create_on_update: false,
             delete_returns_object: false,
+            admission: Admission::None,
         },
         printer: Printer::Default,
     }
@@ -129,6 +132,12 @@ impl Entry {
         self
     }
 
+    /// Writes go through this kind's defaulting and validation (`admission`).
+    const fn admit(mut self, admission: Admission) -> Self {
+        self.behaviour.admission = admission;
+        self
+    }
+
     /// Tables print with the real printer of this kind (§10) rather than the default convertor.
     const fn printer(mut self, printer: Printer) -> Self {
         self.printer = printer;
@@ -149,13 +158,15 @@ const V1: &str = "v1";
 #[rustfmt::skip]
 const ENTRIES: &[Entry] = &[
     // core/v1
-    entry(CORE, V1, "configmaps", "ConfigMap", NS).short(&["cm"]).printer(Printer::ConfigMap),
+    entry(CORE, V1, "configmaps", "ConfigMap", NS).short(&["cm"]).admit(Admission::ConfigMap).printer(Printer::ConfigMap),
     entry(CORE, V1, "endpoints", "Endpoints", NS).short(&["ep"]).create_on_update(),
     entry(CORE, V1, "events", "Event", NS).short(&["ev"]).create_on_update()
+        .admit(Admission::Event)
         .printer(Printer::Event),
     entry(CORE, V1, "limitranges", "LimitRange", NS).short(&["limits"]),
     entry(CORE, V1, "namespaces", "Namespace", CLUSTER).short(&["ns"])
         .sub(&["finalize", "status"]).names(NameRule::Label).returns_deleted()
+        .admit(Admission::Namespace)
         .printer(Printer::Namespace),
     entry(CORE, V1, "nodes", "Node", CLUSTER).short(&["no"]).sub(&["status"])
         .printer(Printer::Node),
@@ -164,30 +175,32 @@ const ENTRIES: &[Entry] = &[
     entry(CORE, V1, "persistentvolumes", "PersistentVolume", CLUSTER).short(&["pv"])
         .sub(&["status"]),
     entry(CORE, V1, "pods", "Pod", NS).short(&["po"]).all().sub(&["binding", "status"])
+        .admit(Admission::Pod)
         .returns_deleted().printer(Printer::Pod),
-    entry(CORE, V1, "podtemplates", "PodTemplate", NS),
+    entry(CORE, V1, "podtemplates", "PodTemplate", NS).admit(Admission::PodTemplate),
     entry(CORE, V1, "replicationcontrollers", "ReplicationController", NS).short(&["rc"]).all()
-        .sub(&["scale", "status"]).generation(SPEC),
+        .sub(&["scale", "status"]).generation(SPEC).admit(Admission::ReplicationController),
     entry(CORE, V1, "resourcequotas", "ResourceQuota", NS).short(&["quota"]).sub(&["status"]),
-    entry(CORE, V1, "secrets", "Secret", NS).printer(Printer::Secret),
+    entry(CORE, V1, "secrets", "Secret", NS).printer(Printer::Secret).admit(Admission::Secret),
     entry(CORE, V1, "serviceaccounts", "ServiceAccount", NS).short(&["sa"]).returns_deleted(),
     entry(CORE, V1, "services", "Service", NS).short(&["svc"]).all().sub(&["status"])
         .names(NameRule::Dns1035).create_on_update().returns_deleted()
-        .printer(Printer::Service),
+        .printer(Printer::Service).admit(Admission::Service),
     // apps/v1
     entry(APPS, V1, "controllerrevisions", "ControllerRevision", NS),
     entry(APPS, V1, "daemonsets", "DaemonSet", NS).short(&["ds"]).all().sub(&["status"])
-        .generation(SPEC),
+        .generation(SPEC).admit(Admission::DaemonSet),
     entry(APPS, V1, "deployments", "Deployment", NS).short(&["deploy"]).all()
         .sub(&["scale", "status"]).generation(GenerationPolicy::SpecAndAnnotations)
-        .printer(Printer::Deployment),
+        .printer(Printer::Deployment).admit(Admission::Deployment),
     entry(APPS, V1, "replicasets", "ReplicaSet", NS).short(&["rs"]).all()
-        .sub(&["scale", "status"]).generation(SPEC).printer(Printer::ReplicaSet),
+        .sub(&["scale", "status"]).generation(SPEC).printer(Printer::ReplicaSet)
+        .admit(Admission::ReplicaSet),
     entry(APPS, V1, "statefulsets", "StatefulSet", NS).short(&["sts"]).all()
-        .sub(&["scale", "status"]).generation(SPEC),
+        .sub(&["scale", "status"]).generation(SPEC).admit(Admission::StatefulSet),
     // events.k8s.io/v1
     entry("events.k8s.io", V1, "events", "Event", NS).short(&["ev"]).create_on_update()
-        .printer(Printer::EventV1),
+        .printer(Printer::EventV1).admit(Admission::EventV1),
     // autoscaling/v2 and v1 (one stored resource; no conversion between the versions)
     entry("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", NS)
         .short(&["hpa"]).all().sub(&["status"]),
@@ -195,8 +208,9 @@ const ENTRIES: &[Entry] = &[
         .short(&["hpa"]).all().sub(&["status"]),
     // batch/v1
     entry(BATCH, V1, "cronjobs", "CronJob", NS).short(&["cj"]).all().sub(&["status"])
-        .generation(SPEC),
-    entry(BATCH, V1, "jobs", "Job", NS).all().sub(&["status"]).generation(SPEC),
+        .generation(SPEC).admit(Admission::CronJob),
+    entry(BATCH, V1, "jobs", "Job", NS).all().sub(&["status"]).generation(SPEC)
+        .admit(Admission::Job),
     // networking.k8s.io/v1
     entry(NETWORKING, V1, "ingressclasses", "IngressClass", CLUSTER),
     entry(NETWORKING, V1, "ingresses", "Ingress", NS).short(&["ing"]).sub(&["status"]),
@@ -221,7 +235,7 @@ const ENTRIES: &[Entry] = &[
     entry("scheduling.k8s.io", V1, "priorityclasses", "PriorityClass", CLUSTER).short(&["pc"]),
     // coordination.k8s.io/v1
     entry("coordination.k8s.io", V1, "leases", "Lease", NS).conditional_update_only()
-        .create_on_update().printer(Printer::Lease),
+        .create_on_update().printer(Printer::Lease).admit(Admission::Lease),
     // discovery.k8s.io/v1
     entry("discovery.k8s.io", V1, "endpointslices", "EndpointSlice", NS),
 ];

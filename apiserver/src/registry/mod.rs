@@ -92,6 +92,47 @@ pub enum Printer {
     Scale,
 }
 
+/// Which kind-specific admission (defaulting, validation, allocation: the `admission` module)
+/// a resource's writes go through, besides the generic metadata rules (§3, §3.10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Admission {
+    /// Only the generic metadata rules.
+    #[default]
+    None,
+    /// core/v1 Namespace.
+    Namespace,
+    /// core/v1 Pod.
+    Pod,
+    /// core/v1 PodTemplate.
+    PodTemplate,
+    /// core/v1 ReplicationController.
+    ReplicationController,
+    /// core/v1 Service (cluster IP and node port allocation).
+    Service,
+    /// core/v1 ConfigMap.
+    ConfigMap,
+    /// core/v1 Secret.
+    Secret,
+    /// core/v1 Event.
+    Event,
+    /// events.k8s.io/v1 Event.
+    EventV1,
+    /// apps/v1 Deployment.
+    Deployment,
+    /// apps/v1 ReplicaSet.
+    ReplicaSet,
+    /// apps/v1 StatefulSet.
+    StatefulSet,
+    /// apps/v1 DaemonSet.
+    DaemonSet,
+    /// batch/v1 Job.
+    Job,
+    /// batch/v1 CronJob.
+    CronJob,
+    /// coordination.k8s.io/v1 Lease.
+    Lease,
+}
+
 /// How a resource behaves under the generic verbs, where kinds differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Behaviour {
@@ -105,6 +146,8 @@ pub struct Behaviour {
     pub create_on_update: bool,
     /// An immediate DELETE answers with the deleted object rather than a Status (§6.2).
     pub delete_returns_object: bool,
+    /// The kind's defaulting and validation hooks.
+    pub admission: Admission,
 }
 
 impl Default for Behaviour {
@@ -115,6 +158,7 @@ impl Default for Behaviour {
             unconditional_update: true,
             create_on_update: false,
             delete_returns_object: false,
+            admission: Admission::None,
         }
     }
 }

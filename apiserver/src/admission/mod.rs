@@ -1,0 +1,270 @@
+//! Admission: what the real API server does to an object of a built-in kind between decoding
+//! it and storing it — defaulting (`pkg/apis/*/v1/defaults.go`, on every decode, so on updates
+//! too), the registry strategies' create-time preparation (initial status, a Job's selector),
+//! the admission plugins whose traces users see on a created pod, validation
+//! (`pkg/apis/*/validation`, one 422 cause per field), and the allocation of Service cluster
+//! IPs and node ports. §3.10 lists what clients commonly observe.
+//!
+//! Which kind a resource is comes from its registry entry (`Behaviour::admission`); the verb
+//! handlers make one call each: [`admit_create`], [`admit_update`], and [`deleted`] once an
+//! object is gone (a Service gives back its addresses).
+//!
+//! # Layout
+//! - `fields`: field errors in the real wording and the Go renderings of the values they quote.
+//! - `pods`: pod spec and container defaults (pods and templates), pod admission, pod rules.
+//! - `workloads`: Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs,
+//!   ReplicationControllers, PodTemplates.
+//! - `services`: Service defaults, validation and allocation; `allocator`: the address sets.
+//! - `config`: ConfigMaps and Secrets.
+//! - `events`: Events and Leases (§12).
+
+mod allocator;
+mod config;
+mod events;
+mod fields;
+mod pods;
+mod services;
+mod workloads;
+
+use serde_json::{Value, json};
+use tracing::warn;
+
+pub use allocator::{
+    DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, NodePortRange, ServiceCidr,
+};
+pub(crate) use allocator::{Reservation, ServiceAllocator};
+
+use crate::meta::{self, FieldError};
+use crate::object::{self, Object};
+use crate::registry::{Admission, Resource};
+use crate::state::AppState;
+use crate::status::{ApiError, ApiResult};
+
+/// Admits a new object: defaults, create-time preparation, validation and (Services)
+/// allocation. The returned reservation must be committed once the object is stored; dropping
+/// it gives back what it took.
+pub(crate) async fn admit_create(
+    state: &AppState,
+    resource: &Resource,
+    object: &mut Object,
+    dry_run: bool,
+) -> ApiResult<Reservation> {
+    let admission = resource.behaviour.admission;
+    if admission == Admission::None {
+        return Ok(Reservation::default());
+    }
+    default(admission, object)?;
+    prepare_create(admission, object);
+    // Defaults may have added labels: keep metadata in the real server's order.
+    meta::canonicalize_metadata(object::metadata_mut(object));
+    let mut errors = Vec::new();
+    validate(admission, object, &mut errors);
+    if !errors.is_empty() {
+        return Err(invalid(resource, object, errors));
+    }
+    if admission != Admission::Service {
+        return Ok(Reservation::default());
+    }
+    let allocator = state.service_allocator().await?;
+    services::allocate(&allocator, None, object, dry_run)
+        .map_err(|failure| failure.into_error(|errors| invalid(resource, object, errors)))
+}
+
+/// Admits an update of `existing` to `object` (the request's body, or the patched object):
+/// defaults (on both: the stored object is read as the real server decodes it), what the
+/// strategy keeps from the old object, validation including the kind's immutable fields, and
+/// (Services) allocation. Subresource writes (`status`, `finalize`) are not admitted here.
+pub(crate) async fn admit_update(
+    state: &AppState,
+    resource: &Resource,
+    subresource: Option<&str>,
+    existing: &Object,
+    object: &mut Object,
+    dry_run: bool,
+) -> ApiResult<Reservation> {
+    let admission = resource.behaviour.admission;
+    if admission == Admission::None || subresource.is_some() {
+        return Ok(Reservation::default());
+    }
+    let mut old = existing.clone();
+    default(admission, &mut old)?;
+    default(admission, object)?;
+    if admission == Admission::Service {
+        services::prepare_update(&old, object);
+    }
+    let mut errors = Vec::new();
+    match admission {
+        Admission::Event => events::validate_event_update(&old, object, false, &mut errors),
+        Admission::EventV1 => events::validate_event_update(&old, object, true, &mut errors),
+        _ => {
+            validate(admission, object, &mut errors);
+            validate_update(admission, &old, object, &mut errors);
+        }
+    }
+    if !errors.is_empty() {
+        return Err(invalid(resource, object, errors));
+    }
+    if admission != Admission::Service {
+        return Ok(Reservation::default());
+    }
+    let allocator = state.service_allocator().await?;
+    services::allocate(&allocator, Some(&old), object, dry_run)
+        .map_err(|failure| failure.into_error(|errors| invalid(resource, object, errors)))
+}
+
+/// Called once an object of `resource` is removed from the store, with its last stored bytes:
+/// a Service gives back its cluster IP and node ports.
+pub(crate) async fn deleted(state: &AppState, resource: &Resource, stored: &[u8]) {
+    if resource.behaviour.admission != Admission::Service {
+        return;
+    }
+    let Ok(service) = serde_json::from_slice::<Value>(stored) else {
+        return;
+    };
+    match state.service_allocator().await {
+        Ok(allocator) => allocator.release(&allocator::Held::of_service(&service)),
+        Err(err) => {
+            warn!(message = %err.message, "the service allocator is unavailable; addresses not released")
+        }
+    }
+}
+
+/// The 422 for `object` of `resource` with these causes.
+fn invalid(resource: &Resource, object: &Object, errors: Vec<FieldError>) -> ApiError {
+    meta::invalid(
+        &resource.qualified_kind(),
+        &resource.group,
+        &resource.kind,
+        object::name_of(object),
+        errors,
+    )
+}
+
+/// Defaulting, as on every decode (and the decode-time conversions and checks: a Secret's
+/// `stringData`, base64, timestamps: a 400 when they fail).
+fn default(admission: Admission, object: &mut Object) -> ApiResult<()> {
+    match admission {
+        Admission::None => {}
+        Admission::Namespace => {
+            let name = object::name_of(object).to_owned();
+            if !name.is_empty() {
+                let labels = fields::child(object::metadata_mut(object), "labels");
+                labels.insert("kubernetes.io/metadata.name".to_owned(), json!(name));
+            }
+            fields::default_to(fields::child(object, "status"), "phase", json!("Active"));
+        }
+        Admission::Pod => pods::default_pod(object),
+        Admission::PodTemplate => workloads::default_pod_template(object),
+        Admission::ReplicationController => workloads::default_replication_controller(object),
+        Admission::Deployment => workloads::default_deployment(object),
+        Admission::ReplicaSet => workloads::default_replica_set(object),
+        Admission::StatefulSet => workloads::default_stateful_set(object),
+        Admission::DaemonSet => workloads::default_daemon_set(object),
+        Admission::Job => workloads::default_job(object),
+        Admission::CronJob => workloads::default_cron_job(object),
+        Admission::Service => services::default_service(object),
+        Admission::ConfigMap => config::decode("ConfigMap", object)?,
+        Admission::Secret => {
+            config::decode("Secret", object)?;
+            config::default_secret(object);
+        }
+        Admission::Event => {
+            events::normalize_times("Event", "Event", object)?;
+            events::default_event(object);
+        }
+        Admission::EventV1 => events::normalize_times("EventV1", "Event", object)?,
+        Admission::Lease => events::normalize_times("Lease", "Lease", object)?,
+    }
+    Ok(())
+}
+
+/// The strategies' `PrepareForCreate` (status reset, generated fields) and the admission
+/// plugins that act on creates.
+fn prepare_create(admission: Admission, object: &mut Object) {
+    let kind = match admission {
+        Admission::Namespace => {
+            let spec = fields::child(object, "spec");
+            let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
+            if let Value::Array(finalizers) = finalizers
+                && !finalizers.iter().any(|f| f == "kubernetes")
+            {
+                finalizers.push(json!("kubernetes"));
+            }
+            object.insert("status".to_owned(), json!({"phase": "Active"}));
+            return;
+        }
+        Admission::Pod => {
+            pods::admit_new_pod(object);
+            return;
+        }
+        Admission::Service => {
+            services::reset_status(object);
+            return;
+        }
+        Admission::Job => {
+            workloads::generate_job_selector(object);
+            "Job"
+        }
+        Admission::Deployment => "Deployment",
+        Admission::ReplicaSet => "ReplicaSet",
+        Admission::ReplicationController => "ReplicationController",
+        Admission::StatefulSet => "StatefulSet",
+        Admission::DaemonSet => "DaemonSet",
+        Admission::CronJob => "CronJob",
+        _ => return,
+    };
+    object.insert("status".to_owned(), workloads::initial_status(kind));
+}
+
+/// The kind's validation of a whole object (create, and the new object of an update).
+fn validate(admission: Admission, object: &Object, errors: &mut Vec<FieldError>) {
+    match admission {
+        Admission::Pod => pods::validate_pod_spec(object.get("spec"), "spec", errors),
+        Admission::PodTemplate => workloads::validate_pod_template(object, errors),
+        Admission::ReplicationController => {
+            workloads::validate_replication_controller(object, errors);
+        }
+        Admission::Deployment => workloads::validate_deployment(object, errors),
+        Admission::ReplicaSet => workloads::validate_replica_set(object, errors),
+        Admission::StatefulSet => workloads::validate_stateful_set(object, errors),
+        Admission::DaemonSet => workloads::validate_daemon_set(object, errors),
+        Admission::Job => workloads::validate_job(object, errors),
+        Admission::CronJob => workloads::validate_cron_job(object, errors),
+        Admission::Service => services::validate_service(object, errors),
+        Admission::ConfigMap => config::validate_config_map(object, errors),
+        Admission::Secret => config::validate_secret(object, errors),
+        Admission::Event => events::validate_event(object, false, errors),
+        Admission::EventV1 => events::validate_event(object, true, errors),
+        Admission::Lease => events::validate_lease(object, errors),
+        Admission::None | Admission::Namespace => {}
+    }
+}
+
+/// The kind's update rules (immutable fields).
+fn validate_update(
+    admission: Admission,
+    existing: &Object,
+    object: &Object,
+    errors: &mut Vec<FieldError>,
+) {
+    match admission {
+        Admission::Pod => pods::validate_pod_update(existing, object, errors),
+        Admission::Deployment => {
+            workloads::validate_workload_update("Deployment", existing, object, errors);
+        }
+        Admission::ReplicaSet => {
+            workloads::validate_workload_update("ReplicaSet", existing, object, errors);
+        }
+        Admission::StatefulSet => {
+            workloads::validate_workload_update("StatefulSet", existing, object, errors);
+        }
+        Admission::DaemonSet => {
+            workloads::validate_workload_update("DaemonSet", existing, object, errors);
+        }
+        Admission::Job => workloads::validate_workload_update("Job", existing, object, errors),
+        Admission::Service => services::validate_service_update(existing, object, errors),
+        Admission::ConfigMap => config::validate_update("ConfigMap", existing, object, errors),
+        Admission::Secret => config::validate_update("Secret", existing, object, errors),
+        _ => {}
+    }
+}

@@ -1,0 +1,688 @@
+//! Pods and pod templates: the defaults of `pkg/apis/core/v1/defaults.go` (a pod spec's and
+//! every container's, applied to pods and to the templates inside workloads alike), what the
+//! admission plugins of a real cluster add to a created pod (service account and its token
+//! volume, default tolerations, priority), its initial status, the spec validation of
+//! `pkg/apis/core/validation` that users meet most, and the immutability of a pod's spec.
+
+use serde_json::{Map, Value, json};
+
+use super::fields::{
+    at, child, child_if, default_to, duplicate, each_object_mut, forbidden, go_str, go_value,
+    invalid, items, not_found, not_supported, required, str_at,
+};
+use crate::meta::{self, FieldError};
+use crate::object::Object;
+
+/// `v1.DefaultTerminationGracePeriodSeconds`.
+const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: i64 = 30;
+/// The default toleration of the DefaultTolerationSeconds admission plugin.
+const DEFAULT_TOLERATION_SECONDS: i64 = 300;
+/// The taints DefaultTolerationSeconds tolerates for a while.
+const DEFAULT_TOLERATED_TAINTS: [&str; 2] = [
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+];
+/// Where the ServiceAccount admission plugin mounts the token volume.
+const SERVICE_ACCOUNT_MOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+/// File mode of secret, config map, downward API and projected volumes (0644).
+const DEFAULT_VOLUME_MODE: i64 = 420;
+/// Priorities of the built-in priority classes.
+const SYSTEM_PRIORITY_CLASSES: [(&str, i64); 2] = [
+    ("system-node-critical", 2_000_001_000),
+    ("system-cluster-critical", 2_000_000_000),
+];
+/// The container lists of a pod spec, in validation order.
+const CONTAINER_LISTS: [&str; 3] = ["initContainers", "containers", "ephemeralContainers"];
+/// What `kubectl` and users read when a pod update changes more than it may.
+const POD_UPDATE_FORBIDDEN: &str = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
+
+/// `SetDefaults_PodSpec` and the defaults of what a pod spec holds (containers, probes,
+/// volumes): for pods and pod templates.
+pub(super) fn default_pod_spec(spec: &mut Map<String, Value>) {
+    default_to(spec, "dnsPolicy", json!("ClusterFirst"));
+    default_to(spec, "restartPolicy", json!("Always"));
+    default_to(spec, "securityContext", json!({}));
+    default_to(
+        spec,
+        "terminationGracePeriodSeconds",
+        json!(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS),
+    );
+    default_to(spec, "schedulerName", json!("default-scheduler"));
+    if spec.get("serviceAccountName").is_none()
+        && let Some(account) = spec.get("serviceAccount").cloned()
+    {
+        spec.insert("serviceAccountName".to_owned(), account);
+    }
+    for list in CONTAINER_LISTS {
+        for container in each_object_mut(spec, list) {
+            default_container(container);
+        }
+    }
+    for volume in each_object_mut(spec, "volumes") {
+        default_volume(volume);
+    }
+}
+
+/// `SetDefaults_Container` plus the container's ports, probes and env.
+fn default_container(container: &mut Map<String, Value>) {
+    if container
+        .get("imagePullPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        let image = container.get("image").and_then(Value::as_str).unwrap_or("");
+        let policy = if image_tag(image) == "latest" {
+            "Always"
+        } else {
+            "IfNotPresent"
+        };
+        container.insert("imagePullPolicy".to_owned(), json!(policy));
+    }
+    default_to(
+        container,
+        "terminationMessagePath",
+        json!("/dev/termination-log"),
+    );
+    default_to(container, "terminationMessagePolicy", json!("File"));
+    // ResourceRequirements is a struct, so it is always serialised.
+    default_to(container, "resources", json!({}));
+    for port in each_object_mut(container, "ports") {
+        default_to(port, "protocol", json!("TCP"));
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(probe) = child_if(container, probe) {
+            default_to(probe, "timeoutSeconds", json!(1));
+            default_to(probe, "periodSeconds", json!(10));
+            default_to(probe, "successThreshold", json!(1));
+            default_to(probe, "failureThreshold", json!(3));
+            if let Some(get) = child_if(probe, "httpGet") {
+                default_to(get, "path", json!("/"));
+                default_to(get, "scheme", json!("HTTP"));
+            }
+        }
+    }
+    if let Some(lifecycle) = child_if(container, "lifecycle") {
+        for hook in ["postStart", "preStop"] {
+            if let Some(get) = child_if(lifecycle, hook).and_then(|h| child_if(h, "httpGet")) {
+                default_to(get, "path", json!("/"));
+                default_to(get, "scheme", json!("HTTP"));
+            }
+        }
+    }
+    for env in each_object_mut(container, "env") {
+        if let Some(field_ref) = child_if(env, "valueFrom").and_then(|v| child_if(v, "fieldRef")) {
+            default_to(field_ref, "apiVersion", json!("v1"));
+        }
+    }
+}
+
+/// `SetDefaults_Volume` and the volume sources' modes.
+fn default_volume(volume: &mut Map<String, Value>) {
+    if volume.keys().all(|k| k == "name") {
+        volume.insert("emptyDir".to_owned(), json!({}));
+    }
+    for source in ["secret", "configMap", "downwardAPI", "projected"] {
+        if let Some(source) = child_if(volume, source) {
+            default_to(source, "defaultMode", json!(DEFAULT_VOLUME_MODE));
+        }
+    }
+    if let Some(host_path) = child_if(volume, "hostPath") {
+        default_to(host_path, "type", json!(""));
+    }
+    for item in child_if(volume, "downwardAPI")
+        .into_iter()
+        .flat_map(|d| each_object_mut(d, "items"))
+    {
+        if let Some(field_ref) = child_if(item, "fieldRef") {
+            default_to(field_ref, "apiVersion", json!("v1"));
+        }
+    }
+    if let Some(projected) = child_if(volume, "projected") {
+        for source in each_object_mut(projected, "sources") {
+            if let Some(token) = child_if(source, "serviceAccountToken") {
+                default_to(token, "expirationSeconds", json!(3600));
+            }
+        }
+    }
+}
+
+/// The tag of an image reference (`latest` when it has neither tag nor digest), as
+/// `parsers.ParseImageName` finds it.
+fn image_tag(image: &str) -> &str {
+    if image.contains('@') {
+        return "";
+    }
+    let last_segment = image.rsplit('/').next().unwrap_or(image);
+    match last_segment.rsplit_once(':') {
+        Some((_, tag)) => tag,
+        None => "latest",
+    }
+}
+
+/// Defaults of a pod template (`spec.template` of workloads).
+pub(super) fn default_template(template: &mut Map<String, Value>) {
+    default_pod_spec(child(template, "spec"));
+}
+
+/// `SetDefaults_Pod`: the pod spec's defaults and the pod-only ones.
+pub(super) fn default_pod(pod: &mut Object) {
+    let spec = child(pod, "spec");
+    default_pod_spec(spec);
+    default_to(spec, "enableServiceLinks", json!(true));
+    let host_network = spec.get("hostNetwork").and_then(Value::as_bool) == Some(true);
+    for list in ["initContainers", "containers"] {
+        for container in each_object_mut(spec, list) {
+            // Requests default to the limits.
+            let limits = at(&Value::Object(container.clone()), &["resources", "limits"])
+                .and_then(Value::as_object)
+                .cloned();
+            if let Some(limits) = limits {
+                let requests = child(child(container, "resources"), "requests");
+                for (name, value) in limits {
+                    requests.entry(name).or_insert(value);
+                }
+            }
+            if host_network {
+                for port in each_object_mut(container, "ports") {
+                    if let Some(container_port) = port.get("containerPort").cloned() {
+                        default_to(port, "hostPort", container_port);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a created pod gets besides its defaults in a real cluster: the ServiceAccount plugin's
+/// account name and token volume, DefaultTolerationSeconds' tolerations, Priority's priority,
+/// and the registry's initial status (phase Pending, QoS class).
+pub(super) fn admit_new_pod(pod: &mut Object) {
+    let spec = child(pod, "spec");
+    default_to(spec, "serviceAccountName", json!("default"));
+    let account = spec
+        .get("serviceAccountName")
+        .cloned()
+        .unwrap_or(json!("default"));
+    spec.insert("serviceAccount".to_owned(), account);
+    if spec
+        .get("automountServiceAccountToken")
+        .and_then(Value::as_bool)
+        != Some(false)
+    {
+        mount_token_volume(spec);
+    }
+    add_default_tolerations(spec);
+    if spec.get("priority").is_none() {
+        let class = spec
+            .get("priorityClassName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let priority = SYSTEM_PRIORITY_CLASSES
+            .iter()
+            .find(|(name, _)| *name == class)
+            .map_or(0, |(_, p)| *p);
+        spec.insert("priority".to_owned(), json!(priority));
+    }
+    default_to(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+    let qos = qos_class(spec);
+    pod.insert(
+        "status".to_owned(),
+        json!({"phase": "Pending", "qosClass": qos}),
+    );
+}
+
+/// The ServiceAccount admission plugin's projected token volume, mounted read-only in every
+/// container that does not mount something at its path already.
+fn mount_token_volume(spec: &mut Map<String, Value>) {
+    let mounted = |c: &Value| {
+        items(Some(c), "volumeMounts")
+            .iter()
+            .any(|m| str_at(m, &["mountPath"]) == SERVICE_ACCOUNT_MOUNT_PATH)
+    };
+    let all: Vec<Value> = CONTAINER_LISTS
+        .iter()
+        .flat_map(|list| items(Some(&Value::Object(spec.clone())), list).to_vec())
+        .collect();
+    if all.iter().any(mounted) {
+        return;
+    }
+    let name = meta::generate_name("kube-api-access-");
+    let volume = json!({
+        "name": name,
+        "projected": {
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt",
+                               "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace",
+                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+            ],
+            "defaultMode": DEFAULT_VOLUME_MODE,
+        },
+    });
+    let volumes = spec.entry("volumes").or_insert_with(|| json!([]));
+    if let Value::Array(volumes) = volumes {
+        volumes.push(volume);
+    }
+    for list in ["initContainers", "containers"] {
+        for container in each_object_mut(spec, list) {
+            let mounts = container.entry("volumeMounts").or_insert_with(|| json!([]));
+            if let Value::Array(mounts) = mounts {
+                mounts.push(json!({
+                    "name": name,
+                    "readOnly": true,
+                    "mountPath": SERVICE_ACCOUNT_MOUNT_PATH,
+                }));
+            }
+        }
+    }
+}
+
+/// DefaultTolerationSeconds: tolerate not-ready and unreachable nodes for 300 s unless the pod
+/// says otherwise.
+fn add_default_tolerations(spec: &mut Map<String, Value>) {
+    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
+    let Value::Array(tolerations) = tolerations else {
+        return;
+    };
+    for taint in DEFAULT_TOLERATED_TAINTS {
+        let tolerated = tolerations.iter().any(|t| {
+            let key = str_at(t, &["key"]);
+            let effect = str_at(t, &["effect"]);
+            (key == taint || (key.is_empty() && str_at(t, &["operator"]) == "Exists"))
+                && (effect.is_empty() || effect == "NoExecute")
+        });
+        if !tolerated {
+            tolerations.push(json!({
+                "key": taint,
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
+            }));
+        }
+    }
+}
+
+/// The QoS class (`pkg/apis/core/helper/qos`): BestEffort without requests and limits,
+/// Guaranteed when every container limits cpu and memory to what it requests, else Burstable.
+/// Quantities are compared as written.
+fn qos_class(spec: &Map<String, Value>) -> &'static str {
+    let spec = Value::Object(spec.clone());
+    let containers: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .flat_map(|list| items(Some(&spec), list))
+        .collect();
+    let resources = |c: &Value, kind: &str| {
+        at(c, &["resources", kind])
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let any = containers
+        .iter()
+        .any(|c| !resources(c, "requests").is_empty() || !resources(c, "limits").is_empty());
+    if !any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        let (requests, limits) = (resources(c, "requests"), resources(c, "limits"));
+        ["cpu", "memory"].iter().all(|r| limits.contains_key(*r))
+            && requests.iter().all(|(k, v)| limits.get(k) == Some(v))
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// `ValidatePodSpec`'s checks that matter most, under `path` (`spec`, `spec.template.spec`).
+pub(super) fn validate_pod_spec(spec: Option<&Value>, path: &str, errors: &mut Vec<FieldError>) {
+    let Some(spec) = spec else {
+        errors.push(required(format!("{path}.containers"), ""));
+        return;
+    };
+    let volumes: Vec<&str> = items(Some(spec), "volumes")
+        .iter()
+        .map(|v| str_at(v, &["name"]))
+        .collect();
+    for (i, name) in volumes.iter().enumerate() {
+        let field = format!("{path}.volumes[{i}].name");
+        if name.is_empty() {
+            errors.push(required(field, ""));
+        } else if volumes[..i].contains(name) {
+            errors.push(duplicate(field, go_str(name)));
+        } else {
+            label_errors(name, &field, errors);
+        }
+    }
+    if items(Some(spec), "containers").is_empty() {
+        errors.push(required(format!("{path}.containers"), ""));
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for list in CONTAINER_LISTS {
+        for (i, container) in items(Some(spec), list).iter().enumerate() {
+            let at = format!("{path}.{list}[{i}]");
+            let name = str_at(container, &["name"]);
+            if name.is_empty() {
+                errors.push(required(format!("{at}.name"), ""));
+            } else {
+                label_errors(name, &format!("{at}.name"), errors);
+                if names.contains(&name) {
+                    errors.push(duplicate(format!("{at}.name"), go_str(name)));
+                }
+                names.push(name);
+            }
+            validate_container(
+                container,
+                &at,
+                &volumes,
+                list == "ephemeralContainers",
+                errors,
+            );
+        }
+    }
+    let restart = str_at(spec, &["restartPolicy"]);
+    if !restart.is_empty() && !["Always", "OnFailure", "Never"].contains(&restart) {
+        errors.push(not_supported(
+            format!("{path}.restartPolicy"),
+            restart,
+            &["Always", "OnFailure", "Never"],
+        ));
+    }
+    let dns = str_at(spec, &["dnsPolicy"]);
+    let dns_policies = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];
+    if !dns.is_empty() && !dns_policies.contains(&dns) {
+        errors.push(not_supported(
+            format!("{path}.dnsPolicy"),
+            dns,
+            &dns_policies,
+        ));
+    }
+    if let Some(seconds) = spec.get("activeDeadlineSeconds").and_then(Value::as_i64)
+        && seconds <= 0
+    {
+        errors.push(invalid(
+            format!("{path}.activeDeadlineSeconds"),
+            seconds.to_string(),
+            "must be between 1 and 2147483647, inclusive",
+        ));
+    }
+    for (i, toleration) in items(Some(spec), "tolerations").iter().enumerate() {
+        let operator = str_at(toleration, &["operator"]);
+        if !operator.is_empty() && !["Equal", "Exists"].contains(&operator) {
+            errors.push(not_supported(
+                format!("{path}.tolerations[{i}].operator"),
+                operator,
+                &["Equal", "Exists"],
+            ));
+        }
+        let effect = str_at(toleration, &["effect"]);
+        let effects = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+        if !effect.is_empty() && !effects.contains(&effect) {
+            errors.push(not_supported(
+                format!("{path}.tolerations[{i}].effect"),
+                effect,
+                &effects,
+            ));
+        }
+    }
+}
+
+/// One container's checks: image, pull policy, ports, volume mounts.
+fn validate_container(
+    container: &Value,
+    at: &str,
+    volumes: &[&str],
+    ephemeral: bool,
+    errors: &mut Vec<FieldError>,
+) {
+    let image = str_at(container, &["image"]);
+    if image.is_empty() {
+        errors.push(required(format!("{at}.image"), ""));
+    } else if image.trim() != image {
+        errors.push(invalid(
+            format!("{at}.image"),
+            go_str(image),
+            "must not have leading or trailing whitespace",
+        ));
+    }
+    let policy = str_at(container, &["imagePullPolicy"]);
+    let policies = ["Always", "IfNotPresent", "Never"];
+    if !policy.is_empty() && !policies.contains(&policy) {
+        errors.push(not_supported(
+            format!("{at}.imagePullPolicy"),
+            policy,
+            &policies,
+        ));
+    }
+    let mut port_names: Vec<&str> = Vec::new();
+    for (j, port) in items(Some(container), "ports").iter().enumerate() {
+        let port_at = format!("{at}.ports[{j}]");
+        if ephemeral {
+            errors.push(forbidden(
+                format!("{port_at}"),
+                "cannot be set for an Ephemeral Container",
+            ));
+            continue;
+        }
+        match port.get("containerPort").and_then(Value::as_i64) {
+            None | Some(0) => errors.push(required(format!("{port_at}.containerPort"), "")),
+            Some(p) if !(1..=65535).contains(&p) => errors.push(invalid(
+                format!("{port_at}.containerPort"),
+                p.to_string(),
+                "must be between 1 and 65535, inclusive",
+            )),
+            Some(_) => {}
+        }
+        let name = str_at(port, &["name"]);
+        if !name.is_empty() {
+            if port_names.contains(&name) {
+                errors.push(duplicate(format!("{port_at}.name"), go_str(name)));
+            }
+            port_names.push(name);
+        }
+        let protocol = str_at(port, &["protocol"]);
+        let protocols = ["SCTP", "TCP", "UDP"];
+        if !protocol.is_empty() && !protocols.contains(&protocol) {
+            errors.push(not_supported(
+                format!("{port_at}.protocol"),
+                protocol,
+                &protocols,
+            ));
+        }
+    }
+    for (j, mount) in items(Some(container), "volumeMounts").iter().enumerate() {
+        let name = str_at(mount, &["name"]);
+        let field = format!("{at}.volumeMounts[{j}].name");
+        if name.is_empty() {
+            errors.push(required(field, ""));
+        } else if !volumes.contains(&name) {
+            errors.push(not_found(field, go_str(name)));
+        }
+        if str_at(mount, &["mountPath"]).is_empty() {
+            errors.push(required(format!("{at}.volumeMounts[{j}].mountPath"), ""));
+        }
+    }
+}
+
+/// A DNS-1123 label check with the real message.
+fn label_errors(name: &str, field: &str, errors: &mut Vec<FieldError>) {
+    for detail in meta::name_errors(name, crate::registry::NameRule::Label, false) {
+        errors.push(FieldError {
+            field: field.to_owned(),
+            reason: "FieldValueInvalid",
+            detail,
+        });
+    }
+}
+
+/// `ValidatePodUpdate`: only images, `activeDeadlineSeconds`, added tolerations and a negative
+/// grace period turned to 1 may change (and scheduling gates be removed).
+pub(super) fn validate_pod_update(
+    existing: &Object,
+    updated: &Object,
+    errors: &mut Vec<FieldError>,
+) {
+    let (Some(old), Some(new)) = (existing.get("spec"), updated.get("spec")) else {
+        return;
+    };
+    let old_tolerations = items(Some(old), "tolerations");
+    let new_tolerations = items(Some(new), "tolerations");
+    let removed = old_tolerations.iter().any(|t| !new_tolerations.contains(t));
+    let mut masked_old = old.clone();
+    let mut masked_new = new.clone();
+    for spec in [&mut masked_old, &mut masked_new] {
+        if let Value::Object(spec) = spec {
+            for list in ["containers", "initContainers"] {
+                for container in each_object_mut(spec, list) {
+                    container.shift_remove("image");
+                }
+            }
+            spec.shift_remove("activeDeadlineSeconds");
+            spec.shift_remove("tolerations");
+            spec.shift_remove("schedulingGates");
+        }
+    }
+    // A negative grace period may become 1.
+    let old_grace = old
+        .get("terminationGracePeriodSeconds")
+        .and_then(Value::as_i64);
+    let new_grace = new
+        .get("terminationGracePeriodSeconds")
+        .and_then(Value::as_i64);
+    if old_grace.is_some_and(|g| g < 0)
+        && new_grace == Some(1)
+        && let Value::Object(spec) = &mut masked_old
+    {
+        spec.insert("terminationGracePeriodSeconds".to_owned(), json!(1));
+    }
+    let old_gates = items(Some(old), "schedulingGates");
+    let gates_added = items(Some(new), "schedulingGates")
+        .iter()
+        .any(|g| !old_gates.contains(g));
+    if masked_old != masked_new || removed || gates_added {
+        let diff = spec_diff(&masked_old, &masked_new);
+        errors.push(forbidden(
+            "spec",
+            &format!("{POD_UPDATE_FORBIDDEN}\n{diff}"),
+        ));
+    }
+}
+
+/// The top-level spec fields that differ, one `-`/`+` line pair each (the real server prints a
+/// Go struct diff here).
+fn spec_diff(old: &Value, new: &Value) -> String {
+    let empty = Map::new();
+    let old = old.as_object().unwrap_or(&empty);
+    let new = new.as_object().unwrap_or(&empty);
+    let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut lines = vec!["  core.PodSpec{".to_owned()];
+    for key in keys {
+        let (a, b) = (old.get(key), new.get(key));
+        if a != b {
+            if let Some(a) = a {
+                lines.push(format!("- \t{key}: {}", go_value(a)));
+            }
+            if let Some(b) = b {
+                lines.push(format!("+ \t{key}: {}", go_value(b)));
+            }
+        }
+    }
+    lines.push("  }".to_owned());
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pull_policy_follows_the_tag() {
+        assert_eq!(image_tag("nginx"), "latest");
+        assert_eq!(image_tag("nginx:latest"), "latest");
+        assert_eq!(image_tag("nginx:1.27"), "1.27");
+        assert_eq!(image_tag("localhost:5000/app"), "latest");
+        assert_eq!(image_tag("localhost:5000/app:v1"), "v1");
+        assert_eq!(image_tag("nginx@sha256:abc"), "");
+    }
+
+    #[test]
+    fn pods_get_the_real_defaults_and_admission_additions() {
+        let mut pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [
+            {"name": "a", "image": "nginx", "ports": [{"containerPort": 80}]},
+            {"name": "b", "image": "busybox:1.36",
+             "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}
+        ]}})
+        .as_object()
+        .cloned()
+        .unwrap();
+        default_pod(&mut pod);
+        admit_new_pod(&mut pod);
+        let spec = &pod["spec"];
+        assert_eq!(spec["restartPolicy"], "Always");
+        assert_eq!(spec["dnsPolicy"], "ClusterFirst");
+        assert_eq!(spec["terminationGracePeriodSeconds"], 30);
+        assert_eq!(spec["schedulerName"], "default-scheduler");
+        assert_eq!(spec["securityContext"], json!({}));
+        assert_eq!(spec["enableServiceLinks"], true);
+        assert_eq!(spec["serviceAccountName"], "default");
+        assert_eq!(spec["priority"], 0);
+        assert_eq!(spec["containers"][0]["imagePullPolicy"], "Always");
+        assert_eq!(spec["containers"][1]["imagePullPolicy"], "IfNotPresent");
+        assert_eq!(spec["containers"][0]["ports"][0]["protocol"], "TCP");
+        assert_eq!(spec["containers"][1]["resources"]["requests"]["cpu"], "1");
+        assert_eq!(spec["tolerations"].as_array().unwrap().len(), 2);
+        assert_eq!(spec["volumes"][0]["projected"]["defaultMode"], 420);
+        assert_eq!(
+            spec["containers"][0]["volumeMounts"][0]["mountPath"],
+            SERVICE_ACCOUNT_MOUNT_PATH
+        );
+        assert_eq!(
+            pod["status"],
+            json!({"phase": "Pending", "qosClass": "Burstable"})
+        );
+    }
+
+    #[test]
+    fn spec_errors_name_their_fields() {
+        let spec = json!({"containers": [{"name": "a"}, {"name": "a", "image": "x"}]});
+        let mut errors = Vec::new();
+        validate_pod_spec(Some(&spec), "spec", &mut errors);
+        let texts: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.detail))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "spec.containers[0].image: Required value",
+                "spec.containers[1].name: Duplicate value: \"a\""
+            ]
+        );
+    }
+
+    #[test]
+    fn only_images_may_change_in_a_pod_spec() {
+        let old = json!({"spec": {"containers": [{"name": "a", "image": "x", "env": []}]}})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let mut new = old.clone();
+        new["spec"]["containers"][0]["image"] = json!("y");
+        let mut errors = Vec::new();
+        validate_pod_update(&old, &new, &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        new["spec"]["containers"][0]["env"] = json!([{"name": "X"}]);
+        validate_pod_update(&old, &new, &mut errors);
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0]
+                .detail
+                .starts_with("Forbidden: pod updates may not change fields")
+        );
+    }
+}
