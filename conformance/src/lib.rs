@@ -69,6 +69,18 @@ impl Harness {
         }
     }
 
+    /// A harness for the server at `url` (one a test started itself, say on a durable store).
+    pub fn connect(url: &str) -> Self {
+        Harness {
+            url: url.trim_end_matches('/').to_owned(),
+            server: None,
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .expect("an HTTP client"),
+        }
+    }
+
     /// The server's base URL.
     pub fn url(&self) -> &str {
         &self.url

@@ -4,13 +4,21 @@
 //! `immutable` flag (and a Secret's type) holding on update.
 
 use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
+use base64::alphabet;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Map, Value, json};
 
 use super::fields::{forbidden, go_str, immutable, invalid, required, too_long};
 use crate::meta::FieldError;
 use crate::object::Object;
 use crate::status::{ApiError, ApiResult};
+
+/// Go's `base64.StdEncoding`, which `[]byte` fields decode with: padded, and (not being
+/// `Strict`) tolerant of non-zero trailing bits.
+const STANDARD: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+);
 
 /// `corevalidation.MaxSecretSize`, also the ConfigMap limit.
 const MAX_DATA_BYTES: usize = 1024 * 1024;

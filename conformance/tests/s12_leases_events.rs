@@ -1,0 +1,286 @@
+//! API-SEMANTICS §12: Leases as client-go's leader election uses them, and Events as client-go's
+//! recorders (core/v1 `tools/record`, events.k8s.io/v1 `tools/events`) write them: the request
+//! sequences those clients send, their MicroTime timestamps, and the validation that rejects
+//! what they must not write.
+
+use kubemock_conformance::Harness;
+use serde_json::{Value, json};
+
+/// The causes of a 422 as `field: message`.
+fn causes(body: &Value) -> Vec<String> {
+    body["details"]["causes"]
+        .as_array()
+        .map(|causes| {
+            causes
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{}: {}",
+                        c["field"].as_str().unwrap_or(""),
+                        c["message"].as_str().unwrap_or("")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn lease(holder: &str, time: &str) -> Value {
+    json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+           "metadata": {"name": "my-controller-lock"},
+           "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
+                    "acquireTime": time, "renewTime": time, "leaseTransitions": 0}})
+}
+
+#[tokio::test]
+async fn s12_1_leader_election_takes_renews_and_hands_over_a_lease() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s12-lease").await;
+    let collection = format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases");
+    let path = format!("{collection}/my-controller-lock");
+    // A candidate looks, finds nothing, creates.
+    assert_eq!(h.get(&path).await.status, 404);
+    let acquired = h
+        .post(
+            &collection,
+            &lease("pod-a_1", "2024-05-01T12:00:00.000000Z"),
+        )
+        .await;
+    assert_eq!(acquired.status, 201, "{:?}", acquired.body);
+    assert_eq!(
+        acquired.body["spec"]["acquireTime"],
+        "2024-05-01T12:00:00.000000Z"
+    );
+    assert!(acquired.body["metadata"].get("generation").is_none());
+    // Another candidate racing to create loses with AlreadyExists.
+    let racing = h
+        .post(
+            &collection,
+            &lease("pod-b_2", "2024-05-01T12:00:00.500000Z"),
+        )
+        .await;
+    assert_eq!(racing.status, 409);
+    assert_eq!(racing.body["reason"], "AlreadyExists");
+    // The leader renews with a PUT carrying the version it last saw.
+    let mut renewed = acquired.body.clone();
+    renewed["spec"]["renewTime"] = json!("2024-05-01T12:00:02.123456Z");
+    let reply = h.put(&path, &renewed).await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    assert_eq!(
+        reply.body["spec"]["renewTime"],
+        "2024-05-01T12:00:02.123456Z"
+    );
+    // A candidate whose read is stale loses with a Conflict.
+    let mut stale = acquired.body.clone();
+    stale["spec"]["holderIdentity"] = json!("pod-b_2");
+    let reply = h.put(&path, &stale).await;
+    assert_eq!(reply.status, 409, "{:?}", reply.body);
+    assert_eq!(reply.body["reason"], "Conflict");
+    // Leases forbid unconditional updates.
+    let mut unconditional = stale.clone();
+    unconditional["metadata"]
+        .as_object_mut()
+        .expect("metadata")
+        .shift_remove("resourceVersion");
+    let reply = h.put(&path, &unconditional).await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    // After expiry a candidate reads the lease and takes it over with its version.
+    let mut current = h.get(&path).await.body;
+    current["spec"]["holderIdentity"] = json!("pod-b_2");
+    current["spec"]["acquireTime"] = json!("2024-05-01T12:00:30.000001Z");
+    current["spec"]["renewTime"] = json!("2024-05-01T12:00:30.000001Z");
+    current["spec"]["leaseTransitions"] = json!(1);
+    let reply = h.put(&path, &current).await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    assert_eq!(reply.body["spec"]["holderIdentity"], "pod-b_2");
+    assert_eq!(reply.body["spec"]["leaseTransitions"], 1);
+}
+
+#[tokio::test]
+async fn s12_1_lease_times_are_micro_times_and_durations_positive() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s12-lease-times").await;
+    let collection = format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases");
+    let seconds = h
+        .post(&collection, &lease("a", "2024-05-01T12:00:00Z"))
+        .await;
+    assert_eq!(seconds.status, 400, "{:?}", seconds.body);
+    assert_eq!(
+        seconds.body["message"],
+        "Lease in version \"v1\" cannot be handled as a Lease: parsing time \"2024-05-01T12:00:00Z\" as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse \"Z\" as \".000000\""
+    );
+    // Offsets are accepted and stored in UTC.
+    let offset = h
+        .post(&collection, &lease("a", "2024-05-01T14:00:00.250000+02:00"))
+        .await;
+    assert_eq!(offset.status, 201, "{:?}", offset.body);
+    assert_eq!(
+        offset.body["spec"]["renewTime"],
+        "2024-05-01T12:00:00.250000Z"
+    );
+    let mut zero = lease("b", "2024-05-01T12:00:00.000000Z");
+    zero["metadata"]["name"] = json!("zero");
+    zero["spec"]["leaseDurationSeconds"] = json!(0);
+    let reply = h.post(&collection, &zero).await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    assert_eq!(
+        reply.body["message"],
+        "Lease.coordination.k8s.io \"zero\" is invalid: spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0"
+    );
+}
+
+#[tokio::test]
+async fn s12_2_the_core_event_recorder_posts_then_patches_the_count() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s12-event").await;
+    let collection = format!("/api/v1/namespaces/{ns}/events");
+    let name = "web-7d9c.17c3a6b2f0e1d2c3";
+    let event = json!({
+        "metadata": {"name": name, "namespace": ns},
+        "involvedObject": {"kind": "Pod", "namespace": ns, "name": "web-7d9c", "uid": "u-1",
+                           "apiVersion": "v1", "resourceVersion": "4711"},
+        "reason": "Started", "message": "Started container app", "type": "Normal",
+        "source": {"component": "my-controller", "host": "node-1"},
+        "firstTimestamp": "2024-05-01T12:00:00Z", "lastTimestamp": "2024-05-01T12:00:00Z",
+        "count": 1,
+    });
+    let reply = h.post(&collection, &event).await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    assert_eq!(reply.body["eventTime"], Value::Null);
+    assert_eq!(reply.body["reportingComponent"], "");
+    assert_eq!(reply.body["reportingInstance"], "");
+    assert_eq!(reply.body["count"], 1);
+    // A repeat within the correlation window: a strategic merge patch of count, time, message.
+    let patch = json!({"count": 2, "lastTimestamp": "2024-05-01T12:01:00Z",
+                       "message": "Started container app"});
+    let reply = h
+        .patch(
+            &format!("{collection}/{name}"),
+            "application/strategic-merge-patch+json",
+            &patch,
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    assert_eq!(reply.body["count"], 2);
+    assert_eq!(reply.body["lastTimestamp"], "2024-05-01T12:01:00Z");
+    assert_eq!(reply.body["firstTimestamp"], "2024-05-01T12:00:00Z");
+    // A patch of an expired event is a 404, after which the recorder posts again.
+    let missing = h
+        .patch(
+            &format!("{collection}/gone.1"),
+            "application/strategic-merge-patch+json",
+            &patch,
+        )
+        .await;
+    assert_eq!(missing.status, 404);
+    // Timestamps are metav1.Time: stored at seconds precision.
+    let mut precise = event.clone();
+    precise["metadata"]["name"] = json!("precise.1");
+    precise["firstTimestamp"] = json!("2024-05-01T12:00:00.987Z");
+    let reply = h.post(&collection, &precise).await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    assert_eq!(reply.body["firstTimestamp"], "2024-05-01T12:00:00Z");
+}
+
+#[tokio::test]
+async fn s12_2_core_events_live_in_their_objects_namespace() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s12-event-ns").await;
+    let event = json!({"metadata": {"name": "x.1"},
+                       "involvedObject": {"kind": "Pod", "namespace": "elsewhere", "name": "x"},
+                       "reason": "R", "message": "m", "type": "Normal"});
+    let reply = h
+        .post(&format!("/api/v1/namespaces/{ns}/events"), &event)
+        .await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    assert_eq!(
+        reply.body["message"],
+        "Event \"x.1\" is invalid: involvedObject.namespace: Invalid value: \"elsewhere\": does not match event.namespace"
+    );
+    // With an eventTime, the reporter, action and reason are required.
+    let new_style = json!({"metadata": {"name": "y.1"},
+                           "involvedObject": {"kind": "Pod", "namespace": ns, "name": "y"},
+                           "eventTime": "2024-05-01T12:00:00.000000Z", "type": "Normal"});
+    let reply = h
+        .post(&format!("/api/v1/namespaces/{ns}/events"), &new_style)
+        .await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    assert_eq!(
+        causes(&reply.body),
+        [
+            "reportingComponent: Required value",
+            "reportingInstance: Required value",
+            "action: Required value",
+            "reason: Required value",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn s12_3_events_k8s_io_events_need_an_event_time_and_change_only_their_series() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s12-events-v1").await;
+    let collection = format!("/apis/events.k8s.io/v1/namespaces/{ns}/events");
+    let incomplete = json!({"metadata": {"name": "w1.1"}, "type": "Sometimes",
+                            "regarding": {"kind": "Widget", "namespace": ns, "name": "w1"}});
+    let reply = h.post(&collection, &incomplete).await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    assert_eq!(reply.body["details"]["group"], "events.k8s.io");
+    assert_eq!(
+        causes(&reply.body),
+        [
+            "eventTime: Required value",
+            "type: Invalid value: \"\": has invalid value: Sometimes",
+        ]
+    );
+    let event = json!({
+        "metadata": {"name": "w1.2"},
+        "eventTime": "2024-05-01T12:00:00.000000Z",
+        "reportingController": "example.com/my-controller", "reportingInstance": "my-controller-6f1c",
+        "action": "Reconcile", "reason": "Created", "type": "Normal", "note": "created config map",
+        "regarding": {"kind": "Widget", "namespace": ns, "name": "w1", "apiVersion": "example.com/v1"},
+    });
+    let reply = h.post(&collection, &event).await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    assert_eq!(reply.body["eventTime"], "2024-05-01T12:00:00.000000Z");
+    let path = format!("{collection}/w1.2");
+    // tools/events: a repeat patches the series.
+    let series = json!({"series": {"count": 2, "lastObservedTime": "2024-05-01T12:01:00.000000Z"}});
+    let reply = h
+        .patch(&path, "application/strategic-merge-patch+json", &series)
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    assert_eq!(reply.body["series"]["count"], 2);
+    let bad_series =
+        json!({"series": {"count": 1, "lastObservedTime": "2024-05-01T12:02:00.000000Z"}});
+    let reply = h
+        .patch(&path, "application/merge-patch+json", &bad_series)
+        .await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    assert_eq!(
+        causes(&reply.body),
+        ["series.count: Invalid value: \"\": should be at least 2"]
+    );
+    let note = h
+        .patch(
+            &path,
+            "application/merge-patch+json",
+            &json!({"note": "rewritten"}),
+        )
+        .await;
+    assert_eq!(note.status, 422, "{:?}", note.body);
+    assert_eq!(
+        causes(&note.body),
+        ["message: Invalid value: \"rewritten\": field is immutable"]
+    );
+    let deprecated = json!({"metadata": {"name": "w1.3"}, "eventTime": "2024-05-01T12:00:00.000000Z",
+        "reportingController": "c", "reportingInstance": "i", "action": "a", "reason": "r",
+        "type": "Warning", "deprecatedCount": 3,
+        "regarding": {"kind": "Widget", "namespace": ns, "name": "w1"}});
+    let reply = h.post(&collection, &deprecated).await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    assert_eq!(
+        causes(&reply.body),
+        ["deprecatedCount: Invalid value: \"\": needs to be unset"]
+    );
+}

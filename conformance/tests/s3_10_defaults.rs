@@ -1,0 +1,564 @@
+//! API-SEMANTICS §3.10: the defaults a real server fills in on create and on every update, and
+//! the validation of the kinds controllers drive (422 Invalid, one cause per field, in the real
+//! wording), immutable fields included.
+
+use kubemock_conformance::{Harness, deployment};
+use serde_json::{Value, json};
+
+/// The causes of a 422 as `field: message`.
+fn causes(body: &Value) -> Vec<String> {
+    body["details"]["causes"]
+        .as_array()
+        .map(|causes| {
+            causes
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{}: {}",
+                        c["field"].as_str().unwrap_or(""),
+                        c["message"].as_str().unwrap_or("")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn pod(name: &str, containers: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"containers": containers}})
+}
+
+#[tokio::test]
+async fn s3_10_a_created_pod_shows_the_defaults_and_admission_additions_of_a_real_cluster() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-pod").await;
+    let body = pod(
+        "web",
+        json!([{"name": "web", "image": "nginx", "ports": [{"containerPort": 80}]},
+               {"name": "side", "image": "busybox:1.36"}]),
+    );
+    let reply = h
+        .post(&format!("/api/v1/namespaces/{ns}/pods"), &body)
+        .await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    let spec = &reply.body["spec"];
+    assert_eq!(spec["restartPolicy"], "Always");
+    assert_eq!(spec["dnsPolicy"], "ClusterFirst");
+    assert_eq!(spec["terminationGracePeriodSeconds"], 30);
+    assert_eq!(spec["schedulerName"], "default-scheduler");
+    assert_eq!(spec["securityContext"], json!({}));
+    assert_eq!(spec["enableServiceLinks"], true);
+    assert_eq!(spec["priority"], 0);
+    assert_eq!(spec["preemptionPolicy"], "PreemptLowerPriority");
+    assert_eq!(spec["serviceAccountName"], "default");
+    assert_eq!(spec["serviceAccount"], "default");
+    let web = &spec["containers"][0];
+    assert_eq!(web["imagePullPolicy"], "Always", "untagged image");
+    assert_eq!(spec["containers"][1]["imagePullPolicy"], "IfNotPresent");
+    assert_eq!(web["terminationMessagePath"], "/dev/termination-log");
+    assert_eq!(web["terminationMessagePolicy"], "File");
+    assert_eq!(web["resources"], json!({}));
+    assert_eq!(web["ports"][0]["protocol"], "TCP");
+    let tolerations = spec["tolerations"].as_array().expect("tolerations");
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        assert!(
+            tolerations.iter().any(|t| t["key"] == key
+                && t["operator"] == "Exists"
+                && t["effect"] == "NoExecute"
+                && t["tolerationSeconds"] == 300),
+            "{key} in {tolerations:?}"
+        );
+    }
+    let volume = &spec["volumes"][0];
+    assert!(
+        volume["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("kube-api-access-")),
+        "{volume}"
+    );
+    assert_eq!(
+        web["volumeMounts"][0],
+        json!({"name": volume["name"], "readOnly": true,
+               "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"})
+    );
+    assert_eq!(
+        reply.body["status"],
+        json!({"phase": "Pending", "qosClass": "BestEffort"})
+    );
+    // What was created is what is stored.
+    let stored = h.get(&format!("/api/v1/namespaces/{ns}/pods/web")).await;
+    assert_eq!(stored.body["spec"], reply.body["spec"]);
+}
+
+#[tokio::test]
+async fn s3_10_pods_need_unique_container_names_and_images() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-pod-invalid").await;
+    let body = pod(
+        "bad",
+        json!([{"name": "a", "image": "x"}, {"name": "a"}, {"name": "Bad_Name", "image": "y"}]),
+    );
+    let reply = h
+        .post(&format!("/api/v1/namespaces/{ns}/pods"), &body)
+        .await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    assert_eq!(reply.body["reason"], "Invalid");
+    assert_eq!(reply.body["details"]["kind"], "Pod");
+    assert_eq!(
+        causes(&reply.body),
+        [
+            "spec.containers[1].name: Duplicate value: \"a\"",
+            "spec.containers[1].image: Required value",
+            "spec.containers[2].name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+        ]
+    );
+    assert!(
+        reply.body["message"].as_str().unwrap_or("").starts_with(
+            "Pod \"bad\" is invalid: [spec.containers[1].name: Duplicate value: \"a\", "
+        ),
+        "{}",
+        reply.body["message"]
+    );
+    let none = h
+        .post(
+            &format!("/api/v1/namespaces/{ns}/pods"),
+            &pod("empty", json!([])),
+        )
+        .await;
+    assert_eq!(none.status, 422);
+    assert_eq!(causes(&none.body), ["spec.containers: Required value"]);
+}
+
+#[tokio::test]
+async fn s3_10_a_pod_spec_is_immutable_except_images() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-pod-update").await;
+    let path = format!("/api/v1/namespaces/{ns}/pods/p");
+    let created = h
+        .post(
+            &format!("/api/v1/namespaces/{ns}/pods"),
+            &pod("p", json!([{"name": "c", "image": "busybox:1.36"}])),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let image = h
+        .patch(
+            &path,
+            "application/strategic-merge-patch+json",
+            &json!({"spec": {"containers": [{"name": "c", "image": "busybox:1.37"}]}}),
+        )
+        .await;
+    assert_eq!(image.status, 200, "{:?}", image.body);
+    assert_eq!(image.body["spec"]["containers"][0]["image"], "busybox:1.37");
+    let env = h
+        .patch(
+            &path,
+            "application/strategic-merge-patch+json",
+            &json!({"spec": {"containers": [{"name": "c", "env": [{"name": "X", "value": "1"}]}]}}),
+        )
+        .await;
+    assert_eq!(env.status, 422, "{:?}", env.body);
+    let message = env.body["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with("Pod \"p\" is invalid: spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"),
+        "{message}"
+    );
+    assert_eq!(env.body["details"]["causes"][0]["field"], "spec");
+    assert_eq!(
+        env.body["details"]["causes"][0]["reason"],
+        "FieldValueForbidden"
+    );
+    // A PUT of the pod as read back (defaults included) is no change at all.
+    let mut current = h.get(&path).await.body;
+    current["metadata"]["labels"] = json!({"x": "y"});
+    let put = h.put(&path, &current).await;
+    assert_eq!(put.status, 200, "{:?}", put.body);
+}
+
+#[tokio::test]
+async fn s3_10_a_deployment_gets_its_defaults_and_its_template_the_pod_spec_defaults() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-deploy").await;
+    let mut body = deployment("web", 2, "nginx:1.27");
+    body["spec"]
+        .as_object_mut()
+        .expect("spec")
+        .shift_remove("replicas");
+    let reply = h
+        .post(&format!("/apis/apps/v1/namespaces/{ns}/deployments"), &body)
+        .await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    let spec = &reply.body["spec"];
+    assert_eq!(spec["replicas"], 1);
+    assert_eq!(
+        spec["strategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+    );
+    assert_eq!(spec["revisionHistoryLimit"], 10);
+    assert_eq!(spec["progressDeadlineSeconds"], 600);
+    let template = &spec["template"]["spec"];
+    assert_eq!(template["restartPolicy"], "Always");
+    assert_eq!(template["dnsPolicy"], "ClusterFirst");
+    assert_eq!(template["terminationGracePeriodSeconds"], 30);
+    assert_eq!(template["schedulerName"], "default-scheduler");
+    assert_eq!(template["securityContext"], json!({}));
+    assert_eq!(template["containers"][0]["imagePullPolicy"], "IfNotPresent");
+    // Pod-only defaults and admission additions stay out of templates.
+    assert!(template.get("enableServiceLinks").is_none());
+    assert!(template.get("serviceAccountName").is_none());
+    assert_eq!(reply.body["status"], json!({}));
+    assert_eq!(reply.body["metadata"]["generation"], 1);
+}
+
+#[tokio::test]
+async fn s3_10_defaults_apply_again_on_update_so_a_bare_put_changes_nothing() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-put-defaults").await;
+    let collection = format!("/apis/apps/v1/namespaces/{ns}/deployments");
+    let created = h.post(&collection, &deployment("web", 1, "nginx")).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    // The manifest as first written, without any default, PUT back with the current version.
+    let mut bare = deployment("web", 1, "nginx");
+    bare["metadata"]["resourceVersion"] = created.body["metadata"]["resourceVersion"].clone();
+    let put = h.put(&format!("{collection}/web"), &bare).await;
+    assert_eq!(put.status, 200, "{:?}", put.body);
+    assert_eq!(put.body["spec"], created.body["spec"]);
+    assert_eq!(put.body["metadata"]["generation"], 1, "nothing changed");
+    assert_eq!(
+        put.body["metadata"]["resourceVersion"], created.body["metadata"]["resourceVersion"],
+        "a no-op write"
+    );
+}
+
+#[tokio::test]
+async fn s3_10_a_deployment_selector_is_required_must_match_and_is_immutable() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-selector").await;
+    let collection = format!("/apis/apps/v1/namespaces/{ns}/deployments");
+    let mut missing = deployment("a", 1, "nginx");
+    missing["spec"]
+        .as_object_mut()
+        .expect("spec")
+        .shift_remove("selector");
+    let reply = h.post(&collection, &missing).await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    assert_eq!(
+        reply.body["message"],
+        "Deployment.apps \"a\" is invalid: [spec.selector: Required value, spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"a\"}: `selector` does not match template `labels`]"
+    );
+    assert_eq!(reply.body["details"]["group"], "apps");
+    assert_eq!(
+        reply.body["details"]["causes"][0],
+        json!({"reason": "FieldValueRequired", "message": "Required value", "field": "spec.selector"})
+    );
+    let mut mismatch = deployment("b", 1, "nginx");
+    mismatch["spec"]["selector"]["matchLabels"]["app"] = json!("other");
+    let reply = h.post(&collection, &mismatch).await;
+    assert_eq!(reply.status, 422);
+    assert_eq!(
+        causes(&reply.body),
+        [
+            "spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"b\"}: `selector` does not match template `labels`"
+        ]
+    );
+    let created = h.post(&collection, &deployment("c", 1, "nginx")).await;
+    assert_eq!(created.status, 201);
+    let patch = json!({"spec": {"selector": {"matchLabels": {"tier": "web"}},
+                                "template": {"metadata": {"labels": {"tier": "web"}}}}});
+    let reply = h
+        .patch(
+            &format!("{collection}/c"),
+            "application/strategic-merge-patch+json",
+            &patch,
+        )
+        .await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    assert_eq!(
+        reply.body["message"],
+        "Deployment.apps \"c\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"c\", \"tier\":\"web\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"
+    );
+}
+
+#[tokio::test]
+async fn s3_10_deployment_strategy_and_template_rules() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-strategy").await;
+    let collection = format!("/apis/apps/v1/namespaces/{ns}/deployments");
+    let mut body = deployment("d", 1, "nginx");
+    body["spec"]["strategy"] = json!({"type": "Recreate", "rollingUpdate": {"maxSurge": 1}});
+    body["spec"]["template"]["spec"]["restartPolicy"] = json!("Never");
+    body["spec"]["replicas"] = json!(-1);
+    let reply = h.post(&collection, &body).await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    assert_eq!(
+        causes(&reply.body),
+        [
+            "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+            "spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+            "spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'",
+        ]
+    );
+    let mut recreate = deployment("r", 1, "nginx");
+    recreate["spec"]["strategy"] = json!({"type": "Recreate"});
+    let reply = h.post(&collection, &recreate).await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    assert_eq!(reply.body["spec"]["strategy"], json!({"type": "Recreate"}));
+}
+
+#[tokio::test]
+async fn s3_10_other_workloads_get_their_defaults_and_initial_status() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-workloads").await;
+    let template = json!({"metadata": {"labels": {"app": "w"}},
+                          "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}});
+    let selector = json!({"matchLabels": {"app": "w"}});
+    let rs = h
+        .post(
+            &format!("/apis/apps/v1/namespaces/{ns}/replicasets"),
+            &json!({"metadata": {"name": "rs"}, "spec": {"selector": selector, "template": template}}),
+        )
+        .await;
+    assert_eq!(rs.status, 201, "{:?}", rs.body);
+    assert_eq!(rs.body["spec"]["replicas"], 1);
+    assert_eq!(rs.body["status"], json!({"replicas": 0}));
+    let sts = h
+        .post(
+            &format!("/apis/apps/v1/namespaces/{ns}/statefulsets"),
+            &json!({"metadata": {"name": "sts"},
+                    "spec": {"serviceName": "sts", "selector": selector, "template": template}}),
+        )
+        .await;
+    assert_eq!(sts.status, 201, "{:?}", sts.body);
+    let spec = &sts.body["spec"];
+    assert_eq!(spec["replicas"], 1);
+    assert_eq!(spec["podManagementPolicy"], "OrderedReady");
+    assert_eq!(
+        spec["updateStrategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+    );
+    assert_eq!(spec["revisionHistoryLimit"], 10);
+    assert_eq!(
+        spec["persistentVolumeClaimRetentionPolicy"],
+        json!({"whenDeleted": "Retain", "whenScaled": "Retain"})
+    );
+    let ds = h
+        .post(
+            &format!("/apis/apps/v1/namespaces/{ns}/daemonsets"),
+            &json!({"metadata": {"name": "ds"}, "spec": {"selector": selector, "template": template}}),
+        )
+        .await;
+    assert_eq!(ds.status, 201, "{:?}", ds.body);
+    assert_eq!(
+        ds.body["spec"]["updateStrategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
+    );
+    assert_eq!(ds.body["status"]["desiredNumberScheduled"], 0);
+    let cron = h
+        .post(
+            &format!("/apis/batch/v1/namespaces/{ns}/cronjobs"),
+            &json!({"metadata": {"name": "cj"}, "spec": {"schedule": "*/5 * * * *",
+                "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
+                    "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+        )
+        .await;
+    assert_eq!(cron.status, 201, "{:?}", cron.body);
+    let spec = &cron.body["spec"];
+    assert_eq!(spec["concurrencyPolicy"], "Allow");
+    assert_eq!(spec["suspend"], false);
+    assert_eq!(spec["successfulJobsHistoryLimit"], 3);
+    assert_eq!(spec["failedJobsHistoryLimit"], 1);
+    let bad_cron = h
+        .post(
+            &format!("/apis/batch/v1/namespaces/{ns}/cronjobs"),
+            &json!({"metadata": {"name": "bad"}, "spec": {"schedule": "often",
+                "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
+                    "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+        )
+        .await;
+    assert_eq!(bad_cron.status, 422);
+    assert_eq!(
+        causes(&bad_cron.body),
+        ["spec.schedule: Invalid value: \"often\": expected exactly 5 fields, found 1: often"]
+    );
+}
+
+#[tokio::test]
+async fn s3_10_a_job_gets_a_generated_selector_and_needs_a_restart_policy() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-job").await;
+    let collection = format!("/apis/batch/v1/namespaces/{ns}/jobs");
+    let job = |restart: Option<&str>| {
+        let mut spec = json!({"containers": [{"name": "pi", "image": "perl:5.34"}]});
+        if let Some(restart) = restart {
+            spec["restartPolicy"] = json!(restart);
+        }
+        json!({"metadata": {"name": "pi"}, "spec": {"template": {"spec": spec}}})
+    };
+    let reply = h.post(&collection, &job(None)).await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    assert_eq!(
+        causes(&reply.body),
+        [
+            "spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""
+        ]
+    );
+    let reply = h.post(&collection, &job(Some("Never"))).await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    let uid = reply.body["metadata"]["uid"].clone();
+    let spec = &reply.body["spec"];
+    assert_eq!(
+        spec["selector"],
+        json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
+    );
+    let labels = &spec["template"]["metadata"]["labels"];
+    assert_eq!(labels["batch.kubernetes.io/job-name"], "pi");
+    assert_eq!(labels["job-name"], "pi");
+    assert_eq!(labels["controller-uid"], uid);
+    assert_eq!(spec["parallelism"], 1);
+    assert_eq!(spec["completions"], 1);
+    assert_eq!(spec["backoffLimit"], 6);
+    assert_eq!(spec["completionMode"], "NonIndexed");
+    assert_eq!(spec["suspend"], false);
+    assert_eq!(spec["podReplacementPolicy"], "TerminatingOrFailed");
+    let changed = h
+        .patch(
+            &format!("{collection}/pi"),
+            "application/merge-patch+json",
+            &json!({"spec": {"completions": 3}}),
+        )
+        .await;
+    assert_eq!(changed.status, 422, "{:?}", changed.body);
+    assert_eq!(
+        causes(&changed.body),
+        ["spec.completions: Invalid value: 3: field is immutable"]
+    );
+}
+
+#[tokio::test]
+async fn s3_10_secrets_merge_string_data_default_their_type_and_check_keys() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-secret").await;
+    let collection = format!("/api/v1/namespaces/{ns}/secrets");
+    let reply = h
+        .post(
+            &collection,
+            &json!({"metadata": {"name": "s"}, "data": {"a": "eA==", "b": "eQ=="},
+                    "stringData": {"b": "hello", "c": "world"}}),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    assert_eq!(reply.body["type"], "Opaque");
+    assert_eq!(
+        reply.body["data"],
+        json!({"a": "eA==", "b": "aGVsbG8=", "c": "d29ybGQ="})
+    );
+    assert!(reply.body.get("stringData").is_none());
+    let stored = h.get(&format!("{collection}/s")).await;
+    assert!(stored.body.get("stringData").is_none());
+    let bad = h
+        .post(
+            &collection,
+            &json!({"metadata": {"name": "b64"}, "data": {"a": "%%%"}}),
+        )
+        .await;
+    assert_eq!(bad.status, 400, "{:?}", bad.body);
+    assert_eq!(
+        bad.body["message"],
+        "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at input byte 0"
+    );
+    let keys = h
+        .post(
+            &collection,
+            &json!({"metadata": {"name": "keys"}, "type": "kubernetes.io/tls",
+                    "stringData": {"bad key": "x"}}),
+        )
+        .await;
+    assert_eq!(keys.status, 422, "{:?}", keys.body);
+    assert_eq!(
+        causes(&keys.body),
+        [
+            "data[bad key]: Invalid value: \"bad key\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+            "data[tls.crt]: Required value",
+            "data[tls.key]: Required value",
+        ]
+    );
+    let retype = h
+        .patch(
+            &format!("{collection}/s"),
+            "application/merge-patch+json",
+            &json!({"type": "kubernetes.io/basic-auth", "stringData": {"username": "u"}}),
+        )
+        .await;
+    assert_eq!(retype.status, 422, "{:?}", retype.body);
+    assert_eq!(
+        causes(&retype.body),
+        ["type: Invalid value: \"kubernetes.io/basic-auth\": field is immutable"]
+    );
+}
+
+#[tokio::test]
+async fn s3_10_immutable_config_maps_and_secrets_refuse_data_changes() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-immutable").await;
+    for (plural, data) in [
+        ("configmaps", json!({"k": "v"})),
+        ("secrets", json!({"k": "dg=="})),
+    ] {
+        let collection = format!("/api/v1/namespaces/{ns}/{plural}");
+        let created = h
+            .post(
+                &collection,
+                &json!({"metadata": {"name": "frozen"}, "immutable": true, "data": data}),
+            )
+            .await;
+        assert_eq!(created.status, 201, "{:?}", created.body);
+        let path = format!("{collection}/frozen");
+        let labels = h
+            .patch(
+                &path,
+                "application/merge-patch+json",
+                &json!({"metadata": {"labels": {"still": "mutable"}}}),
+            )
+            .await;
+        assert_eq!(labels.status, 200, "{plural}: {:?}", labels.body);
+        let data = h
+            .patch(
+                &path,
+                "application/merge-patch+json",
+                &json!({"data": {"k": "d2=="}}),
+            )
+            .await;
+        assert_eq!(data.status, 422, "{plural}: {:?}", data.body);
+        assert_eq!(
+            causes(&data.body),
+            ["data: Forbidden: field is immutable when `immutable` is set"]
+        );
+        let unfreeze = h
+            .patch(
+                &path,
+                "application/merge-patch+json",
+                &json!({"immutable": false}),
+            )
+            .await;
+        assert_eq!(unfreeze.status, 422, "{plural}: {:?}", unfreeze.body);
+        assert_eq!(
+            causes(&unfreeze.body),
+            ["immutable: Forbidden: field is immutable when `immutable` is set"]
+        );
+    }
+    let bad_key = h
+        .post(
+            &format!("/api/v1/namespaces/{ns}/configmaps"),
+            &json!({"metadata": {"name": "dots"}, "data": {"..": "x"}}),
+        )
+        .await;
+    assert_eq!(bad_key.status, 422);
+    assert_eq!(
+        causes(&bad_key.body),
+        ["data[..]: Invalid value: \"..\": must not be '..'"]
+    );
+}
