@@ -605,3 +605,105 @@ async fn kubectl_scale_and_delete_cascade_policies_leave_the_right_finalizers() 
         .expect("run kubectl");
     assert!(!output.status.success(), "background deletes at once");
 }
+
+#[tokio::test]
+async fn kubectl_run_create_deployment_and_expose_show_the_servers_defaults() {
+    let cluster = Cluster::start().await;
+    let out = cluster
+        .kubectl(&[
+            "run",
+            "box",
+            "--image=busybox:1.36",
+            "--restart=Never",
+            "--",
+            "sleep",
+            "60",
+        ])
+        .await;
+    assert_eq!(out.trim(), "pod/box created");
+    let pod = cluster
+        .kubectl(&[
+            "get",
+            "pod",
+            "box",
+            "-o",
+            "jsonpath={.spec.restartPolicy}/{.spec.dnsPolicy}/{.spec.serviceAccountName}/{.spec.containers[0].imagePullPolicy}/{.status.phase}/{.status.qosClass}",
+        ])
+        .await;
+    assert_eq!(
+        pod,
+        "Never/ClusterFirst/default/IfNotPresent/Pending/BestEffort"
+    );
+    let out = cluster
+        .kubectl(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+        ])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web created");
+    let deployment = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.spec.strategy.type}/{.spec.strategy.rollingUpdate.maxSurge}/{.spec.revisionHistoryLimit}/{.spec.progressDeadlineSeconds}/{.spec.template.spec.containers[0].imagePullPolicy}",
+        ])
+        .await;
+    assert_eq!(deployment, "RollingUpdate/25%/10/600/Always");
+    let out = cluster
+        .kubectl(&[
+            "expose",
+            "deployment",
+            "web",
+            "--port=80",
+            "--target-port=8080",
+        ])
+        .await;
+    assert_eq!(out.trim(), "service/web exposed");
+    let out = cluster
+        .kubectl(&["expose", "pod", "box", "--port=90", "--type=NodePort"])
+        .await;
+    assert_eq!(out.trim(), "service/box exposed");
+    let table = cluster
+        .kubectl(&["get", "svc", "--no-headers", "-o", "wide"])
+        .await;
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name} missing:\n{table}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    let web = row("web");
+    assert_eq!(web[1], "ClusterIP");
+    let ip: std::net::Ipv4Addr = web[2].parse().expect("a cluster IP");
+    assert_eq!(ip.octets()[0], 10);
+    assert_eq!(ip.octets()[1] & 0xf0, 96, "{ip} in 10.96.0.0/12");
+    assert_eq!(web[4], "80/TCP");
+    assert_eq!(web[6], "app=web");
+    let bx = row("box");
+    assert_eq!(bx[1], "NodePort");
+    let (port, node_port) = bx[4]
+        .trim_end_matches("/TCP")
+        .split_once(':')
+        .expect("port:nodePort");
+    assert_eq!(port, "90");
+    let node_port: u16 = node_port.parse().expect("a node port");
+    assert!((30000..=32767).contains(&node_port), "{node_port}");
+    let target = cluster
+        .kubectl(&[
+            "get",
+            "svc",
+            "web",
+            "-o",
+            "jsonpath={.spec.ports[0].targetPort}",
+        ])
+        .await;
+    assert_eq!(target, "8080");
+    assert_eq!(row("kubernetes")[2], "10.96.0.1");
+}
