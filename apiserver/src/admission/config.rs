@@ -148,16 +148,12 @@ pub(super) fn validate_secret(object: &Object, errors: &mut Vec<FieldError>) {
         }
         "kubernetes.io/dockercfg" => json_key(data, ".dockercfg", errors),
         "kubernetes.io/dockerconfigjson" => json_key(data, ".dockerconfigjson", errors),
-        "kubernetes.io/basic-auth" => {
-            if !has("username") && !has("password") {
-                errors.push(required("data[username]", ""));
-                errors.push(required("data[password]", ""));
-            }
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            errors.push(required("data[username]", ""));
+            errors.push(required("data[password]", ""));
         }
-        "kubernetes.io/ssh-auth" => {
-            if !non_empty("ssh-privatekey") {
-                errors.push(required("data[ssh-privatekey]", ""));
-            }
+        "kubernetes.io/ssh-auth" if !non_empty("ssh-privatekey") => {
+            errors.push(required("data[ssh-privatekey]", ""));
         }
         "kubernetes.io/tls" => {
             for key in ["tls.crt", "tls.key"] {

@@ -462,7 +462,7 @@ fn validate_container(
         let port_at = format!("{at}.ports[{j}]");
         if ephemeral {
             errors.push(forbidden(
-                format!("{port_at}"),
+                port_at.clone(),
                 "cannot be set for an Ephemeral Container",
             ));
             continue;

@@ -242,6 +242,13 @@ pub(super) fn validate_service(object: &Object, errors: &mut Vec<FieldError>) {
             ));
         }
     }
+    if headless && needs_node_ports(kind) {
+        errors.push(invalid(
+            "spec.clusterIPs[0]",
+            go_str("None"),
+            "may not be set to 'None' for LoadBalancer or NodePort services",
+        ));
+    }
     if kind == "ExternalName" {
         let name = spec
             .get("externalName")

@@ -644,16 +644,18 @@ pub(super) fn validate_workload_update(
     let old = existing.get("spec");
     let new = updated.get("spec");
     let field = |spec: Option<&Value>, name: &str| spec.and_then(|s| s.get(name)).cloned();
-    match kind {
-        "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet" | "Job" => {
-            if field(old, "selector") != field(new, "selector") {
-                errors.push(immutable(
-                    "spec.selector",
-                    go_label_selector(new.and_then(|s| s.get("selector"))),
-                ));
-            }
-        }
-        _ => {}
+    let selector_immutable = [
+        "Deployment",
+        "ReplicaSet",
+        "DaemonSet",
+        "StatefulSet",
+        "Job",
+    ];
+    if selector_immutable.contains(&kind) && field(old, "selector") != field(new, "selector") {
+        errors.push(immutable(
+            "spec.selector",
+            go_label_selector(new.and_then(|s| s.get("selector"))),
+        ));
     }
     if kind == "StatefulSet" {
         let mutable = [
