@@ -95,6 +95,57 @@ async fn s3_10_a_created_pod_shows_the_defaults_and_admission_additions_of_a_rea
 }
 
 #[tokio::test]
+async fn s3_10_a_pods_priority_comes_from_its_priority_class() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-priority").await;
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    let containers = json!([{"name": "c", "image": "busybox"}]);
+    let mut missing = pod("missing", containers.clone());
+    missing["spec"]["priorityClassName"] = json!("no-such-class");
+    let reply = h.post(&pods, &missing).await;
+    assert_eq!(reply.status, 403, "{:?}", reply.body);
+    assert_eq!(
+        reply.body["message"],
+        "pods \"missing\" is forbidden: no PriorityClass with name no-such-class was found"
+    );
+    let mut system = pod("system", containers.clone());
+    system["spec"]["priorityClassName"] = json!("system-node-critical");
+    let reply = h.post(&pods, &system).await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    assert_eq!(reply.body["spec"]["priority"], 2_000_001_000);
+    let class_name = format!("{ns}-high");
+    let class = h
+        .post(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            &json!({"metadata": {"name": class_name}, "value": 1000,
+                    "preemptionPolicy": "Never"}),
+        )
+        .await;
+    assert_eq!(class.status, 201, "{:?}", class.body);
+    let mut high = pod("high", containers.clone());
+    high["spec"]["priorityClassName"] = json!(class_name);
+    let reply = h.post(&pods, &high).await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    assert_eq!(reply.body["spec"]["priority"], 1000);
+    assert_eq!(reply.body["spec"]["preemptionPolicy"], "Never");
+    let mut pinned = pod("pinned", containers);
+    pinned["spec"]["priority"] = json!(5);
+    let reply = h.post(&pods, &pinned).await;
+    assert_eq!(reply.status, 403, "{:?}", reply.body);
+    assert_eq!(
+        reply.body["message"],
+        "pods \"pinned\" is forbidden: the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 0 from the given PriorityClass name"
+    );
+    let deleted = h
+        .delete(
+            &format!("/apis/scheduling.k8s.io/v1/priorityclasses/{class_name}"),
+            None,
+        )
+        .await;
+    assert_eq!(deleted.status, 200);
+}
+
+#[tokio::test]
 async fn s3_10_pods_need_unique_container_names_and_images() {
     let h = Harness::start().await;
     let ns = h.namespace("s3-10-pod-invalid").await;

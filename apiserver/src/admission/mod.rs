@@ -54,9 +54,14 @@ pub(crate) async fn admit_create(
         return Ok(Reservation::default());
     }
     default(admission, object)?;
+    if admission == Admission::Pod {
+        resolve_priority(state, resource, object).await?;
+    }
     prepare_create(admission, object);
-    // Defaults may have added labels: keep metadata in the real server's order.
-    meta::canonicalize_metadata(object::metadata_mut(object));
+    if matches!(admission, Admission::Namespace | Admission::Job) {
+        // Their defaults may add labels: keep metadata in the real server's order.
+        meta::canonicalize_metadata(object::metadata_mut(object));
+    }
     let mut errors = Vec::new();
     validate(admission, object, &mut errors);
     if !errors.is_empty() {
@@ -127,6 +132,96 @@ pub(crate) async fn deleted(state: &AppState, resource: &Resource, stored: &[u8]
             warn!(message = %err.message, "the service allocator is unavailable; addresses not released")
         }
     }
+}
+
+/// The Priority admission plugin: a pod's priority (and preemption policy) come from its
+/// PriorityClass (the built-in `system-*` ones, a stored one, or the global default when it
+/// names none); a missing class or a priority that disagrees with the class is a 403.
+async fn resolve_priority(
+    state: &AppState,
+    resource: &Resource,
+    pod: &mut Object,
+) -> ApiResult<()> {
+    let class_name = fields::obj_at(pod, &["spec", "priorityClassName"])
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let class = if let Some((_, value)) = pods::SYSTEM_PRIORITY_CLASSES
+        .iter()
+        .find(|(name, _)| *name == class_name)
+    {
+        Some(json!({"value": value}))
+    } else {
+        priority_class(state, &class_name).await?
+    };
+    let name = object::name_of(pod).to_owned();
+    let forbidden = |why: String| ApiError::forbidden(resource, &name, &why, Vec::new());
+    let class = match class {
+        Some(class) => class,
+        // No class and no global default: priority 0.
+        None if class_name.is_empty() => json!({"value": 0}),
+        None => {
+            return Err(forbidden(format!(
+                "no PriorityClass with name {class_name} was found"
+            )));
+        }
+    };
+    let priority = class.get("value").and_then(Value::as_i64).unwrap_or(0);
+    let policy = class
+        .get("preemptionPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("PreemptLowerPriority")
+        .to_owned();
+    let spec = fields::child(pod, "spec");
+    if let Some(given) = spec.get("priority").and_then(Value::as_i64)
+        && given != priority
+    {
+        return Err(forbidden(format!(
+            "the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {priority} from the given PriorityClass name"
+        )));
+    }
+    if let Some(given) = spec.get("preemptionPolicy").and_then(Value::as_str)
+        && given != policy
+    {
+        return Err(forbidden(format!(
+            "the string value of PreemptionPolicy ({given}) must not be provided in pod spec; priority admission controller computed {policy} from the given PriorityClass name"
+        )));
+    }
+    if class_name.is_empty()
+        && let Some(default) = class.get("metadata").and_then(|m| m.get("name")).cloned()
+    {
+        spec.insert("priorityClassName".to_owned(), default);
+    }
+    spec.insert("priority".to_owned(), json!(priority));
+    spec.insert("preemptionPolicy".to_owned(), json!(policy));
+    Ok(())
+}
+
+/// The stored PriorityClass `name`, or with an empty name the global default one.
+async fn priority_class(state: &AppState, name: &str) -> ApiResult<Option<Value>> {
+    let Some(classes) = state
+        .registry()
+        .lookup("scheduling.k8s.io", "v1", "priorityclasses")
+    else {
+        return Ok(None);
+    };
+    let parse = |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).ok();
+    if !name.is_empty() {
+        let key = crate::keys::object_key(&classes, None, name);
+        let found = crate::handlers::get::fetch(state, &key).await?;
+        return Ok(found.and_then(|kv| parse(&kv.value)));
+    }
+    let prefix = crate::keys::resource_prefix(&classes);
+    let page = state
+        .store()
+        .range(kubemock_storage::RangeRequest::prefix(prefix))
+        .await
+        .map_err(ApiError::from_storage)?;
+    Ok(page
+        .items
+        .iter()
+        .filter_map(|kv| parse(&kv.value))
+        .find(|class| class.get("globalDefault").and_then(Value::as_bool) == Some(true)))
 }
 
 /// The 422 for `object` of `resource` with these causes.

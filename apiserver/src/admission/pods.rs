@@ -27,7 +27,7 @@ const SERVICE_ACCOUNT_MOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/service
 /// File mode of secret, config map, downward API and projected volumes (0644).
 const DEFAULT_VOLUME_MODE: i64 = 420;
 /// Priorities of the built-in priority classes.
-const SYSTEM_PRIORITY_CLASSES: [(&str, i64); 2] = [
+pub(super) const SYSTEM_PRIORITY_CLASSES: [(&str, i64); 2] = [
     ("system-node-critical", 2_000_001_000),
     ("system-cluster-critical", 2_000_000_000),
 ];
@@ -213,17 +213,7 @@ pub(super) fn admit_new_pod(pod: &mut Object) {
         mount_token_volume(spec);
     }
     add_default_tolerations(spec);
-    if spec.get("priority").is_none() {
-        let class = spec
-            .get("priorityClassName")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let priority = SYSTEM_PRIORITY_CLASSES
-            .iter()
-            .find(|(name, _)| *name == class)
-            .map_or(0, |(_, p)| *p);
-        spec.insert("priority".to_owned(), json!(priority));
-    }
+    default_to(spec, "priority", json!(0));
     default_to(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
     let qos = qos_class(spec);
     pod.insert(
