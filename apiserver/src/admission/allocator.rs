@@ -260,6 +260,16 @@ impl ServiceAllocator {
         Ok(allocator)
     }
 
+    /// An empty allocator (unit tests).
+    #[cfg(test)]
+    pub(crate) fn for_tests(cidr: ServiceCidr, node_ports: NodePortRange) -> Self {
+        ServiceAllocator {
+            cidr,
+            node_ports,
+            used: Mutex::new(Used::default()),
+        }
+    }
+
     /// The cluster IP range.
     pub(crate) fn cidr(&self) -> ServiceCidr {
         self.cidr

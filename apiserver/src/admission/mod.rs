@@ -27,7 +27,7 @@ mod services;
 mod workloads;
 
 use serde_json::{Value, json};
-use tracing::warn;
+use tracing::{debug, warn};
 
 pub use allocator::{
     DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, NodePortRange, ServiceCidr,
@@ -92,7 +92,11 @@ pub(crate) async fn admit_update(
         return Ok(Reservation::default());
     }
     let mut old = existing.clone();
-    default(admission, &mut old)?;
+    // The stored object was admitted when written; a store written by an older, laxer build
+    // must not make it impossible to update (the client's object is what is checked).
+    if let Err(err) = default(admission, &mut old) {
+        debug!(message = %err.message, "the stored object does not decode strictly");
+    }
     default(admission, object)?;
     if admission == Admission::Service {
         services::prepare_update(&old, object);

@@ -663,3 +663,78 @@ fn port_error(
         &port_message(err, allocator),
     )])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::allocator::{NodePortRange, ServiceCidr};
+
+    fn object(value: Value) -> Object {
+        value.as_object().cloned().unwrap()
+    }
+
+    fn allocator() -> Arc<ServiceAllocator> {
+        Arc::new(ServiceAllocator::for_tests(
+            "10.0.0.0/24".parse::<ServiceCidr>().unwrap(),
+            "30000-30009".parse::<NodePortRange>().unwrap(),
+        ))
+    }
+
+    #[test]
+    fn defaults_fill_type_affinity_protocols_and_target_ports() {
+        let mut svc = object(json!({"spec": {"type": "LoadBalancer",
+            "ports": [{"port": 80}, {"port": 81, "targetPort": "http"}]}}));
+        default_service(&mut svc);
+        let spec = &svc["spec"];
+        assert_eq!(spec["sessionAffinity"], "None");
+        assert_eq!(
+            spec["ports"][0],
+            json!({"port": 80, "protocol": "TCP", "targetPort": 80})
+        );
+        assert_eq!(spec["ports"][1]["targetPort"], "http");
+        assert_eq!(spec["externalTrafficPolicy"], "Cluster");
+        assert_eq!(spec["allocateLoadBalancerNodePorts"], true);
+        assert_eq!(svc["status"], json!({"loadBalancer": {}}));
+    }
+
+    #[test]
+    fn a_failed_allocation_gives_back_what_it_took() {
+        let a = allocator();
+        // Ten node ports: the eleventh port fails after its address and ten ports were taken.
+        let ports: Vec<Value> = (0..11)
+            .map(|i| json!({"name": format!("p{i}"), "port": 80 + i}))
+            .collect();
+        let mut svc = object(json!({"spec": {"type": "NodePort", "ports": ports}}));
+        default_service(&mut svc);
+        assert!(matches!(
+            allocate(&a, None, &mut svc, false),
+            Err(AllocFailure::Internal(_))
+        ));
+        let mut one = object(json!({"spec": {"type": "NodePort", "clusterIP": "10.0.0.9",
+            "ports": [{"port": 80, "nodePort": 30000}]}}));
+        default_service(&mut one);
+        let reservation = allocate(&a, None, &mut one, false).expect("all free again");
+        reservation.commit();
+        let mut again = one.clone();
+        assert!(matches!(
+            allocate(&a, None, &mut again, false),
+            Err(AllocFailure::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn updates_keep_allocated_values_and_drop_node_ports_with_the_type() {
+        let old = object(json!({"spec": {"type": "NodePort", "clusterIP": "10.0.0.5",
+            "clusterIPs": ["10.0.0.5"], "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
+            "ports": [{"name": "http", "port": 80, "nodePort": 30001}]}}));
+        let mut new = object(json!({"spec": {"type": "NodePort",
+            "ports": [{"name": "http", "port": 8080}]}}));
+        prepare_update(&old, &mut new);
+        assert_eq!(new["spec"]["clusterIP"], "10.0.0.5");
+        assert_eq!(new["spec"]["ports"][0]["nodePort"], 30001);
+        let mut cluster_ip = old.clone();
+        cluster_ip["spec"]["type"] = json!("ClusterIP");
+        prepare_update(&old, &mut cluster_ip);
+        assert!(cluster_ip["spec"]["ports"][0].get("nodePort").is_none());
+    }
+}
