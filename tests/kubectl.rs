@@ -605,3 +605,100 @@ async fn kubectl_scale_and_delete_cascade_policies_leave_the_right_finalizers() 
         .expect("run kubectl");
     assert!(!output.status.success(), "background deletes at once");
 }
+
+#[tokio::test]
+async fn kubectl_server_side_apply_conflicts_between_managers_unless_forced() {
+    let cluster = Cluster::start().await;
+    let file = cluster.dir.path().join("web.yaml");
+    std::fs::write(&file, MANIFESTS).expect("write the manifests");
+    let file = file.to_str().expect("a utf-8 path");
+    let out = cluster
+        .kubectl(&["apply", "--server-side", "-f", file])
+        .await;
+    assert!(
+        out.contains("deployment.apps/web serverside-applied"),
+        "{out}"
+    );
+    assert!(out.contains("service/web serverside-applied"), "{out}");
+    // Applying the same manifests again changes nothing.
+    let before = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ])
+        .await;
+    cluster
+        .kubectl(&["apply", "--server-side", "-f", file])
+        .await;
+    let after = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ])
+        .await;
+    assert_eq!(before, after);
+
+    // A second manager setting the replicas kubectl owns conflicts (§5.6)...
+    let other = cluster.dir.path().join("other.yaml");
+    std::fs::write(
+        &other,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 5\n",
+    )
+    .expect("write the manifest");
+    let output = cluster
+        .command()
+        .args(["apply", "--server-side", "--field-manager=autoscaler", "-f"])
+        .arg(&other)
+        .output()
+        .await
+        .expect("run kubectl");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("conflict with \"kubectl\""), "{stderr}");
+    assert!(stderr.contains(".spec.replicas"), "{stderr}");
+    // ...and takes them over with --force-conflicts.
+    let out = cluster
+        .kubectl(&[
+            "apply",
+            "--server-side",
+            "--field-manager=autoscaler",
+            "--force-conflicts",
+            "-f",
+            other.to_str().expect("utf-8"),
+        ])
+        .await;
+    assert!(out.contains("serverside-applied"), "{out}");
+    let yaml = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "yaml",
+            "--show-managed-fields",
+        ])
+        .await;
+    assert!(yaml.contains("replicas: 5"), "{yaml}");
+    assert!(yaml.contains("manager: autoscaler"), "{yaml}");
+    assert!(yaml.contains("operation: Apply"), "{yaml}");
+    // Now kubectl's own manifest conflicts on the replicas it lost.
+    let output = cluster
+        .command()
+        .args(["apply", "--server-side", "-f", file])
+        .output()
+        .await
+        .expect("run kubectl");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("conflict with \"autoscaler\""), "{stderr}");
+    // kubectl explain of a whole struct.
+    let out = cluster.kubectl(&["explain", "deployment.spec"]).await;
+    assert!(out.contains("FIELD: spec <DeploymentSpec>"), "{out}");
+    assert!(out.contains("replicas\t<integer>"), "{out}");
+}

@@ -8,6 +8,7 @@
 use serde_json::{Value, json};
 
 use crate::handlers::create::{create_object, ensure_default_service_account};
+use crate::managedfields::Writer;
 use crate::object;
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult};
@@ -15,6 +16,8 @@ use crate::status::{ApiError, ApiResult};
 /// The namespaces every cluster starts with.
 pub const SYSTEM_NAMESPACES: [&str; 4] =
     ["default", "kube-system", "kube-public", "kube-node-lease"];
+/// The field manager of what the API server creates itself.
+const SERVER_MANAGER: &str = "kube-apiserver";
 /// The `kubernetes` Service's cluster IP: the first address of the default service range.
 pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 
@@ -33,7 +36,12 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
         let namespace =
             object::with_type_meta(to_object(json!({"metadata": {"name": name}})), &namespaces);
         let namespaces = &namespaces;
-        async move { ignore_exists(create_object(state, namespaces, None, namespace, false).await) }
+        let writer = Writer::server(SERVER_MANAGER, namespaces);
+        async move {
+            ignore_exists(
+                create_object(state, namespaces, None, namespace, false, Some(&writer)).await,
+            )
+        }
     }))
     .await?;
     let service = object::with_type_meta(
@@ -57,8 +65,19 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
         })),
         &services,
     );
+    let writer = Writer::server(SERVER_MANAGER, &services);
     let service = async {
-        ignore_exists(create_object(state, &services, Some("default"), service, false).await)
+        ignore_exists(
+            create_object(
+                state,
+                &services,
+                Some("default"),
+                service,
+                false,
+                Some(&writer),
+            )
+            .await,
+        )
     };
     let accounts = futures_util::future::try_join_all(
         SYSTEM_NAMESPACES

@@ -38,6 +38,7 @@ mod handlers;
 mod keys;
 mod kubeconfig;
 mod limits;
+mod managedfields;
 mod meta;
 mod metrics;
 mod object;

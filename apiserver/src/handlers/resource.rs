@@ -12,6 +12,7 @@ use bytes::Bytes;
 use super::target::{self, RequestInfo, Target};
 use super::{create, delete, get, list, patch, update, watch};
 use crate::fieldvalidation::{self, FieldValidation};
+use crate::managedfields::Writer;
 use crate::object::Object;
 use crate::openapi::SCHEMAS;
 use crate::query::Query;
@@ -55,6 +56,19 @@ impl Call {
         fieldvalidation::prune_unknown_fields(&SCHEMAS, &self.target.resource, mode, object)
     }
 
+    /// The field manager of a write (§5.6), `options` naming the options kind in errors.
+    pub(crate) fn writer(&self, options: &str) -> ApiResult<Writer> {
+        Writer::of_request(
+            self.query.get("fieldManager"),
+            self.headers
+                .get(axum::http::header::USER_AGENT)
+                .and_then(|v| v.to_str().ok()),
+            &self.target.resource,
+            self.target.subresource.as_deref(),
+            options,
+        )
+    }
+
     /// `?pretty`.
     pub(crate) fn pretty(&self) -> bool {
         self.query.flag("pretty")
@@ -68,7 +82,7 @@ impl Call {
         }
         let bad = values.iter().find(|v| **v != "All").copied().unwrap_or("");
         Err(crate::meta::invalid(
-            options,
+            &format!("{options}.meta.k8s.io"),
             "meta.k8s.io",
             options,
             "",

@@ -14,6 +14,7 @@ use super::resource::Call;
 use super::scale;
 use crate::fieldvalidation::with_warnings;
 use crate::keys;
+use crate::managedfields::{self, Writer};
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::registry::{GenerationPolicy, Resource};
@@ -29,8 +30,9 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
     let subresource = call.target.subresource.as_deref();
     call.require_verb("update")?;
     let dry_run = call.dry_run("UpdateOptions")?;
+    let writer = call.writer("UpdateOptions")?;
     if subresource == Some("scale") {
-        return put_scale(call, dry_run).await;
+        return put_scale(call, dry_run, &writer).await;
     }
     let mut body = object::decode_body(&call.headers, &call.body, resource)?;
     let warnings = call.validate_fields(&mut body)?;
@@ -43,9 +45,15 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
     for _ in 0..UPDATE_ATTEMPTS {
         let Some(current) = fetch(&call.state, &key).await? else {
             if resource.behaviour.create_on_update && subresource.is_none() {
-                let created =
-                    create::create_object(&call.state, resource, namespace, body.clone(), dry_run)
-                        .await?;
+                let created = create::create_object(
+                    &call.state,
+                    resource,
+                    namespace,
+                    body.clone(),
+                    dry_run,
+                    Some(&writer),
+                )
+                .await?;
                 let response =
                     object::respond(StatusCode::CREATED, &Value::Object(created), call.pretty());
                 return Ok(with_warnings(response, &warnings));
@@ -70,7 +78,8 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
         if client_revision.is_some_and(|rv| rv != current.mod_revision) {
             return Err(ApiError::modified(resource, name));
         }
-        let updated = merge(resource, subresource, &existing, body.clone());
+        let mut updated = merge(resource, subresource, &existing, body.clone());
+        managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         match write(call, &key, &current, updated, dry_run).await? {
             Written::Done(object) => {
                 let response =
@@ -358,10 +367,10 @@ pub(crate) fn bump_generation(resource: &Resource, existing: &Object, updated: &
 }
 
 /// `PUT .../scale`: the body is the new Scale.
-async fn put_scale(call: &Call, dry_run: bool) -> ApiResult<Response> {
+async fn put_scale(call: &Call, dry_run: bool, writer: &Writer) -> ApiResult<Response> {
     let body: Value = serde_json::from_slice(&call.body)
         .map_err(|err| ApiError::bad_request(format!("the body is not a valid Scale: {err}")))?;
-    write_scale(call, dry_run, |_| Ok(body.clone())).await
+    write_scale(call, dry_run, writer, |_| Ok(body.clone())).await
 }
 
 /// Writes `spec.replicas` of the parent from the Scale that `propose` makes of the current one
@@ -370,6 +379,7 @@ async fn put_scale(call: &Call, dry_run: bool) -> ApiResult<Response> {
 pub(crate) async fn write_scale(
     call: &Call,
     dry_run: bool,
+    writer: &Writer,
     mut propose: impl FnMut(&Object) -> ApiResult<Value>,
 ) -> ApiResult<Response> {
     let resource = &call.target.resource;
@@ -414,6 +424,7 @@ pub(crate) async fn write_scale(
             spec.insert("replicas".to_owned(), json!(replicas));
         }
         bump_generation(resource, &existing, &mut updated);
+        managedfields::record_update(resource, writer, Some(&existing), &mut updated);
         // A conflict means another writer got in between: the next attempt reads its write
         // (and a pinned resourceVersion then no longer matches).
         if let Written::Done(parent) = write(call, &key, &current, updated, dry_run).await? {
