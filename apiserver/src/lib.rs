@@ -33,6 +33,7 @@
 mod accept;
 mod bootstrap;
 mod codec;
+mod crd;
 mod fieldvalidation;
 mod handlers;
 mod keys;
@@ -108,6 +109,9 @@ pub async fn serve(
     bootstrap::bootstrap(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")))?;
+    crd::controller::start(&state)
+        .await
+        .map_err(|err| std::io::Error::other(format!("serving the custom resources: {err}")))?;
     let result = axum::serve(listener, router(state.clone()))
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await;

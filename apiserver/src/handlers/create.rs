@@ -9,6 +9,7 @@ use kubemock_storage::CreateOutcome;
 use serde_json::{Value, json};
 
 use super::resource::Call;
+use crate::crd;
 use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::managedfields::{self, Writer};
@@ -57,6 +58,7 @@ pub(crate) async fn create_object(
     writer: Option<&Writer>,
 ) -> ApiResult<Object> {
     let generate_name = prepare(resource, namespace, &mut object)?;
+    crd::admit(resource, None, &mut object)?;
     if let Some(writer) = writer {
         managedfields::record_update(resource, writer, None, &mut object);
     }

@@ -116,7 +116,7 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
         Some(request) => {
             let target = &call.target;
             let printer = table::printer_for(&target.resource, target.subresource.as_deref());
-            request.object(printer, body)
+            request.object(&printer, body)
         }
         None => body,
     };

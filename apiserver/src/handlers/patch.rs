@@ -13,6 +13,7 @@ use super::resource::Call;
 use super::update::{self, Written};
 use crate::codec;
 use crate::codec::protobuf::SCHEMA;
+use crate::crd;
 use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::managedfields::{self, Writer};
@@ -68,6 +69,13 @@ impl Patch {
                 )),
                 Err(err) => Err(ApiError::bad_request(format!("Invalid JSON Patch: {err}"))),
             },
+            "application/strategic-merge-patch+json" if call.target.resource.is_custom() => {
+                Err(ApiError::unsupported_media_type(&[
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                    "application/apply-patch+yaml",
+                ]))
+            }
             "application/strategic-merge-patch+json" => {
                 match serde_json::from_slice::<Value>(&call.body) {
                     Ok(value @ Value::Object(_)) => Ok(Patch::Strategic(value)),
@@ -171,6 +179,7 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
         }
         update::check_uid_precondition(resource, name, &key, &body, &existing)?;
         let mut updated = update::merge(resource, subresource, &existing, body);
+        crd::admit(resource, Some(&existing), &mut updated)?;
         managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
@@ -286,7 +295,8 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
         }
         update::check_uid_precondition(resource, name, &key, &config, &existing)?;
         let merged = managedfields::apply(resource, writer, Some(&existing), &config, force)?;
-        let updated = update::merge(resource, subresource, &existing, merged);
+        let mut updated = update::merge(resource, subresource, &existing, merged);
+        crd::admit(resource, Some(&existing), &mut updated)?;
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
             let response = object::respond(StatusCode::OK, &Value::Object(object), call.pretty());

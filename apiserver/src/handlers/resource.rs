@@ -156,14 +156,25 @@ async fn handle(
         let body = axum::body::to_bytes(request.body, MAX_BODY_BYTES)
             .await
             .map_err(|_| ApiError::too_large())?;
+        // A definition's write answers once the definition is served (§11.2).
+        let definitions = crate::crd::is_definitions(&target.resource)
+            && request.method != Method::GET
+            && request.method != Method::HEAD;
         let call = Call {
-            state,
+            state: state.clone(),
             target,
             query: Query::parse(request.query.as_deref()),
             headers: request.headers,
             body,
         };
-        dispatch(call, request.method).await
+        let response = dispatch(call, request.method).await;
+        if definitions
+            && response.as_ref().is_ok_and(|r| r.status().is_success())
+            && let Ok(revision) = state.store().current_revision().await
+        {
+            state.crd_synced(revision).await;
+        }
+        response
     }
     .await;
     result.unwrap_or_else(IntoResponse::into_response)

@@ -12,6 +12,7 @@ use super::create;
 use super::get::{fetch, fetch_existing};
 use super::resource::Call;
 use super::scale;
+use crate::crd;
 use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::managedfields::{self, Writer};
@@ -79,6 +80,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
             return Err(ApiError::modified(resource, name));
         }
         let mut updated = merge(resource, subresource, &existing, body.clone());
+        crd::admit(resource, Some(&existing), &mut updated)?;
         managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         match write(call, &key, &current, updated, dry_run).await? {
             Written::Done(object) => {
@@ -353,9 +355,20 @@ pub(crate) fn bump_generation(resource: &Resource, existing: &Object, updated: &
             .and_then(|m| m.get("annotations"))
             .cloned()
     };
-    let changed = existing.get("spec") != updated.get("spec")
-        || (policy == GenerationPolicy::SpecAndAnnotations
-            && annotations(existing) != annotations(updated));
+    let content = |o: &Object| -> Vec<(String, Value)> {
+        o.iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let changed = match policy {
+        GenerationPolicy::AllButMetadataAndStatus => content(existing) != content(updated),
+        _ => {
+            existing.get("spec") != updated.get("spec")
+                || (policy == GenerationPolicy::SpecAndAnnotations
+                    && annotations(existing) != annotations(updated))
+        }
+    };
     let old = existing
         .get("metadata")
         .and_then(|m| m.get("generation"))
@@ -419,10 +432,7 @@ pub(crate) async fn write_scale(
             return Err(ApiError::modified(resource, name));
         }
         let mut updated = existing.clone();
-        let spec = updated.entry("spec").or_insert_with(|| json!({}));
-        if let Value::Object(spec) = spec {
-            spec.insert("replicas".to_owned(), json!(replicas));
-        }
+        scale::set_replicas(resource, &mut updated, replicas);
         bump_generation(resource, &existing, &mut updated);
         managedfields::record_update(resource, writer, Some(&existing), &mut updated);
         // A conflict means another writer got in between: the next attempt reads its write

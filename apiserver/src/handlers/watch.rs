@@ -141,7 +141,7 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
     let request = WatchRequest::parse(call)?;
     let resource = call.target.resource.clone();
     let tables = table::requested(&call.headers, &call.query)?
-        .map(|table| table.for_watch(resource.printer));
+        .map(|table| table.for_watch(resource.printer.clone()));
     let prefix = keys::collection_prefix(&resource, call.target.namespace.as_deref());
     let (sender, receiver) = mpsc::channel::<Bytes>(WATCH_CHANNEL);
     let state = call.state.clone();

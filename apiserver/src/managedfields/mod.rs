@@ -271,6 +271,9 @@ fn store_entries(object: &mut Object, mut entries: Vec<Entry>) {
 
 /// The types of `resource`'s kind.
 pub(crate) fn types_of(resource: &Resource) -> Arc<Types> {
+    if let Some(custom) = &resource.custom {
+        return Arc::clone(&custom.types);
+    }
     match SCHEMA.as_ref() {
         Ok(schema) => Types::for_kind(schema, &resource.group_version(), &resource.kind),
         Err(_) => Types::untyped(),
@@ -344,6 +347,10 @@ fn zero_object(resource: &Resource, types: &Types) -> Value {
         ("", "Pod") => Some(json!({"containers": null})),
         _ => None,
     };
+    if resource.is_custom() {
+        // An empty custom object is just that.
+        return Value::Object(Map::new());
+    }
     let mut zero = Map::new();
     zero.insert("metadata".to_owned(), json!({}));
     if types.declares(types.root, "spec") {
