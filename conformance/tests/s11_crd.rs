@@ -406,3 +406,38 @@ async fn wait_for(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test]
+async fn s11_3_several_versions_read_alike_with_conversion_none() {
+    let h = Harness::start().await;
+    let mut definition = widget_definition("example.com");
+    let mut v2 = definition["spec"]["versions"][0].clone();
+    v2["name"] = json!("v2");
+    v2["storage"] = json!(false);
+    definition["spec"]["versions"]
+        .as_array_mut()
+        .expect("versions")
+        .push(v2);
+    assert_eq!(h.post(DEFINITIONS, &definition).await.status, 201);
+    let group = h.get("/apis/example.com").await.body;
+    assert_eq!(group["preferredVersion"]["version"], "v2");
+    let ns = h.namespace("s11-3-versions").await;
+    let v1 = format!("/apis/example.com/v1/namespaces/{ns}/widgets");
+    let v2 = format!("/apis/example.com/v2/namespaces/{ns}/widgets");
+    assert_eq!(
+        h.post(&v1, &widget("w", json!({"color": "red"})))
+            .await
+            .status,
+        201
+    );
+    let read = h.get(&format!("{v2}/w")).await.body;
+    assert_eq!(read["apiVersion"], "example.com/v2");
+    assert_eq!(read["spec"]["color"], "red");
+    let list = h.get(&v2).await.body;
+    assert_eq!(list["apiVersion"], "example.com/v2");
+    assert_eq!(list["items"][0]["apiVersion"], "example.com/v2");
+    assert_eq!(
+        h.get(&format!("{v1}/w")).await.body["apiVersion"],
+        "example.com/v1"
+    );
+}

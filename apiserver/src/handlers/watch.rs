@@ -190,7 +190,18 @@ struct Feed {
 
 impl Feed {
     /// Sends one event line; false once the client has gone.
-    async fn send(&self, kind: &str, object: Value) -> bool {
+    async fn send(&self, kind: &str, mut object: Value) -> bool {
+        // §11.3: a custom object reads in the version watched (conversion `None`).
+        if self.resource.is_custom()
+            && kind != "ERROR"
+            && let Value::Object(map) = &mut object
+            && map.contains_key("apiVersion")
+        {
+            map.insert(
+                "apiVersion".to_owned(),
+                Value::String(self.resource.group_version()),
+            );
+        }
         let object = match &self.tables {
             Some(tables) => tables.event_object(kind, object),
             None => object,
