@@ -24,6 +24,7 @@ fn widget_definition(group: &str) -> Value {
                     "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
                 "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
                     "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}},
+                "selectableFields": [{"jsonPath": ".spec.color"}],
                 "additionalPrinterColumns": [
                     {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
                     {"name": "Color", "type": "string", "jsonPath": ".spec.color"}]}]}})
@@ -180,6 +181,27 @@ async fn s11_3_custom_objects_are_pruned_defaulted_validated_and_printed() {
         .collect();
     assert_eq!(columns, ["Name", "Size", "Color"]);
     assert_eq!(table["rows"][0]["cells"], json!(["w1", 1, "red"]));
+
+    // selectableFields are field selectors (1.32: on by default).
+    assert_eq!(
+        h.post(&path, &widget("b1", json!({"color": "blue"})))
+            .await
+            .status,
+        201
+    );
+    let blue = h
+        .get(&format!("{path}?fieldSelector=spec.color%3Dblue"))
+        .await
+        .body;
+    let names: Vec<&str> = blue["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["b1"]);
+    let unknown = h.get(&format!("{path}?fieldSelector=spec.size%3D1")).await;
+    assert_eq!(unknown.status, 400, "{:?}", unknown.body);
 
     // No strategic merge patch for custom resources; a PUT needs a resourceVersion.
     let smp = h
