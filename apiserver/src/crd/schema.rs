@@ -502,11 +502,11 @@ mod tests {
         assert_eq!(
             texts,
             [
-                "spec.size: Invalid value: \"big\": spec.size in body must be of type integer: \"string\"",
                 "spec.color: Unsupported value: \"blue\": supported values: \"red\", \"green\"",
                 "spec.name: Too long: may not be more than 5 bytes",
                 "spec.name: Invalid value: \"ABCDEFG\": spec.name in body should match '^[a-z]+$'",
                 "spec.port: Invalid value: true: spec.port in body must be of type integer,string: \"boolean\"",
+                "spec.size: Invalid value: \"big\": spec.size in body must be of type integer: \"string\"",
                 "spec.tags: Too many: 3: must have at most 2 items",
             ]
         );
