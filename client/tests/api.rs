@@ -140,7 +140,7 @@ async fn lists_page_with_continue_tokens_and_selectors() {
 
 #[tokio::test]
 async fn watch_streams_typed_events_and_bookmarks() {
-    let server = kubemock_apiserver::testing::TestServer::start_with(
+    let server = kubemock_apiserver::TestServer::start_with(
         kubemock_apiserver::ServerConfig {
             bookmark_interval: Duration::from_millis(200),
             ..kubemock_apiserver::ServerConfig::default()

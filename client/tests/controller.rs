@@ -37,7 +37,8 @@ async fn reconcile(
     }
     let name = key.name.clone();
     let children: Vec<Arc<ConfigMap>> = cache.by_index("owner", &name);
-    controller::finalizer(&api, FINALIZER, parent.clone(), |event| async move {
+    let writer = api.clone();
+    controller::finalizer(&writer, FINALIZER, parent.clone(), |event| async move {
         match event {
             FinalizerEvent::Apply(parent) => {
                 let want: usize = parent

@@ -179,6 +179,7 @@ async fn under_concurrent_writers_every_handler_sees_every_change_once_and_in_or
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_forced_compaction_the_reflector_relists_and_the_cache_equals_the_server() {
+    common::logs();
     let (server, direct) = server().await;
     namespace(&direct, "compact").await;
     let proxy = Proxy::start(server.addr()).await;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kubemock_apiserver::testing::TestServer;
+use kubemock_apiserver::TestServer;
 use kubemock_client::{Api, Client, Config, PostParams};
 use parking_lot::Mutex;
 use tokio::task::JoinSet;
@@ -156,4 +156,12 @@ impl Drop for Proxy {
         self.accept.abort();
         self.connections.lock().abort_all();
     }
+}
+
+/// Installs a log subscriber honouring `RUST_LOG` (once per test binary).
+pub fn logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
 }
