@@ -12,7 +12,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubemock_client::controller::default_error_policy;
 use kubemock_client::{
-    Action, Api, Client, Controller, DeleteParams, InformerFactory, ObjectKey, PostParams, Store,
+    Action, Api, Client, Controller, DeleteParams, InformerFactory, ObjectKey, PostParams,
+    Resource, Store,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -20,6 +21,10 @@ use tokio_util::sync::CancellationToken;
 const LABEL: &str = "copy-config";
 /// Copies carry this label, naming their source.
 const COPIED_FROM: &str = "copied-from";
+
+fn label<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+    meta.labels.as_ref()?.get(key).map(String::as_str)
+}
 
 struct Ctx {
     client: Client,
@@ -36,17 +41,16 @@ async fn reconcile(ns: ObjectKey, ctx: Arc<Ctx>) -> kubemock_client::Result<Acti
     }
     let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns.name);
     let wanted = ctx.namespaces.get_by(None, &ns.name).filter(|n| {
-        n.metadata.deletion_timestamp.is_none()
-            && n.metadata.labels.as_ref().and_then(|l| l.get(LABEL)).map(String::as_str) == Some("true")
+        n.metadata.deletion_timestamp.is_none() && label(&n.metadata, LABEL) == Some("true")
     });
     let source = ctx.configmaps.get(&ctx.source);
     let current = ctx.configmaps.get_by(Some(&ns.name), name);
     let (Some(_), Some(source)) = (wanted, source) else {
         // Not wanted (or no source): remove our copy, if there is one.
-        if current.is_some_and(|c| c.metadata.labels.as_ref().is_some_and(|l| l.contains_key(COPIED_FROM))) {
+        if current.is_some_and(|c| label(&c.metadata, COPIED_FROM).is_some()) {
             match api.delete(name, &DeleteParams::default()).await {
                 Err(err) if !err.is_not_found() => return Err(err),
-                _ => println!("removed {}/{name}", ns.name),
+                _ => eprintln!("removed {}/{name}", ns.name),
             }
         }
         return Ok(Action::await_change());
@@ -55,7 +59,7 @@ async fn reconcile(ns: ObjectKey, ctx: Arc<Ctx>) -> kubemock_client::Result<Acti
         metadata: ObjectMeta {
             name: Some(name.clone()),
             namespace: Some(ns.name.clone()),
-            labels: Some([(COPIED_FROM.to_owned(), ctx.source.to_string().replace('/', "."))].into()),
+            labels: Some([(COPIED_FROM.into(), ctx.source.to_string().replace('/', "."))].into()),
             ..ObjectMeta::default()
         },
         data: source.data.clone(),
@@ -67,11 +71,11 @@ async fn reconcile(ns: ObjectKey, ctx: Arc<Ctx>) -> kubemock_client::Result<Acti
         Some(c) => {
             copy.metadata.resource_version = c.metadata.resource_version.clone(); // conflict = requeue
             api.replace(name, &PostParams::default(), &copy).await?;
-            println!("updated {}/{name}", ns.name);
+            eprintln!("updated {}/{name}", ns.name);
         }
         None => match api.create(&PostParams::default(), &copy).await {
             Err(err) if !err.is_already_exists() => return Err(err),
-            _ => println!("copied into {}/{name}", ns.name),
+            _ => eprintln!("copied into {}/{name}", ns.name),
         },
     }
     Ok(Action::await_change())
@@ -100,23 +104,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let all_namespaces = namespaces.store();
     let controller = Controller::new("configmap-copier", namespaces)
         // A change of the source concerns every namespace; a change of a copy, its own.
-        .watches(&configmaps, move |cm: &ConfigMap| {
-            if cm.metadata.namespace.as_deref() == source.namespace.as_deref()
-                && cm.metadata.name.as_deref() == Some(source.name.as_str())
-            {
-                all_namespaces.list().iter().map(|n| ObjectKey::new(None, n.metadata.name.as_deref().unwrap_or(""))).collect()
-            } else if cm.metadata.name.as_deref() == Some(source.name.as_str()) {
-                vec![ObjectKey::new(None, cm.metadata.namespace.as_deref().unwrap_or(""))]
-            } else {
-                Vec::new()
+        .watches(&configmaps, move |cm: &ConfigMap| match cm.key() {
+            key if key == source => all_namespaces.list().iter().map(|n| n.key()).collect(),
+            key if key.name == source.name => {
+                vec![ObjectKey::new(None, &key.namespace.unwrap_or_default())]
             }
+            _ => Vec::new(),
         })
         .workers(2);
-
-    println!("copying {source_ns}/{source_name} into namespaces labelled {LABEL}=true (Ctrl-C stops)");
-    controller
-        .run(move |key| reconcile(key, ctx.clone()), default_error_policy, token)
-        .await;
+    let reconcile = move |key| reconcile(key, ctx.clone());
+    controller.run(reconcile, default_error_policy, token).await;
     factory.shutdown().await;
     Ok(())
 }

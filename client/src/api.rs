@@ -226,12 +226,22 @@ impl<K: Resource> Api<K> {
     }
 
     /// Replaces the scale of an object.
-    pub async fn replace_scale(&self, name: &str, params: &PostParams, scale: &Scale) -> Result<Scale> {
+    pub async fn replace_scale(
+        &self,
+        name: &str,
+        params: &PostParams,
+        scale: &Scale,
+    ) -> Result<Scale> {
         self.replace_sub(name, Some("scale"), params, scale).await
     }
 
     /// Patches the scale of an object.
-    pub async fn patch_scale(&self, name: &str, params: &PatchParams, patch: &Patch) -> Result<Scale> {
+    pub async fn patch_scale(
+        &self,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch,
+    ) -> Result<Scale> {
         self.check_item_scope()?;
         self.client
             .request(&self.requests.patch(name, Some("scale"), params, patch)?)

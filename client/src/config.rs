@@ -438,7 +438,10 @@ users:
         assert_eq!(merged.current_context.as_deref(), Some("a"));
         assert_eq!(merged.context_names(), vec!["a", "b"]);
         assert_eq!(merged.clusters.len(), 2);
-        assert_eq!(merged.clusters[0].cluster.server, "https://one.example:6443/");
+        assert_eq!(
+            merged.clusters[0].cluster.server,
+            "https://one.example:6443/"
+        );
         assert_eq!(
             merged.clusters[0].cluster.certificate_authority.as_deref(),
             Some(Path::new("/etc/kube/ca.pem"))
@@ -463,7 +466,10 @@ users:
         assert_eq!(resolved.cluster_url, "https://one.example:6443");
         assert_eq!(resolved.default_namespace, "team-a");
         assert_eq!(resolved.auth, Auth::Bearer("secret".into()));
-        assert!(matches!(config.to_config(Some("zz")), Err(Error::Config(_))));
+        assert!(matches!(
+            config.to_config(Some("zz")),
+            Err(Error::Config(_))
+        ));
     }
 
     #[test]

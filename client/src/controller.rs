@@ -10,8 +10,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -133,24 +133,25 @@ impl<K: Resource> Controller<K> {
     ) -> Self {
         let map = Arc::new(map);
         let source = informer.clone();
-        self.sources.push(Box::new(move |queue: &WorkQueue<ObjectKey>| {
-            let (q1, q2, q3) = (queue.clone(), queue.clone(), queue.clone());
-            let (m1, m2, m3) = (map.clone(), map.clone(), map);
-            source.add_handler(
-                Handlers::new()
-                    .on_add(move |obj: &Arc<C>| m1(obj).into_iter().for_each(|k| q1.add(k)))
-                    .on_update(move |old: &Arc<C>, new: &Arc<C>| {
-                        if old.resource_version() == new.resource_version() {
-                            return; // a resync of a secondary object changes nothing
-                        }
-                        let mut keys = m2(old);
-                        keys.extend(m2(new));
-                        keys.dedup();
-                        keys.into_iter().for_each(|k| q2.add(k));
-                    })
-                    .on_delete(move |obj: &Arc<C>| m3(obj).into_iter().for_each(|k| q3.add(k))),
-            );
-        }));
+        self.sources
+            .push(Box::new(move |queue: &WorkQueue<ObjectKey>| {
+                let (q1, q2, q3) = (queue.clone(), queue.clone(), queue.clone());
+                let (m1, m2, m3) = (map.clone(), map.clone(), map);
+                source.add_handler(
+                    Handlers::new()
+                        .on_add(move |obj: &Arc<C>| m1(obj).into_iter().for_each(|k| q1.add(k)))
+                        .on_update(move |old: &Arc<C>, new: &Arc<C>| {
+                            if old.resource_version() == new.resource_version() {
+                                return; // a resync of a secondary object changes nothing
+                            }
+                            let mut keys = m2(old);
+                            keys.extend(m2(new));
+                            keys.dedup();
+                            keys.into_iter().for_each(|k| q2.add(k));
+                        })
+                        .on_delete(move |obj: &Arc<C>| m3(obj).into_iter().for_each(|k| q3.add(k))),
+                );
+            }));
         let sync = informer.clone();
         self.syncs.push(Box::new(move || {
             let sync = sync.clone();
@@ -447,7 +448,10 @@ mod tests {
             },
             ..ReplicaSet::default()
         };
-        assert_eq!(controller_of(&rs.metadata).map(|r| r.name.as_str()), Some("web"));
+        assert_eq!(
+            controller_of(&rs.metadata).map(|r| r.name.as_str()),
+            Some("web")
+        );
         assert_eq!(group_of("apps/v1"), "apps");
         assert_eq!(group_of("v1"), "");
         assert!(controller_reference(&Deployment::default()).is_none());

@@ -132,7 +132,10 @@ impl Recorder {
                 "lastTimestamp": now,
                 "message": message,
             }));
-            match api.patch(&previous.name, &PatchParams::default(), &patch).await {
+            match api
+                .patch(&previous.name, &PatchParams::default(), &patch)
+                .await
+            {
                 Ok(event) => {
                     self.remember(key, Recorded { count, ..previous });
                     return Ok(event);

@@ -125,8 +125,12 @@ struct Backlog<K> {
     coalesced_order: VecDeque<ObjectKey>,
     /// Per key: the state the handler last saw (`None`: absent), whether the object exists
     /// now, and its latest state (for a deletion, the deleted state).
-    coalesced: HashMap<ObjectKey, (Option<Arc<K>>, bool, Arc<K>)>,
+    coalesced: HashMap<ObjectKey, Coalesced<K>>,
 }
+
+/// A coalesced backlog entry: the state the handler last saw, whether the object exists
+/// now, and its latest state.
+type Coalesced<K> = (Option<Arc<K>>, bool, Arc<K>);
 
 impl<K: Resource> Backlog<K> {
     fn new() -> Self {
@@ -341,17 +345,25 @@ impl<K: Resource> SharedInformer<K> {
         if self.inner.started.swap(true, Ordering::SeqCst) {
             return;
         }
-        let watcher = Watcher::new(SharedSource(self.inner.source.clone()), self.inner.config.clone());
+        let watcher = Watcher::new(
+            SharedSource(self.inner.source.clone()),
+            self.inner.config.clone(),
+        );
         let writer = Writer::new(self.inner.store.clone());
         let inner = self.inner.clone();
-        reflector::run(writer, watcher.into_stream(), token, move |writer, event| {
-            let handlers = inner.handlers.lock();
-            for change in writer.apply(event) {
-                for handler in handlers.iter() {
-                    handler.push(change.clone());
+        reflector::run(
+            writer,
+            watcher.into_stream(),
+            token,
+            move |writer, event| {
+                let handlers = inner.handlers.lock();
+                for change in writer.apply(event) {
+                    for handler in handlers.iter() {
+                        handler.push(change.clone());
+                    }
                 }
-            }
-        })
+            },
+        )
         .await;
         self.inner.stopped.cancel();
         self.inner.tasks.close();
@@ -366,7 +378,8 @@ impl<K: Resource> ListerWatcher<K> for SharedSource<K> {
     fn list(
         &self,
         params: crate::request::ListParams,
-    ) -> futures_util::future::BoxFuture<'static, crate::Result<crate::resource::ObjectList<K>>> {
+    ) -> futures_util::future::BoxFuture<'static, crate::Result<crate::resource::ObjectList<K>>>
+    {
         self.0.list(params)
     }
     fn watch(
@@ -376,12 +389,18 @@ impl<K: Resource> ListerWatcher<K> for SharedSource<K> {
     ) -> futures_util::future::BoxFuture<
         'static,
         crate::Result<
-            futures_util::stream::BoxStream<'static, crate::Result<crate::transport::WatchEvent<K>>>,
+            futures_util::stream::BoxStream<
+                'static,
+                crate::Result<crate::transport::WatchEvent<K>>,
+            >,
         >,
     > {
         self.0.watch(params, resource_version)
     }
 }
+
+/// Starts one informer on a task of the tracker.
+type Starter = Box<dyn FnOnce(CancellationToken, &TaskTracker) + Send>;
 
 /// A future that resolves once an informer has synced.
 type SyncWait = Box<dyn Fn() -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
@@ -395,7 +414,7 @@ pub struct InformerFactory {
     /// Informers by resource; `Box<SharedInformer<K>>` as `Any`.
     informers: Mutex<HashMap<ApiResource, Box<dyn Any + Send + Sync>>>,
     /// Runs of started informers.
-    starters: Mutex<Vec<Box<dyn FnOnce(CancellationToken, &TaskTracker) + Send>>>,
+    starters: Mutex<Vec<Starter>>,
     /// Sync waits of every informer.
     synced: Mutex<Vec<SyncWait>>,
     tasks: TaskTracker,
@@ -512,7 +531,12 @@ mod tests {
         match change {
             Change::Added(o) => format!("add {} {}", o.key(), o.resource_version()),
             Change::Updated(o, n) => {
-                format!("update {} {}->{}", n.key(), o.resource_version(), n.resource_version())
+                format!(
+                    "update {} {}->{}",
+                    n.key(),
+                    o.resource_version(),
+                    n.resource_version()
+                )
             }
             Change::Deleted(o) => format!("delete {} {}", o.key(), o.resource_version()),
         }
@@ -545,8 +569,8 @@ mod tests {
         assert_eq!(backlog.ordered.len(), 1);
     }
 
-    use crate::watcher::script::{Script, gone, page};
     use crate::transport::WatchEvent;
+    use crate::watcher::script::{Script, gone, page};
 
     /// Records what a handler sees.
     #[derive(Clone, Default)]
@@ -557,7 +581,9 @@ mod tests {
             self.0.lock().push(describe(Change::Added(obj.clone())));
         }
         fn on_update(&self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
-            self.0.lock().push(describe(Change::Updated(old.clone(), new.clone())));
+            self.0
+                .lock()
+                .push(describe(Change::Updated(old.clone(), new.clone())));
         }
         fn on_delete(&self, obj: &Arc<ConfigMap>) {
             self.0.lock().push(describe(Change::Deleted(obj.clone())));
@@ -568,7 +594,11 @@ mod tests {
         async fn wait_for(&self, n: usize) -> Vec<String> {
             let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
             while self.0.lock().len() < n {
-                assert!(tokio::time::Instant::now() < deadline, "only {:?}", self.0.lock());
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "only {:?}",
+                    self.0.lock()
+                );
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             self.0.lock().clone()
@@ -607,7 +637,12 @@ mod tests {
                 "delete ns/b 4"
             ]
         );
-        let mut keys: Vec<String> = informer.store().list().iter().map(|o| o.key().to_string()).collect();
+        let mut keys: Vec<String> = informer
+            .store()
+            .list()
+            .iter()
+            .map(|o| o.key().to_string())
+            .collect();
         keys.sort();
         assert_eq!(keys, vec!["ns/a", "ns/c"]);
         token.cancel();
@@ -633,9 +668,15 @@ mod tests {
         informer.add_handler_with_resync(late.clone(), Some(Duration::from_secs(30)));
         assert_eq!(late.wait_for(1).await, vec!["add ns/a 3"]);
         let events = late.wait_for(3).await;
-        assert_eq!(events, vec!["add ns/a 3", "update ns/a 3->3", "update ns/a 3->3"]);
+        assert_eq!(
+            events,
+            vec!["add ns/a 3", "update ns/a 3->3", "update ns/a 3->3"]
+        );
         let elapsed = start.elapsed();
-        assert!(elapsed >= Duration::from_secs(60) && elapsed < Duration::from_secs(61), "{elapsed:?}");
+        assert!(
+            elapsed >= Duration::from_secs(60) && elapsed < Duration::from_secs(61),
+            "{elapsed:?}"
+        );
         token.cancel();
         run.await.expect("informer stops");
     }
@@ -646,7 +687,12 @@ mod tests {
         const KEYS: u64 = 100;
         let script = Script::default();
         let events = (0..EVENTS)
-            .map(|i| Ok(WatchEvent::Modified(plain(&format!("o{}", i % KEYS), &(20 + i).to_string()))))
+            .map(|i| {
+                Ok(WatchEvent::Modified(plain(
+                    &format!("o{}", i % KEYS),
+                    &(20 + i).to_string(),
+                )))
+            })
             .collect();
         script.list(page("10", None, vec![])).watch_hanging(events);
         let informer = SharedInformer::new(script, watcher::Config::default());
@@ -662,11 +708,15 @@ mod tests {
                     if let Some(rx) = released.lock().take() {
                         let _ = rx.recv();
                     }
-                    last_seen.lock().insert(obj.key().to_string(), obj.resource_version().to_owned());
+                    last_seen
+                        .lock()
+                        .insert(obj.key().to_string(), obj.resource_version().to_owned());
                 })
                 .on_update({
                     move |_, obj: &Arc<ConfigMap>| {
-                        last_seen_updates.lock().insert(obj.key().to_string(), obj.resource_version().to_owned());
+                        last_seen_updates
+                            .lock()
+                            .insert(obj.key().to_string(), obj.resource_version().to_owned());
                     }
                 })
         });
@@ -675,10 +725,13 @@ mod tests {
             let (add, update) = (fast_seen.clone(), fast_seen.clone());
             Handlers::new()
                 .on_add(move |obj: &Arc<ConfigMap>| {
-                    add.lock().insert(obj.key().to_string(), obj.resource_version().to_owned());
+                    add.lock()
+                        .insert(obj.key().to_string(), obj.resource_version().to_owned());
                 })
                 .on_update(move |_, obj: &Arc<ConfigMap>| {
-                    update.lock().insert(obj.key().to_string(), obj.resource_version().to_owned());
+                    update
+                        .lock()
+                        .insert(obj.key().to_string(), obj.resource_version().to_owned());
                 })
         });
         let token = CancellationToken::new();
@@ -696,10 +749,16 @@ mod tests {
 
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         while !caught_up(&fast_seen) {
-            assert!(tokio::time::Instant::now() < deadline, "the fast handler catches up while the other is stalled");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the fast handler catches up while the other is stalled"
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        assert!(last_seen.lock().is_empty(), "the stalled handler is still stalled");
+        assert!(
+            last_seen.lock().is_empty(),
+            "the stalled handler is still stalled"
+        );
         assert!(
             stalled.backlog() <= HANDLER_BUFFER + KEYS as usize,
             "backlog {} is bounded",
@@ -708,7 +767,10 @@ mod tests {
         release.send(()).expect("release");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         while !caught_up(&last_seen) {
-            assert!(tokio::time::Instant::now() < deadline, "the stalled handler catches up");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the stalled handler catches up"
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         token.cancel();

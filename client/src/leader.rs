@@ -130,7 +130,9 @@ impl LeaderElector {
             match acquired {
                 Ok(true) => break,
                 Ok(false) => {}
-                Err(err) => tracing::debug!(lease = %self.name, error = %err, "acquiring the lease failed"),
+                Err(err) => {
+                    tracing::debug!(lease = %self.name, error = %err, "acquiring the lease failed")
+                }
             }
             tokio::select! {
                 _ = token.cancelled() => return,
@@ -150,7 +152,9 @@ impl LeaderElector {
                 _ = tokio::time::sleep(self.config.retry_period) => {}
             }
             let renewed = tokio::time::timeout(
-                self.config.renew_deadline.saturating_sub(last_renew.elapsed()),
+                self.config
+                    .renew_deadline
+                    .saturating_sub(last_renew.elapsed()),
                 self.try_acquire_or_renew(),
             )
             .await;
@@ -202,7 +206,8 @@ impl LeaderElector {
 
     fn spec(&self, old: Option<&LeaseSpec>) -> LeaseSpec {
         let now = MicroTime(crate::resource::now());
-        let held_by_us = old.and_then(|s| s.holder_identity.as_deref()) == Some(&self.config.identity);
+        let held_by_us =
+            old.and_then(|s| s.holder_identity.as_deref()) == Some(&self.config.identity);
         let transitions = old.and_then(|s| s.lease_transitions).unwrap_or(0);
         LeaseSpec {
             holder_identity: Some(self.config.identity.clone()),
@@ -243,7 +248,11 @@ impl LeaderElector {
         if let Some(lease) = self.lease.clone().filter(|l| self.holds(l)) {
             let mut renewed = lease.clone();
             renewed.spec = Some(self.spec(lease.spec.as_ref()));
-            match self.api.replace(&self.name, &PostParams::default(), &renewed).await {
+            match self
+                .api
+                .replace(&self.name, &PostParams::default(), &renewed)
+                .await
+            {
                 Ok(written) => {
                     self.observe(&written);
                     self.lease = Some(written);
@@ -289,7 +298,11 @@ impl LeaderElector {
         }
         let mut next = current.clone();
         next.spec = Some(self.spec(current.spec.as_ref()));
-        match self.api.replace(&self.name, &PostParams::default(), &next).await {
+        match self
+            .api
+            .replace(&self.name, &PostParams::default(), &next)
+            .await
+        {
             Ok(written) => {
                 self.observe(&written);
                 self.lease = Some(written);
@@ -301,7 +314,11 @@ impl LeaderElector {
     }
 
     fn holds(&self, lease: &Lease) -> bool {
-        lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) == Some(&self.config.identity)
+        lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_deref())
+            == Some(&self.config.identity)
     }
 
     fn lease_duration_of(&self, lease: &Lease) -> Duration {

@@ -40,7 +40,10 @@ impl Request {
     pub fn is_idempotent(&self) -> bool {
         matches!(
             self.method,
-            reqwest::Method::GET | reqwest::Method::HEAD | reqwest::Method::PUT | reqwest::Method::DELETE
+            reqwest::Method::GET
+                | reqwest::Method::HEAD
+                | reqwest::Method::PUT
+                | reqwest::Method::DELETE
         )
     }
 }
@@ -330,7 +333,10 @@ impl RequestBuilder {
 
     /// GET an item (or its subresource).
     pub fn get(&self, name: &str, subresource: Option<&str>) -> Result<Request> {
-        Ok(Request::new(reqwest::Method::GET, self.item(name, subresource)?))
+        Ok(Request::new(
+            reqwest::Method::GET,
+            self.item(name, subresource)?,
+        ))
     }
 
     /// GET the collection.
@@ -343,7 +349,11 @@ impl RequestBuilder {
         query.push_opt("continue", params.continue_token.as_deref());
         if params.continue_token.is_none() {
             query.push_opt("resourceVersion", params.resource_version.as_deref());
-            if params.resource_version.as_deref().is_some_and(|rv| !rv.is_empty()) {
+            if params
+                .resource_version
+                .as_deref()
+                .is_some_and(|rv| !rv.is_empty())
+            {
                 match params.version_match {
                     Some(VersionMatch::Exact) => query.push("resourceVersionMatch", "Exact"),
                     Some(VersionMatch::NotOlderThan) => {
@@ -353,7 +363,10 @@ impl RequestBuilder {
                 }
             }
         }
-        Request::new(reqwest::Method::GET, format!("{}{}", self.collection, query.0))
+        Request::new(
+            reqwest::Method::GET,
+            format!("{}{}", self.collection, query.0),
+        )
     }
 
     /// GET the collection as a watch from `resource_version` (`""` or `"0"` for the start).
@@ -373,14 +386,20 @@ impl RequestBuilder {
             query.push("resourceVersionMatch", "NotOlderThan");
         }
         query.push_opt("resourceVersion", Some(resource_version));
-        Request::new(reqwest::Method::GET, format!("{}{}", self.collection, query.0))
+        Request::new(
+            reqwest::Method::GET,
+            format!("{}{}", self.collection, query.0),
+        )
     }
 
     /// POST a new object.
     pub fn create(&self, params: &PostParams, body: Vec<u8>) -> Request {
         let query = post_query(params);
-        Request::new(reqwest::Method::POST, format!("{}{}", self.collection, query.0))
-            .with_body(body, JSON)
+        Request::new(
+            reqwest::Method::POST,
+            format!("{}{}", self.collection, query.0),
+        )
+        .with_body(body, JSON)
     }
 
     /// PUT an object (or its subresource).
@@ -413,7 +432,9 @@ impl RequestBuilder {
             ));
         }
         if params.force && !matches!(patch, Patch::Apply(_)) {
-            return Err(Error::InvalidRequest("force is only for apply patches".into()));
+            return Err(Error::InvalidRequest(
+                "force is only for apply patches".into(),
+            ));
         }
         let mut query = Query::default();
         if params.dry_run {
@@ -433,18 +454,21 @@ impl RequestBuilder {
 
     /// DELETE an object.
     pub fn delete(&self, name: &str, params: &DeleteParams) -> Result<Request> {
-        Ok(Request::new(reqwest::Method::DELETE, self.item(name, None)?)
-            .with_body(params.body()?, JSON))
+        Ok(
+            Request::new(reqwest::Method::DELETE, self.item(name, None)?)
+                .with_body(params.body()?, JSON),
+        )
     }
 
     /// DELETE the collection (objects matching the list's selectors).
     pub fn delete_collection(&self, delete: &DeleteParams, list: &ListParams) -> Result<Request> {
         let mut query = Query::default();
         list.push_selectors(&mut query);
-        Ok(
-            Request::new(reqwest::Method::DELETE, format!("{}{}", self.collection, query.0))
-                .with_body(delete.body()?, JSON),
+        Ok(Request::new(
+            reqwest::Method::DELETE,
+            format!("{}{}", self.collection, query.0),
         )
+        .with_body(delete.body()?, JSON))
     }
 }
 
@@ -482,7 +506,10 @@ mod tests {
             ..ListParams::default()
         };
         // §7.2: resourceVersion is not allowed together with continue.
-        assert_eq!(pods().list(&next).path, "/api/v1/namespaces/ns/pods?continue=abc%3D");
+        assert_eq!(
+            pods().list(&next).path,
+            "/api/v1/namespaces/ns/pods?continue=abc%3D"
+        );
         let exact = ListParams::default().at("5", Some(VersionMatch::NotOlderThan));
         assert_eq!(
             pods().list(&exact).path,
@@ -514,16 +541,31 @@ mod tests {
     #[test]
     fn patches_carry_their_content_type_and_apply_needs_a_manager() {
         let merge = pods()
-            .patch("p", Some("status"), &PatchParams::default(), &Patch::Merge(serde_json::json!({})))
+            .patch(
+                "p",
+                Some("status"),
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({})),
+            )
             .expect("builds");
         assert_eq!(merge.path, "/api/v1/namespaces/ns/pods/p/status");
-        assert_eq!(merge.body.map(|b| b.1), Some("application/merge-patch+json"));
+        assert_eq!(
+            merge.body.map(|b| b.1),
+            Some("application/merge-patch+json")
+        );
         let apply = Patch::Apply(serde_json::json!({"metadata":{"name":"p"}}));
-        assert!(pods().patch("p", None, &PatchParams::default(), &apply).is_err());
+        assert!(
+            pods()
+                .patch("p", None, &PatchParams::default(), &apply)
+                .is_err()
+        );
         let request = pods()
             .patch("p", None, &PatchParams::apply("me").force(), &apply)
             .expect("builds");
-        assert_eq!(request.path, "/api/v1/namespaces/ns/pods/p?fieldManager=me&force=true");
+        assert_eq!(
+            request.path,
+            "/api/v1/namespaces/ns/pods/p?fieldManager=me&force=true"
+        );
         assert!(!request.is_idempotent());
     }
 

@@ -122,7 +122,13 @@ where
 {
     fn api_resource() -> ApiResource {
         let namespaced = std::any::type_name::<K::Scope>().ends_with("NamespaceResourceScope");
-        ApiResource::new(K::GROUP, K::VERSION, K::KIND, K::URL_PATH_SEGMENT, namespaced)
+        ApiResource::new(
+            K::GROUP,
+            K::VERSION,
+            K::KIND,
+            K::URL_PATH_SEGMENT,
+            namespaced,
+        )
     }
 }
 
@@ -141,7 +147,11 @@ pub fn now() -> k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct DynamicObject {
     /// `group/version` of the object.
-    #[serde(rename = "apiVersion", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "apiVersion",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub api_version: String,
     /// Kind of the object.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -267,7 +277,10 @@ mod tests {
         assert!(!ns.namespaced);
         assert_eq!(ns.collection_path(Some("x")), "/api/v1/namespaces");
         let lease = ApiResource::of::<k8s_openapi::api::coordination::v1::Lease>();
-        assert_eq!(lease.collection_path(None), "/apis/coordination.k8s.io/v1/leases");
+        assert_eq!(
+            lease.collection_path(None),
+            "/apis/coordination.k8s.io/v1/leases"
+        );
     }
 
     #[test]

@@ -134,16 +134,16 @@ fn parse_term(term: &str) -> Result<Requirement> {
             .strip_prefix('(')
             .and_then(|r| r.strip_suffix(')'))
             .ok_or_else(invalid)?;
-        Ok(inner
-            .split(',')
-            .map(|v| v.trim().to_owned())
-            .collect())
+        Ok(inner.split(',').map(|v| v.trim().to_owned()).collect())
     };
     if let Some(key) = term.strip_prefix('!') {
         return Ok(Requirement::DoesNotExist(key.trim().to_owned()));
     }
     if let Some((key, value)) = term.split_once("!=") {
-        return Ok(Requirement::NotEquals(key.trim().into(), value.trim().into()));
+        return Ok(Requirement::NotEquals(
+            key.trim().into(),
+            value.trim().into(),
+        ));
     }
     if let Some((key, value)) = term.split_once("==").or_else(|| term.split_once('=')) {
         return Ok(Requirement::Equals(key.trim().into(), value.trim().into()));

@@ -161,7 +161,11 @@ impl Client {
     }
 
     /// Sends with retries and returns the successful response (2xx).
-    async fn send(&self, request: &Request, timeout: Option<Duration>) -> Result<reqwest::Response> {
+    async fn send(
+        &self,
+        request: &Request,
+        timeout: Option<Duration>,
+    ) -> Result<reqwest::Response> {
         let mut attempt = 0;
         loop {
             let wait = match self.send_once(request, timeout).await {
@@ -180,7 +184,9 @@ impl Client {
                     if !retryable || attempt >= MAX_RETRIES {
                         return Err(err);
                     }
-                    retry_after.unwrap_or(Duration::from_secs(1)).min(RETRY_BACKOFF_CAP)
+                    retry_after
+                        .unwrap_or(Duration::from_secs(1))
+                        .min(RETRY_BACKOFF_CAP)
                 }
                 Err(err) => {
                     if !(err.is_connection_error() && request.is_idempotent())
@@ -372,10 +378,7 @@ where
                     if state.buffer.len() > MAX_WATCH_LINE {
                         state.done = true;
                         state.buffer.clear();
-                        return Some((
-                            Err(Error::Stream("watch event too large".into())),
-                            state,
-                        ));
+                        return Some((Err(Error::Stream("watch event too large".into())), state));
                     }
                 }
                 Some(Err(err)) => {

@@ -377,7 +377,8 @@ impl<K: Resource, L: ListerWatcher<K>> Watcher<K, L> {
                     match self.source.list(params).await {
                         Ok(list) => self.listed_page(list, true),
                         Err(err) => {
-                            let gone = after_gone || err.is_gone() || err.is_resource_version_too_large();
+                            let gone =
+                                after_gone || err.is_gone() || err.is_resource_version_too_large();
                             (Some(Err(err)), State::Empty { after_gone: gone })
                         }
                     }
@@ -396,7 +397,13 @@ impl<K: Resource, L: ListerWatcher<K>> Watcher<K, L> {
                 };
                 match self.source.list(params).await {
                     Ok(mut list) => {
-                        if list.metadata.resource_version.as_deref().unwrap_or("").is_empty() {
+                        if list
+                            .metadata
+                            .resource_version
+                            .as_deref()
+                            .unwrap_or("")
+                            .is_empty()
+                        {
                             list.metadata.resource_version = Some(resource_version);
                         }
                         self.listed_page(list, false)
@@ -406,9 +413,10 @@ impl<K: Resource, L: ListerWatcher<K>> Watcher<K, L> {
                 }
             }
             State::InitialWatch { mut stream } => match stream.next().await {
-                Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
-                    (Some(Ok(Event::InitApply(obj))), State::InitialWatch { stream })
-                }
+                Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => (
+                    Some(Ok(Event::InitApply(obj))),
+                    State::InitialWatch { stream },
+                ),
                 Some(Ok(WatchEvent::Deleted(obj))) => {
                     tracing::warn!(key = %obj.key(), "DELETED during the initial events of a streaming list");
                     (None, State::InitialWatch { stream })
@@ -519,13 +527,19 @@ impl<K: Resource, L: ListerWatcher<K>> Watcher<K, L> {
 
     /// Queues a list page's events: `Init` before the first page, `InitApply` per object,
     /// `InitDone` after the last page; then watch from the list's resourceVersion.
-    fn listed_page(&mut self, list: ObjectList<K>, first: bool) -> (Option<Result<Event<K>>>, State<K>) {
+    fn listed_page(
+        &mut self,
+        list: ObjectList<K>,
+        first: bool,
+    ) -> (Option<Result<Event<K>>>, State<K>) {
         let resource_version = list.metadata.resource_version.clone().unwrap_or_default();
         let continue_token = list.metadata.continue_.clone().filter(|t| !t.is_empty());
         if resource_version.is_empty() {
             // kube-rs treats this as an error too: there is nowhere to watch from.
             return (
-                Some(Err(Error::Stream("list answer without a resourceVersion".into()))),
+                Some(Err(Error::Stream(
+                    "list answer without a resourceVersion".into(),
+                ))),
                 State::Empty { after_gone: true },
             );
         }
@@ -606,11 +620,17 @@ pub(crate) mod script {
             self
         }
         pub(crate) fn watch(&self, events: Vec<Result<WatchEvent<ConfigMap>>>) -> &Self {
-            self.0.lock().watches.push_back(Ok(WatchAnswer { events, hang: false }));
+            self.0.lock().watches.push_back(Ok(WatchAnswer {
+                events,
+                hang: false,
+            }));
             self
         }
         pub(crate) fn watch_hanging(&self, events: Vec<Result<WatchEvent<ConfigMap>>>) -> &Self {
-            self.0.lock().watches.push_back(Ok(WatchAnswer { events, hang: true }));
+            self.0
+                .lock()
+                .watches
+                .push_back(Ok(WatchAnswer { events, hang: true }));
             self
         }
         pub(crate) fn watch_fails(&self, err: Error) -> &Self {
@@ -637,7 +657,11 @@ pub(crate) mod script {
         }
     }
 
-    pub(crate) fn page(rv: &str, continue_token: Option<&str>, items: Vec<ConfigMap>) -> Result<ObjectList<ConfigMap>> {
+    pub(crate) fn page(
+        rv: &str,
+        continue_token: Option<&str>,
+        items: Vec<ConfigMap>,
+    ) -> Result<ObjectList<ConfigMap>> {
         Ok(ObjectList {
             metadata: ListMeta {
                 resource_version: Some(rv.into()),
@@ -693,7 +717,10 @@ pub(crate) mod script {
                 call.push_str(" initial");
             }
             let timeout = params.timeout.map(|t| t.as_secs()).unwrap_or(0);
-            assert!((300..600).contains(&timeout), "timeoutSeconds {timeout} randomised in [300, 600)");
+            assert!(
+                (300..600).contains(&timeout),
+                "timeoutSeconds {timeout} randomised in [300, 600)"
+            );
             assert!(params.bookmarks);
             inner.calls.push((Instant::now(), call));
             match inner.watches.pop_front() {
@@ -764,9 +791,18 @@ mod tests {
         let mut watcher = Watcher::new(script.clone(), Config::default());
         assert_eq!(
             take(&mut watcher, 5).await,
-            vec!["init", "init-apply a", "init-apply b", "init-done", "apply a@11"]
+            vec![
+                "init",
+                "init-apply a",
+                "init-apply b",
+                "init-done",
+                "apply a@11"
+            ]
         );
-        assert_eq!(script.calls(), vec!["list rv=0", "list continue=t1", "watch rv=10"]);
+        assert_eq!(
+            script.calls(),
+            vec!["list rv=0", "list continue=t1", "watch rv=10"]
+        );
         assert_eq!(watcher.resource_version(), "11");
     }
 
@@ -775,14 +811,20 @@ mod tests {
         let script = Script::default();
         script
             .list(page("10", None, vec![]))
-            .watch(vec![Ok(WatchEvent::Added(cm("a", "12"))), bookmark("20", false)])
+            .watch(vec![
+                Ok(WatchEvent::Added(cm("a", "12"))),
+                bookmark("20", false),
+            ])
             .watch_hanging(vec![Ok(WatchEvent::Deleted(cm("a", "21")))]);
         let mut watcher = Watcher::new(script.clone(), Config::default());
         assert_eq!(
             take(&mut watcher, 4).await,
             vec!["init", "init-done", "apply a@12", "delete a"]
         );
-        assert_eq!(script.calls(), vec!["list rv=0", "watch rv=10", "watch rv=20"]);
+        assert_eq!(
+            script.calls(),
+            vec!["list rv=0", "watch rv=10", "watch rv=20"]
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -797,15 +839,24 @@ mod tests {
         assert_eq!(
             take(&mut watcher, 8).await,
             vec![
-                "init", "init-apply a", "init-done", "apply b@12", "error 410",
-                "init", "init-apply b", "init-done"
+                "init",
+                "init-apply a",
+                "init-done",
+                "apply b@12",
+                "error 410",
+                "init",
+                "init-apply b",
+                "init-done"
             ]
         );
         // No resourceVersion: a consistent read of the latest state (kube-rs; client-go's
         // second attempt).
         assert_eq!(script.calls(), vec!["list rv=0", "watch rv=10", "list"]);
         drive(&mut watcher, Duration::from_secs(60)).await;
-        assert_eq!(script.calls().last().map(String::as_str), Some("watch rv=30"));
+        assert_eq!(
+            script.calls().last().map(String::as_str),
+            Some("watch rv=30")
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -832,9 +883,15 @@ mod tests {
             .watch_fails(Error::api(503, "ServiceUnavailable", "busy"))
             .watch_hanging(vec![]);
         let mut watcher = Watcher::new(script.clone(), Config::default());
-        assert_eq!(take(&mut watcher, 3).await, vec!["init", "init-done", "error 503"]);
+        assert_eq!(
+            take(&mut watcher, 3).await,
+            vec!["init", "init-done", "error 503"]
+        );
         drive(&mut watcher, Duration::from_secs(60)).await;
-        assert_eq!(script.calls(), vec!["list rv=0", "watch rv=10", "watch rv=10"]);
+        assert_eq!(
+            script.calls(),
+            vec!["list rv=0", "watch rv=10", "watch rv=10"]
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -847,7 +904,14 @@ mod tests {
         let mut watcher = Watcher::new(script.clone(), Config::default());
         assert_eq!(
             take(&mut watcher, 6).await,
-            vec!["error 500", "error 500", "error 500", "error 500", "init", "init-done"]
+            vec![
+                "error 500",
+                "error 500",
+                "error 500",
+                "error 500",
+                "init",
+                "init-done"
+            ]
         );
         drive(&mut watcher, Duration::from_secs(1)).await;
         let times = script.call_times();
@@ -855,12 +919,19 @@ mod tests {
         // Base waits 0.8, 1.6, 3.2, 6.4 s, each stretched by up to 100 %.
         for (gap, base) in gaps.iter().zip([0.8, 1.6, 3.2, 6.4]) {
             let base = Duration::from_secs_f64(base);
-            assert!(*gap >= base && *gap <= base * 2, "gap {gap:?} for base {base:?}");
+            assert!(
+                *gap >= base && *gap <= base * 2,
+                "gap {gap:?} for base {base:?}"
+            );
         }
         // The successful list reset the backoff: the watch followed at once.
         assert_eq!(gaps[4], Duration::ZERO);
         // A failed relist after a non-410 failure reads at the last version, NotOlderThan.
-        assert_eq!(script.calls()[1], "list rv=0", "first list still at 0 after failing");
+        assert_eq!(
+            script.calls()[1],
+            "list rv=0",
+            "first list still at 0 after failing"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -885,8 +956,14 @@ mod tests {
         assert_eq!(events, vec!["init", "init-done", "error 0"]);
         drive(&mut watcher, Duration::from_secs(60)).await;
         let times = script.call_times();
-        assert!(times[2] - times[1] >= BACKOFF_INITIAL, "re-watched after a backoff");
-        assert_eq!(script.calls(), vec!["list rv=0", "watch rv=10", "watch rv=10"]);
+        assert!(
+            times[2] - times[1] >= BACKOFF_INITIAL,
+            "re-watched after a backoff"
+        );
+        assert_eq!(
+            script.calls(),
+            vec!["list rv=0", "watch rv=10", "watch rv=10"]
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -904,7 +981,13 @@ mod tests {
         let mut watcher = Watcher::new(script.clone(), Config::default().streaming_list());
         assert_eq!(
             take(&mut watcher, 5).await,
-            vec!["init", "init-apply a", "init-apply b", "init-done", "apply a@10"]
+            vec![
+                "init",
+                "init-apply a",
+                "init-apply b",
+                "init-done",
+                "apply a@10"
+            ]
         );
         drive(&mut watcher, Duration::from_secs(60)).await;
         assert_eq!(script.calls(), vec!["watch rv= initial", "watch rv=10"]);
@@ -918,9 +1001,15 @@ mod tests {
             .list(page("3", None, vec![]))
             .watch_hanging(vec![]);
         let mut watcher = Watcher::new(script.clone(), Config::default().streaming_list());
-        assert_eq!(take(&mut watcher, 3).await, vec!["error 422", "init", "init-done"]);
+        assert_eq!(
+            take(&mut watcher, 3).await,
+            vec!["error 422", "init", "init-done"]
+        );
         drive(&mut watcher, Duration::from_secs(60)).await;
-        assert_eq!(script.calls(), vec!["watch rv= initial", "list rv=0", "watch rv=3"]);
+        assert_eq!(
+            script.calls(),
+            vec!["watch rv= initial", "list rv=0", "watch rv=3"]
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -928,7 +1017,10 @@ mod tests {
         let script = Script::default();
         script
             .list(page("10", None, vec![]))
-            .watch(vec![Ok(WatchEvent::Added(cm("a", "15"))), Err(Error::api(500, "InternalError", "x"))])
+            .watch(vec![
+                Ok(WatchEvent::Added(cm("a", "15"))),
+                Err(Error::api(500, "InternalError", "x")),
+            ])
             .watch_fails(Error::api(403, "Forbidden", "no"))
             .list(page("20", None, vec![]))
             .watch_hanging(vec![]);
@@ -936,11 +1028,24 @@ mod tests {
         let events = take(&mut watcher, 7).await;
         assert_eq!(
             events,
-            vec!["init", "init-done", "apply a@15", "error 500", "error 403", "init", "init-done"]
+            vec![
+                "init",
+                "init-done",
+                "apply a@15",
+                "error 500",
+                "error 403",
+                "init",
+                "init-done"
+            ]
         );
         assert_eq!(
             script.calls(),
-            vec!["list rv=0", "watch rv=10", "watch rv=15", "list rv=15 match=NotOlderThan"]
+            vec![
+                "list rv=0",
+                "watch rv=10",
+                "watch rv=15",
+                "list rv=15 match=NotOlderThan"
+            ]
         );
     }
 }

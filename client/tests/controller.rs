@@ -11,7 +11,9 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use kubemock_client::controller::{self, FinalizerEvent, controller_reference, default_error_policy};
+use kubemock_client::controller::{
+    self, FinalizerEvent, controller_reference, default_error_policy,
+};
 use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::{
     Action, Api, ApiResource, Controller, DeleteParams, InformerFactory, ListParams, ObjectKey,
@@ -32,7 +34,14 @@ async fn reconcile(
     let Some(parent) = cache.get(&key) else {
         return Ok(Action::await_change());
     };
-    if parent.metadata.labels.as_ref().and_then(|l| l.get("role")).map(String::as_str) != Some("parent") {
+    if parent
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("role"))
+        .map(String::as_str)
+        != Some("parent")
+    {
         return Ok(Action::await_change());
     }
     let name = key.name.clone();
@@ -48,11 +57,14 @@ async fn reconcile(
                     .and_then(|c| c.parse().ok())
                     .unwrap_or(0);
                 let wanted: BTreeSet<String> = (0..want).map(|i| format!("{name}-{i}")).collect();
-                let have: BTreeSet<String> =
-                    children.iter().filter_map(|c| c.metadata.name.clone()).collect();
+                let have: BTreeSet<String> = children
+                    .iter()
+                    .filter_map(|c| c.metadata.name.clone())
+                    .collect();
                 for missing in wanted.difference(&have) {
                     let mut child = configmap(missing, "child");
-                    child.metadata.owner_references = controller_reference(parent.as_ref()).map(|r| vec![r]);
+                    child.metadata.owner_references =
+                        controller_reference(parent.as_ref()).map(|r| vec![r]);
                     match api.create(&PostParams::default(), &child).await {
                         Err(err) if !err.is_already_exists() => return Err(err),
                         _ => {}
@@ -104,7 +116,10 @@ async fn a_controller_converges_its_desired_state() {
     let factory = InformerFactory::namespaced(client.clone(), "ctl");
     let configmaps = factory.informer::<ConfigMap>();
     configmaps.store().add_index("owner", |cm: &ConfigMap| {
-        controller::controller_of(&cm.metadata).map(|o| o.name.clone()).into_iter().collect()
+        controller::controller_of(&cm.metadata)
+            .map(|o| o.name.clone())
+            .into_iter()
+            .collect()
     });
     let token = CancellationToken::new();
     factory.start(&token);
@@ -130,31 +145,57 @@ async fn a_controller_converges_its_desired_state() {
     let mut parent = configmap("p", "x");
     parent.metadata.labels = Some([("role".to_owned(), "parent".to_owned())].into());
     parent.data = Some([("count".to_owned(), "3".to_owned())].into());
-    api.create(&PostParams::default(), &parent).await.expect("create parent");
-    wait_until(Duration::from_secs(20), "3 children", || async { children(&api, "p").await == names("p", 3) }).await;
+    api.create(&PostParams::default(), &parent)
+        .await
+        .expect("create parent");
+    wait_until(Duration::from_secs(20), "3 children", || async {
+        children(&api, "p").await == names("p", 3)
+    })
+    .await;
     let stored = api.get("p").await.expect("parent");
     assert_eq!(stored.metadata.finalizers, Some(vec![FINALIZER.to_owned()]));
 
     let scale = |n: &str| Patch::Merge(serde_json::json!({"data": {"count": n}}));
-    api.patch("p", &PatchParams::default(), &scale("1")).await.expect("scale down");
-    wait_until(Duration::from_secs(20), "1 child", || async { children(&api, "p").await == names("p", 1) }).await;
+    api.patch("p", &PatchParams::default(), &scale("1"))
+        .await
+        .expect("scale down");
+    wait_until(Duration::from_secs(20), "1 child", || async {
+        children(&api, "p").await == names("p", 1)
+    })
+    .await;
 
-    api.patch("p", &PatchParams::default(), &scale("4")).await.expect("scale up");
-    wait_until(Duration::from_secs(20), "4 children", || async { children(&api, "p").await == names("p", 4) }).await;
+    api.patch("p", &PatchParams::default(), &scale("4"))
+        .await
+        .expect("scale up");
+    wait_until(Duration::from_secs(20), "4 children", || async {
+        children(&api, "p").await == names("p", 4)
+    })
+    .await;
 
     // A child deleted behind the controller's back is recreated (owned objects map to the
     // owner's key).
-    api.delete("p-2", &DeleteParams::default()).await.expect("delete child");
+    api.delete("p-2", &DeleteParams::default())
+        .await
+        .expect("delete child");
     wait_until(Duration::from_secs(20), "the child recreated", || async {
-        api.get_opt("p-2").await.expect("get").is_some_and(|c| c.metadata.deletion_timestamp.is_none())
+        api.get_opt("p-2")
+            .await
+            .expect("get")
+            .is_some_and(|c| c.metadata.deletion_timestamp.is_none())
     })
     .await;
 
     // Deleting the parent runs the cleanup behind the finalizer, then the parent goes.
-    api.delete("p", &DeleteParams::default()).await.expect("delete parent");
-    wait_until(Duration::from_secs(20), "parent and children gone", || async {
-        api.get_opt("p").await.expect("get").is_none() && children(&api, "p").await.is_empty()
-    })
+    api.delete("p", &DeleteParams::default())
+        .await
+        .expect("delete parent");
+    wait_until(
+        Duration::from_secs(20),
+        "parent and children gone",
+        || async {
+            api.get_opt("p").await.expect("get").is_none() && children(&api, "p").await.is_empty()
+        },
+    )
     .await;
 
     token.cancel();
@@ -166,7 +207,9 @@ async fn a_controller_converges_its_desired_state() {
 async fn requeue_after_reconciles_again_and_cancellation_stops_the_workers() {
     let (_server, client) = server().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    api.create(&PostParams::default(), &configmap("tick", "0")).await.expect("create");
+    api.create(&PostParams::default(), &configmap("tick", "0"))
+        .await
+        .expect("create");
     let factory = InformerFactory::namespaced(client, "default");
     let informer = factory.informer::<ConfigMap>();
     let token = CancellationToken::new();
@@ -242,7 +285,9 @@ async fn status_updates_retry_on_conflict() {
         }),
         ..Deployment::default()
     };
-    api.create(&PostParams::default(), &deployment).await.expect("create");
+    api.create(&PostParams::default(), &deployment)
+        .await
+        .expect("create");
     let mut updaters = tokio::task::JoinSet::new();
     for _ in 0..4 {
         let api = api.clone();
@@ -259,14 +304,21 @@ async fn status_updates_retry_on_conflict() {
         done.expect("updater");
     }
     let status = api.get("d").await.expect("get").status.expect("status");
-    assert_eq!(status.ready_replicas, Some(4), "no increment lost to a conflict");
+    assert_eq!(
+        status.ready_replicas,
+        Some(4),
+        "no increment lost to a conflict"
+    );
 }
 
 #[tokio::test]
 async fn the_event_recorder_aggregates_repeats() {
     let (_server, client) = server().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    let cm = api.create(&PostParams::default(), &configmap("subject", "1")).await.expect("create");
+    let cm = api
+        .create(&PostParams::default(), &configmap("subject", "1"))
+        .await
+        .expect("create");
     let recorder = Recorder::new(client.clone(), "tester");
     let reference = object_reference(&cm, &ApiResource::of::<ConfigMap>());
     for _ in 0..3 {
@@ -280,7 +332,11 @@ async fn the_event_recorder_aggregates_repeats() {
         .await
         .expect("publish");
     let events: Api<Event> = Api::namespaced(client, "default");
-    let mut list = events.list(&ListParams::default()).await.expect("events").items;
+    let mut list = events
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items;
     list.sort_by_key(|e| e.reason.clone());
     assert_eq!(list.len(), 2);
     let failed = &list[0];
@@ -288,7 +344,10 @@ async fn the_event_recorder_aggregates_repeats() {
     assert_eq!(synced.count, Some(3));
     assert_eq!(synced.type_.as_deref(), Some("Normal"));
     assert_eq!(synced.involved_object.name.as_deref(), Some("subject"));
-    assert_eq!(synced.source.as_ref().and_then(|s| s.component.as_deref()), Some("tester"));
+    assert_eq!(
+        synced.source.as_ref().and_then(|s| s.component.as_deref()),
+        Some("tester")
+    );
     assert!(synced.last_timestamp >= synced.first_timestamp);
     assert_eq!(failed.count, Some(1));
     assert_eq!(failed.type_.as_deref(), Some("Warning"));

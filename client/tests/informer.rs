@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubemock_client::informer::Handlers;
 use kubemock_client::watcher::{self, InitialList};
-use kubemock_client::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, SharedInformer};
+use kubemock_client::{
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, SharedInformer,
+};
 use kubemock_storage::Kv;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -48,7 +50,10 @@ fn cache_state(informer: &SharedInformer<ConfigMap>) -> BTreeMap<String, String>
         .collect()
 }
 
-fn start(informer: &SharedInformer<ConfigMap>, token: &CancellationToken) -> tokio::task::JoinHandle<()> {
+fn start(
+    informer: &SharedInformer<ConfigMap>,
+    token: &CancellationToken,
+) -> tokio::task::JoinHandle<()> {
     let informer = informer.clone();
     let token = token.clone();
     tokio::spawn(async move { informer.run(token).await })
@@ -65,14 +70,20 @@ async fn an_informer_syncs_ten_thousand_objects() {
     eprintln!("seeded {OBJECTS} objects in {:?}", seeding.elapsed());
 
     for initial in [InitialList::MostRecent, InitialList::Any] {
-        let informer = SharedInformer::new(api.clone(), watcher::Config::default().initial_list(initial));
+        let informer = SharedInformer::new(
+            api.clone(),
+            watcher::Config::default().initial_list(initial),
+        );
         let token = CancellationToken::new();
         let run = start(&informer, &token);
         let syncing = Instant::now();
         tokio::time::timeout(Duration::from_secs(60), informer.wait_for_sync())
             .await
             .expect("synced in time");
-        eprintln!("{initial:?}: synced {OBJECTS} objects in {:?}", syncing.elapsed());
+        eprintln!(
+            "{initial:?}: synced {OBJECTS} objects in {:?}",
+            syncing.elapsed()
+        );
         assert_eq!(informer.store().len(), OBJECTS);
         assert_eq!(cache_state(&informer), server_state(&api).await);
         assert_eq!(informer.store().list_namespace("many").len(), OBJECTS);
@@ -93,7 +104,9 @@ async fn a_streaming_list_informer_syncs_and_follows_changes() {
         .await
         .expect("synced");
     assert_eq!(cache_state(&informer), server_state(&api).await);
-    api.create(&PostParams::default(), &configmap("late", "1")).await.expect("create");
+    api.create(&PostParams::default(), &configmap("late", "1"))
+        .await
+        .expect("create");
     wait_until(Duration::from_secs(10), "the new object", || async {
         informer.store().get_by(Some("default"), "late").is_some()
     })
@@ -110,12 +123,25 @@ fn recording_handler(seen: &Seen) -> Handlers<ConfigMap> {
     let name = |cm: &ConfigMap| cm.metadata.name.clone().unwrap_or_default();
     let rv = |cm: &ConfigMap| cm.metadata.resource_version.clone().unwrap_or_default();
     Handlers::new()
-        .on_add(move |cm: &Arc<ConfigMap>| a.lock().entry(name(cm)).or_default().push(format!("add {}", rv(cm))))
-        .on_update(move |old: &Arc<ConfigMap>, new: &Arc<ConfigMap>| {
-            assert_ne!(old.metadata.resource_version, new.metadata.resource_version, "no resync configured");
-            u.lock().entry(name(new)).or_default().push(format!("update {}", rv(new)));
+        .on_add(move |cm: &Arc<ConfigMap>| {
+            a.lock()
+                .entry(name(cm))
+                .or_default()
+                .push(format!("add {}", rv(cm)))
         })
-        .on_delete(move |cm: &Arc<ConfigMap>| d.lock().entry(name(cm)).or_default().push("delete".into()))
+        .on_update(move |old: &Arc<ConfigMap>, new: &Arc<ConfigMap>| {
+            assert_ne!(
+                old.metadata.resource_version, new.metadata.resource_version,
+                "no resync configured"
+            );
+            u.lock()
+                .entry(name(new))
+                .or_default()
+                .push(format!("update {}", rv(new)));
+        })
+        .on_delete(move |cm: &Arc<ConfigMap>| {
+            d.lock().entry(name(cm)).or_default().push("delete".into())
+        })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,20 +170,34 @@ async fn under_concurrent_writers_every_handler_sees_every_change_once_and_in_or
             let mut written: HashMap<String, Vec<String>> = HashMap::new();
             for k in 0..KEYS_PER_WRITER {
                 let name = format!("w{w}-k{k}");
-                let created = api.create(&PostParams::default(), &configmap(&name, "0")).await.expect("create");
-                written.entry(name.clone()).or_default().push(format!("add {}", created.metadata.resource_version.unwrap_or_default()));
+                let created = api
+                    .create(&PostParams::default(), &configmap(&name, "0"))
+                    .await
+                    .expect("create");
+                written.entry(name.clone()).or_default().push(format!(
+                    "add {}",
+                    created.metadata.resource_version.unwrap_or_default()
+                ));
             }
             for u in 1..=UPDATES {
                 for k in 0..KEYS_PER_WRITER {
                     let name = format!("w{w}-k{k}");
                     let patch = Patch::Merge(serde_json::json!({"data": {"value": u.to_string()}}));
-                    let updated = api.patch(&name, &PatchParams::default(), &patch).await.expect("patch");
-                    written.entry(name).or_default().push(format!("update {}", updated.metadata.resource_version.unwrap_or_default()));
+                    let updated = api
+                        .patch(&name, &PatchParams::default(), &patch)
+                        .await
+                        .expect("patch");
+                    written.entry(name).or_default().push(format!(
+                        "update {}",
+                        updated.metadata.resource_version.unwrap_or_default()
+                    ));
                 }
             }
             for k in (0..KEYS_PER_WRITER).step_by(2) {
                 let name = format!("w{w}-k{k}");
-                api.delete(&name, &DeleteParams::default()).await.expect("delete");
+                api.delete(&name, &DeleteParams::default())
+                    .await
+                    .expect("delete");
                 written.entry(name).or_default().push("delete".into());
             }
             written
@@ -168,9 +208,11 @@ async fn under_concurrent_writers_every_handler_sees_every_change_once_and_in_or
         expected.extend(written.expect("writer"));
     }
     for (i, seen) in handlers.iter().enumerate() {
-        wait_until(Duration::from_secs(30), &format!("handler {i} to see every change"), || async {
-            *seen.lock() == expected
-        })
+        wait_until(
+            Duration::from_secs(30),
+            &format!("handler {i} to see every change"),
+            || async { *seen.lock() == expected },
+        )
         .await;
     }
     token.cancel();
@@ -199,10 +241,16 @@ async fn after_a_forced_compaction_the_reflector_relists_and_the_cache_equals_th
     // that its resourceVersion is gone: only a relist can catch up.
     proxy.cut();
     for i in 0..10 {
-        api.delete(&format!("cm-{i}"), &DeleteParams::default()).await.expect("delete");
+        api.delete(&format!("cm-{i}"), &DeleteParams::default())
+            .await
+            .expect("delete");
         let patch = Patch::Merge(serde_json::json!({"data": {"value": "changed"}}));
-        api.patch(&format!("cm-{}", 10 + i), &PatchParams::default(), &patch).await.expect("patch");
-        api.create(&PostParams::default(), &configmap(&format!("new-{i}"), "1")).await.expect("create");
+        api.patch(&format!("cm-{}", 10 + i), &PatchParams::default(), &patch)
+            .await
+            .expect("patch");
+        api.create(&PostParams::default(), &configmap(&format!("new-{i}"), "1"))
+            .await
+            .expect("create");
     }
     let revision = server.store().revision();
     let compacted = server.store().compact(revision).await.expect("compact");
@@ -210,17 +258,24 @@ async fn after_a_forced_compaction_the_reflector_relists_and_the_cache_equals_th
     proxy.restore();
 
     let expected = server_state(&api).await;
-    wait_until(Duration::from_secs(30), "the cache to equal the server", || async {
-        cache_state(&informer) == expected
-    })
+    wait_until(
+        Duration::from_secs(30),
+        "the cache to equal the server",
+        || async { cache_state(&informer) == expected },
+    )
     .await;
     // Deletions seen only through the relist reach handlers as deletions.
-    let seen = seen.lock();
-    for i in 0..10 {
-        assert_eq!(seen[&format!("cm-{i}")].last().map(String::as_str), Some("delete"), "cm-{i}");
-        assert!(seen[&format!("new-{i}")][0].starts_with("add"));
+    {
+        let seen = seen.lock();
+        for i in 0..10 {
+            assert_eq!(
+                seen[&format!("cm-{i}")].last().map(String::as_str),
+                Some("delete"),
+                "cm-{i}"
+            );
+            assert!(seen[&format!("new-{i}")][0].starts_with("add"));
+        }
     }
-    drop(seen);
     token.cancel();
     run.await.expect("informer stops");
 }

@@ -72,7 +72,11 @@ async fn next_started(events: &mut mpsc::Receiver<(String, LeaderEvent)>) -> Str
 }
 
 async fn holder(api: &Api<Lease>) -> Option<String> {
-    api.get("lock").await.expect("lease").spec.and_then(|s| s.holder_identity)
+    api.get("lock")
+        .await
+        .expect("lease")
+        .spec
+        .and_then(|s| s.holder_identity)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,7 +105,10 @@ async fn exactly_one_candidate_leads_and_the_other_takes_over_after_a_release() 
     let second = next_started(&mut events).await;
     let takeover = stopped_at.elapsed();
     assert_ne!(second, first);
-    assert!(takeover < LEASE, "took over in {takeover:?} after a release");
+    assert!(
+        takeover < LEASE,
+        "took over in {takeover:?} after a release"
+    );
     assert_eq!(holder(&api).await.as_deref(), Some(second.as_str()));
     assert_eq!(leading.load(Ordering::SeqCst), 1);
     let lease = api.get("lock").await.expect("lease");
@@ -132,7 +139,10 @@ async fn a_vanished_leader_is_replaced_once_its_lease_expires() {
     let takeover = stopped_at.elapsed();
     // `b` waits for the lease to expire as it observed it (it saw the last renewal at most
     // about one retry period before `a` stopped), and no longer than that plus its polling.
-    assert!(takeover >= LEASE - RETRY * 3, "waited for the lease: {takeover:?}");
+    assert!(
+        takeover >= LEASE - RETRY * 3,
+        "waited for the lease: {takeover:?}"
+    );
     assert!(takeover <= LEASE + RETRY * 5, "took over in {takeover:?}");
     b.token.cancel();
     b.task.await.expect("stops");

@@ -62,8 +62,12 @@ impl<K: Resource> Writer<K> {
 /// Runs a reflector: feeds `events` (a [`crate::watcher::Watcher`] stream) into `writer`
 /// until `token` is cancelled, calling `on_changes` with what each event changed. Watcher
 /// errors are logged; the watcher retries by itself.
-pub async fn run<K, S, F>(mut writer: Writer<K>, events: S, token: CancellationToken, mut on_changes: F)
-where
+pub async fn run<K, S, F>(
+    mut writer: Writer<K>,
+    events: S,
+    token: CancellationToken,
+    mut on_changes: F,
+) where
     K: Resource,
     S: Stream<Item = crate::Result<Event<K>>>,
     F: FnMut(&mut Writer<K>, Event<K>),

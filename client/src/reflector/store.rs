@@ -326,18 +326,36 @@ mod tests {
     fn indexes_follow_every_write() {
         let store = Store::new();
         store.add_index("app", |cm: &ConfigMap| {
-            cm.metadata.labels.iter().flatten().filter(|(k, _)| *k == "app").map(|(_, v)| v.clone()).collect()
+            cm.metadata
+                .labels
+                .iter()
+                .flatten()
+                .filter(|(k, _)| *k == "app")
+                .map(|(_, v)| v.clone())
+                .collect()
         });
-        assert!(matches!(store.apply(cm("a", "x", "1", "web")), Some(Change::Added(_))));
-        assert!(store.apply(cm("a", "x", "1", "web")).is_none(), "same resourceVersion");
+        assert!(matches!(
+            store.apply(cm("a", "x", "1", "web")),
+            Some(Change::Added(_))
+        ));
+        assert!(
+            store.apply(cm("a", "x", "1", "web")).is_none(),
+            "same resourceVersion"
+        );
         store.apply(cm("b", "y", "2", "web"));
-        assert!(matches!(store.apply(cm("a", "x", "3", "db")), Some(Change::Updated(..))));
+        assert!(matches!(
+            store.apply(cm("a", "x", "3", "db")),
+            Some(Change::Updated(..))
+        ));
         assert_eq!(names(store.by_index("app", "web")), vec!["b/y"]);
         assert_eq!(names(store.by_index("app", "db")), vec!["a/x"]);
         assert_eq!(names(store.list_namespace("a")), vec!["a/x"]);
         let selector: Selector = "app=db".parse().expect("parses");
         assert_eq!(names(store.list_selector(None, &selector)), vec!["a/x"]);
-        assert!(matches!(store.delete(cm("a", "x", "4", "db")), Some(Change::Deleted(_))));
+        assert!(matches!(
+            store.delete(cm("a", "x", "4", "db")),
+            Some(Change::Deleted(_))
+        ));
         assert!(store.by_index("app", "db").is_empty());
         assert!(store.index_keys(NAMESPACE_INDEX, "a").is_empty());
     }
@@ -359,12 +377,24 @@ mod tests {
             .iter()
             .map(|c| match c {
                 Change::Added(o) => format!("add {}", o.key()),
-                Change::Updated(o, n) => format!("update {} {}->{}", n.key(), o.resource_version(), n.resource_version()),
-                Change::Deleted(o) => format!("delete {} {}", o.key(), o.metadata.labels.as_ref().expect("labels")["app"]),
+                Change::Updated(o, n) => format!(
+                    "update {} {}->{}",
+                    n.key(),
+                    o.resource_version(),
+                    n.resource_version()
+                ),
+                Change::Deleted(o) => format!(
+                    "delete {} {}",
+                    o.key(),
+                    o.metadata.labels.as_ref().expect("labels")["app"]
+                ),
             })
             .collect();
         summary.sort();
-        assert_eq!(summary, vec!["add a/new", "delete a/gone last", "update a/change 2->5"]);
+        assert_eq!(
+            summary,
+            vec!["add a/new", "delete a/gone last", "update a/change 2->5"]
+        );
         assert_eq!(store.len(), 3);
     }
 }

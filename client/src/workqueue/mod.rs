@@ -28,9 +28,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-pub use rate_limit::{
-    Bucket, ItemExponentialFailure, MaxOf, RateLimiter, default_rate_limiter,
-};
+pub use rate_limit::{Bucket, ItemExponentialFailure, MaxOf, RateLimiter, default_rate_limiter};
 
 /// What a work queue can hold (keys, usually [`crate::ObjectKey`]).
 pub trait QueueItem: Clone + Eq + Hash + Send + Sync + 'static {}

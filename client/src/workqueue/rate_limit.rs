@@ -167,7 +167,8 @@ mod tests {
 
     #[test]
     fn item_backoff_doubles_per_failure_up_to_the_cap_and_forgets() {
-        let limiter = ItemExponentialFailure::new(Duration::from_millis(5), Duration::from_secs(1000));
+        let limiter =
+            ItemExponentialFailure::new(Duration::from_millis(5), Duration::from_secs(1000));
         let delays: Vec<Duration> = (0..5).map(|_| limiter.when(&"a")).collect();
         let ms: Vec<u128> = delays.iter().map(Duration::as_millis).collect();
         assert_eq!(ms, vec![5, 10, 20, 40, 80]);

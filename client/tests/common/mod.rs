@@ -37,7 +37,9 @@ pub async fn namespace(client: &Client, name: &str) {
         },
         ..Namespace::default()
     };
-    api.create(&PostParams::default(), &ns).await.expect("namespace created");
+    api.create(&PostParams::default(), &ns)
+        .await
+        .expect("namespace created");
 }
 
 /// A ConfigMap `name` with one data entry.
@@ -53,7 +55,12 @@ pub fn configmap(name: &str, value: &str) -> ConfigMap {
 }
 
 /// Creates `count` ConfigMaps `prefix-N` in `api`'s namespace, `concurrency` at a time.
-pub async fn create_configmaps(api: &Api<ConfigMap>, prefix: &str, count: usize, concurrency: usize) {
+pub async fn create_configmaps(
+    api: &Api<ConfigMap>,
+    prefix: &str,
+    count: usize,
+    concurrency: usize,
+) {
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut tasks = JoinSet::new();
     for _ in 0..concurrency {
@@ -66,9 +73,12 @@ pub async fn create_configmaps(api: &Api<ConfigMap>, prefix: &str, count: usize,
                 if i >= count {
                     break;
                 }
-                api.create(&PostParams::default(), &configmap(&format!("{prefix}-{i}"), "0"))
-                    .await
-                    .expect("create");
+                api.create(
+                    &PostParams::default(),
+                    &configmap(&format!("{prefix}-{i}"), "0"),
+                )
+                .await
+                .expect("create");
             }
         });
     }
@@ -88,7 +98,10 @@ where
         if condition().await {
             return;
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -105,7 +118,9 @@ pub struct Proxy {
 impl Proxy {
     /// A proxy to `target` (`127.0.0.1:port`).
     pub async fn start(target: std::net::SocketAddr) -> Self {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let open = Arc::new(AtomicBool::new(true));
         let connections = Arc::new(Mutex::new(JoinSet::new()));
@@ -120,7 +135,8 @@ impl Proxy {
                     }
                     connections.lock().spawn(async move {
                         if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
-                            let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                            let _ =
+                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                         }
                     });
                 }
