@@ -135,7 +135,11 @@ impl<K: Resource> Api<K> {
 
     /// Lists one page (or everything without a limit).
     pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
-        self.client.request(&self.requests.list(params)).await
+        let mut list: ObjectList<K> = self.client.request(&self.requests.list(params)).await?;
+        for item in &mut list.items {
+            item.fill_type(&self.resource);
+        }
+        Ok(list)
     }
 
     /// Lists everything, following `continue` tokens page by page (pages of

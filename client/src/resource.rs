@@ -89,6 +89,10 @@ pub trait Resource:
     fn resource_version(&self) -> &str {
         self.meta().resource_version.as_deref().unwrap_or("")
     }
+
+    /// Fills in `apiVersion` and `kind` where the object keeps them and they are missing
+    /// (items of built-in lists come without them, §7.1). Typed objects need nothing.
+    fn fill_type(&mut self, _resource: &ApiResource) {}
 }
 
 /// A [`Resource`] whose group, version, plural and scope are known from its type.
@@ -199,6 +203,14 @@ impl Resource for DynamicObject {
     }
     fn meta_mut(&mut self) -> &mut ObjectMeta {
         &mut self.metadata
+    }
+    fn fill_type(&mut self, resource: &ApiResource) {
+        if self.api_version.is_empty() {
+            self.api_version = resource.api_version.clone();
+        }
+        if self.kind.is_empty() {
+            self.kind = resource.kind.clone();
+        }
     }
 }
 

@@ -24,6 +24,9 @@ pub const MAX_RETRIES: u32 = 10;
 pub const RETRY_BACKOFF_BASE: Duration = Duration::from_millis(100);
 /// Longest wait between retries, also the cap on a server's Retry-After.
 pub const RETRY_BACKOFF_CAP: Duration = Duration::from_secs(10);
+/// TCP keep-alive probes (client-go's dialer uses 30 s): a watch on a connection whose peer
+/// vanished without a reset ends instead of hanging.
+pub const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 /// A watch event larger than this is refused (a runaway stream must not exhaust memory);
 /// the server's own request body limit is far lower.
 pub const MAX_WATCH_LINE: usize = 64 * 1024 * 1024;
@@ -66,6 +69,7 @@ impl Client {
             .user_agent(config.user_agent.clone())
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
+            .tcp_keepalive(TCP_KEEPALIVE)
             .pool_idle_timeout(Duration::from_secs(90));
         if let Some(pem) = &config.root_certificates {
             let certs = reqwest::Certificate::from_pem_bundle(pem)
