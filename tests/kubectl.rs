@@ -607,6 +607,225 @@ async fn kubectl_scale_and_delete_cascade_policies_leave_the_right_finalizers() 
 }
 
 #[tokio::test]
+async fn kubectl_server_side_apply_conflicts_between_managers_unless_forced() {
+    let cluster = Cluster::start().await;
+    let file = cluster.dir.path().join("web.yaml");
+    std::fs::write(&file, MANIFESTS).expect("write the manifests");
+    let file = file.to_str().expect("a utf-8 path");
+    let out = cluster
+        .kubectl(&["apply", "--server-side", "-f", file])
+        .await;
+    assert!(
+        out.contains("deployment.apps/web serverside-applied"),
+        "{out}"
+    );
+    assert!(out.contains("service/web serverside-applied"), "{out}");
+    // Applying the same manifests again changes nothing.
+    let before = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ])
+        .await;
+    cluster
+        .kubectl(&["apply", "--server-side", "-f", file])
+        .await;
+    let after = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ])
+        .await;
+    assert_eq!(before, after);
+
+    // A second manager setting the replicas kubectl owns conflicts (§5.6)...
+    let other = cluster.dir.path().join("other.yaml");
+    std::fs::write(
+        &other,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 5\n",
+    )
+    .expect("write the manifest");
+    let output = cluster
+        .command()
+        .args(["apply", "--server-side", "--field-manager=autoscaler", "-f"])
+        .arg(&other)
+        .output()
+        .await
+        .expect("run kubectl");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("conflict with \"kubectl\""), "{stderr}");
+    assert!(stderr.contains(".spec.replicas"), "{stderr}");
+    // ...and takes them over with --force-conflicts.
+    let out = cluster
+        .kubectl(&[
+            "apply",
+            "--server-side",
+            "--field-manager=autoscaler",
+            "--force-conflicts",
+            "-f",
+            other.to_str().expect("utf-8"),
+        ])
+        .await;
+    assert!(out.contains("serverside-applied"), "{out}");
+    let yaml = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "yaml",
+            "--show-managed-fields",
+        ])
+        .await;
+    assert!(yaml.contains("replicas: 5"), "{yaml}");
+    assert!(yaml.contains("manager: autoscaler"), "{yaml}");
+    assert!(yaml.contains("operation: Apply"), "{yaml}");
+    // Now kubectl's own manifest conflicts on the replicas it lost.
+    let output = cluster
+        .command()
+        .args(["apply", "--server-side", "-f", file])
+        .output()
+        .await
+        .expect("run kubectl");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("conflict with \"autoscaler\""), "{stderr}");
+    // kubectl explain of a whole struct.
+    let out = cluster.kubectl(&["explain", "deployment.spec"]).await;
+    assert!(out.contains("FIELD: spec <DeploymentSpec>"), "{out}");
+    assert!(out.contains("replicas\t<integer>"), "{out}");
+}
+
+const WIDGET_CRD: &str = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [color]
+            properties:
+              size: {type: integer, default: 1}
+              color: {type: string, enum: [red, blue]}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Color, type: string, jsonPath: .spec.color}
+";
+
+#[tokio::test]
+async fn kubectl_applies_a_crd_and_manages_its_custom_objects() {
+    let cluster = Cluster::start().await;
+    let dir = cluster.dir.path();
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write a manifest");
+        path.to_str().expect("utf-8").to_owned()
+    };
+    let crd = write("crd.yaml", WIDGET_CRD);
+    let out = cluster.kubectl(&["apply", "-f", &crd]).await;
+    assert!(
+        out.contains("customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"),
+        "{out}"
+    );
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for",
+            "condition=established",
+            "crd/widgets.example.com",
+            "--timeout=30s",
+        ])
+        .await;
+
+    // Watch the widgets while they are created.
+    let mut watch = cluster
+        .command()
+        .args(["get", "widgets", "-w", "--output-watch-events"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run kubectl get -w");
+    let mut lines = BufReader::new(watch.stdout.take().expect("stdout")).lines();
+
+    let widget = write(
+        "w1.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {color: red}\n",
+    );
+    let out = cluster.kubectl(&["apply", "-f", &widget]).await;
+    assert!(out.contains("widget.example.com/w1 created"), "{out}");
+    let seen = tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await.expect("read kubectl") {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.first() == Some(&"ADDED") && fields.get(1) == Some(&"w1") {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .expect("kubectl printed the event before the deadline");
+    assert!(seen, "kubectl get -w ended without ADDED w1");
+
+    // Printed with the printer columns, the schema default applied.
+    let out = cluster.kubectl(&["get", "wd"]).await;
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0], ["NAME", "SIZE", "COLOR"], "{out}");
+    assert_eq!(rows[1], ["w1", "1", "red"], "{out}");
+
+    // An invalid object is rejected with a readable error.
+    let bad = write(
+        "bad.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w2}\nspec: {color: green}\n",
+    );
+    let output = cluster
+        .command()
+        .args(["apply", "-f", &bad])
+        .output()
+        .await
+        .expect("run kubectl");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "spec.color: Unsupported value: \"green\": supported values: \"red\", \"blue\""
+        ),
+        "{stderr}"
+    );
+
+    // kubectl explain reads the custom kind's schema.
+    let out = cluster.kubectl(&["explain", "widgets.spec"]).await;
+    assert!(out.contains("color"), "{out}");
+
+    let out = cluster.kubectl(&["delete", "widget", "w1"]).await;
+    assert!(out.contains("widget.example.com \"w1\" deleted"), "{out}");
+    let out = cluster.kubectl(&["delete", "-f", &crd]).await;
+    assert!(out.contains("deleted"), "{out}");
+}
+
+#[tokio::test]
 async fn kubectl_run_create_deployment_and_expose_show_the_servers_defaults() {
     let cluster = Cluster::start().await;
     let out = cluster

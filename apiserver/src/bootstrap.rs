@@ -10,6 +10,7 @@
 use serde_json::{Value, json};
 
 use crate::handlers::create::{create_object, ensure_default_service_account};
+use crate::managedfields::Writer;
 use crate::object;
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult};
@@ -17,6 +18,8 @@ use crate::status::{ApiError, ApiResult};
 /// The namespaces every cluster starts with.
 pub const SYSTEM_NAMESPACES: [&str; 4] =
     ["default", "kube-system", "kube-public", "kube-node-lease"];
+/// The field manager of what the API server creates itself.
+const SERVER_MANAGER: &str = "kube-apiserver";
 /// The `kubernetes` Service's cluster IP with the default service range (10.96.0.0/12): its
 /// first address.
 pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
@@ -36,7 +39,12 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
         let namespace =
             object::with_type_meta(to_object(json!({"metadata": {"name": name}})), &namespaces);
         let namespaces = &namespaces;
-        async move { ignore_exists(create_object(state, namespaces, None, namespace, false).await) }
+        let writer = Writer::server(SERVER_MANAGER, namespaces);
+        async move {
+            ignore_exists(
+                create_object(state, namespaces, None, namespace, false, Some(&writer)).await,
+            )
+        }
     }))
     .await?;
     let cluster_ip = state.config().service_cluster_ip_range.first().to_string();
@@ -61,6 +69,7 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
         })),
         &services,
     );
+    let writer = Writer::server(SERVER_MANAGER, &services);
     // Only when missing: creating it again would fail on its address (taken by itself)
     // before it could fail on its name.
     let key = crate::keys::object_key(&services, Some("default"), "kubernetes");
@@ -68,7 +77,17 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
         if crate::handlers::get::fetch(state, &key).await?.is_some() {
             return Ok(());
         }
-        ignore_exists(create_object(state, &services, Some("default"), service, false).await)
+        ignore_exists(
+            create_object(
+                state,
+                &services,
+                Some("default"),
+                service,
+                false,
+                Some(&writer),
+            )
+            .await,
+        )
     };
     let accounts = futures_util::future::try_join_all(
         SYSTEM_NAMESPACES

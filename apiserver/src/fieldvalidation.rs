@@ -40,23 +40,26 @@ impl FieldValidation {
 }
 
 /// Drops the fields of `object` that `resource`'s schema does not know, and reports them as
-/// `mode` says: the warnings to send (for `Warn`), or the real 400 (for `Strict`). Kinds
-/// without a schema (custom resources) are left alone.
+/// `mode` says: the warnings to send (for `Warn`), or the real 400 (for `Strict`). Custom
+/// resources are pruned by their definition's structural schema (§11.3).
 pub(crate) fn prune_unknown_fields(
     schemas: &Schemas,
     resource: &Resource,
     mode: FieldValidation,
     object: &mut Object,
 ) -> ApiResult<Vec<String>> {
-    let Some(schema) = schemas
+    let mut unknown = Vec::new();
+    if let Some(custom) = &resource.custom {
+        if let Some(schema) = &custom.schema {
+            crate::crd::schema::prune(schema, object, &mut unknown);
+        }
+    } else if let Some(schema) = schemas
         .kind(&resource.group, &resource.version, &resource.kind)
         .and_then(|name| schemas.component(name))
-    else {
-        return Ok(Vec::new());
-    };
-    let mut unknown = Vec::new();
-    let mut path = String::new();
-    prune_object(schemas, schema, object, &mut path, &mut unknown);
+    {
+        let mut path = String::new();
+        prune_object(schemas, schema, object, &mut path, &mut unknown);
+    }
     let messages: Vec<String> = unknown
         .iter()
         .map(|field| format!("unknown field \"{field}\""))

@@ -35,11 +35,13 @@ mod accept;
 mod admission;
 mod bootstrap;
 mod codec;
+mod crd;
 mod fieldvalidation;
 mod handlers;
 mod keys;
 mod kubeconfig;
 mod limits;
+mod managedfields;
 mod meta;
 mod metrics;
 mod object;
@@ -113,6 +115,9 @@ pub async fn serve(
     bootstrap::bootstrap(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")))?;
+    crd::controller::start(&state)
+        .await
+        .map_err(|err| std::io::Error::other(format!("serving the custom resources: {err}")))?;
     let result = axum::serve(listener, router(state.clone()))
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await;

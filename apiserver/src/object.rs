@@ -24,6 +24,13 @@ pub(crate) fn decode_body(
     resource: &Resource,
 ) -> ApiResult<Object> {
     let syntax = Syntax::of_body(headers)?;
+    if syntax == Syntax::Protobuf && resource.is_custom() {
+        // §4.10: custom resources have no protobuf form.
+        return Err(ApiError::unsupported_media_type(&[
+            "application/json",
+            "application/yaml",
+        ]));
+    }
     let value = syntax.parse(body).map_err(|err| {
         let start = String::from_utf8_lossy(&body[..body.len().min(40)]).into_owned();
         ApiError::bad_request(format!(

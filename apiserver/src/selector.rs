@@ -946,7 +946,7 @@ pub(crate) struct FieldSelector {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct FieldTerm {
     /// The field's canonical name (`spec.host` becomes `spec.nodeName`).
-    field: &'static str,
+    field: Cow<'static, str>,
     /// True for `=` and `==`, false for `!=`.
     equal: bool,
     /// The unescaped value.
@@ -971,6 +971,8 @@ enum FieldSource {
     /// Pod `status.podIPs`: every `status.podIPs[].ip` (or `status.podIP`); a term holds if any
     /// of them equals the value; a pod without addresses reads as `""`.
     PodIps,
+    /// A custom resource's selectable field: the value at the term's own (dotted) path.
+    Selectable,
     /// Event `source`: `source.component`, else `reportingComponent`.
     EventSource,
 }
@@ -1192,16 +1194,29 @@ impl FieldSelector {
         }
         let (fields, unknown) = kind_fields(resource);
         let mut terms = Vec::with_capacity(parsed.len());
+        // A custom resource's definition may declare more (`selectableFields`).
+        let selectable = resource
+            .custom
+            .as_ref()
+            .map(|c| c.selectable_fields.as_slice())
+            .unwrap_or_default();
         for (field, equal, value) in parsed {
-            let Some(spec) = fields.iter().find(|spec| spec.label == field) else {
-                return Err(ApiError::bad_request(unknown.message(field)));
+            let term = match fields.iter().find(|spec| spec.label == field) {
+                Some(spec) => FieldTerm {
+                    field: Cow::Borrowed(spec.canonical),
+                    equal,
+                    value,
+                    source: spec.source,
+                },
+                None if selectable.iter().any(|s| s == field) => FieldTerm {
+                    field: Cow::Owned(field.to_owned()),
+                    equal,
+                    value,
+                    source: FieldSource::Selectable,
+                },
+                None => return Err(ApiError::bad_request(unknown.message(field))),
             };
-            terms.push(FieldTerm {
-                field: spec.canonical,
-                equal,
-                value,
-                source: spec.source,
-            });
+            terms.push(term);
         }
         Ok(FieldSelector { terms })
     }
@@ -1245,6 +1260,11 @@ impl FieldTerm {
                 };
                 found == self.equal
             }
+            FieldSource::Selectable => {
+                let path: Vec<&str> = self.field.split('.').collect();
+                let actual = field_text(object, &path).unwrap_or(Cow::Borrowed(""));
+                (actual == self.value.as_str()) == self.equal
+            }
             source => (read_field(object, source) == self.value) == self.equal,
         }
     }
@@ -1265,6 +1285,8 @@ fn read_field(object: &Value, source: FieldSource) -> Cow<'_, str> {
             .unwrap_or(Cow::Borrowed("")),
         // Multi-valued; `FieldTerm::matches` handles it. Read as the first address here.
         FieldSource::PodIps => read_field(object, FieldSource::PodIp),
+        // Read from the term's path by `FieldTerm::matches`.
+        FieldSource::Selectable => Cow::Borrowed(""),
     }
 }
 

@@ -1,10 +1,12 @@
 //! The state every handler shares: the store behind its trait, the server's configuration and
 //! its shutdown token. A cheap-clone handle over `Arc<Inner>`.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use kubemock_storage::Kv;
+use kubemock_storage::{Kv, Revision};
+use parking_lot::Mutex;
+use tokio::sync::watch;
 
 use crate::admission::{NodePortRange, ServiceAllocator, ServiceCidr};
 use crate::status::ApiResult;
@@ -17,6 +19,9 @@ use crate::openapi::Documents;
 use crate::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+
+/// How long a definition's write waits for the definition to be served.
+const CRD_SYNC_WAIT: Duration = Duration::from_secs(5);
 
 /// Bookmarks are sent about once a minute, like the real server's watch cache (§8.6).
 pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
@@ -68,8 +73,11 @@ struct Inner {
     shutdown: CancellationToken,
     /// The tasks that feed watch streams; `serve` waits for them on shutdown.
     tasks: TaskTracker,
-    /// The OpenAPI documents, built on first use.
-    openapi: OnceLock<Arc<Documents>>,
+    /// The OpenAPI documents, built on first use and again when the registry's custom
+    /// resources changed (with the registry generation they were built for).
+    openapi: Mutex<Option<(u64, Arc<Documents>)>>,
+    /// The store revision the CustomResourceDefinitions controller has caught up with.
+    crd_progress: watch::Sender<Revision>,
     /// Request metrics, written by the pipeline's metrics layer, read by `/metrics`.
     metrics: Metrics,
     /// The in-flight limit's slots, taken by the pipeline's limit layer, read by `/metrics`.
@@ -93,7 +101,8 @@ impl AppState {
                 config,
                 shutdown,
                 tasks: TaskTracker::new(),
-                openapi: OnceLock::new(),
+                openapi: Mutex::new(None),
+                crd_progress: watch::Sender::new(0),
                 metrics: Metrics::new(),
                 in_flight,
                 service_allocator: tokio::sync::OnceCell::new(),
@@ -122,12 +131,37 @@ impl AppState {
     }
 
     /// The OpenAPI documents of the served resources (built on first use: tens of
-    /// milliseconds, so not on the startup path).
+    /// milliseconds, so not on the startup path; rebuilt after custom resources changed).
     pub(crate) fn openapi(&self) -> Arc<Documents> {
-        self.inner
-            .openapi
-            .get_or_init(|| Arc::new(Documents::build(&self.inner.registry)))
-            .clone()
+        let generation = self.inner.registry.generation();
+        if let Some((built, documents)) = &*self.inner.openapi.lock()
+            && *built == generation
+        {
+            return Arc::clone(documents);
+        }
+        // Built outside the lock: concurrent first requests may both build, harmlessly.
+        let documents = Arc::new(Documents::build(&self.inner.registry));
+        *self.inner.openapi.lock() = Some((generation, Arc::clone(&documents)));
+        documents
+    }
+
+    /// Records that the CustomResourceDefinitions controller has caught up with `revision`.
+    pub(crate) fn crd_caught_up(&self, revision: Revision) {
+        self.inner.crd_progress.send_if_modified(|current| {
+            let moved = revision > *current;
+            if moved {
+                *current = revision;
+            }
+            moved
+        });
+    }
+
+    /// Waits (a bounded time) until the CustomResourceDefinitions controller has seen every
+    /// write up to `revision`: a definition's write answers once it is served.
+    pub(crate) async fn crd_synced(&self, revision: Revision) {
+        let mut progress = self.inner.crd_progress.subscribe();
+        let caught_up = progress.wait_for(|seen| *seen >= revision);
+        let _ = tokio::time::timeout(CRD_SYNC_WAIT, caught_up).await;
     }
 
     /// The shutdown token.

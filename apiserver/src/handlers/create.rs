@@ -10,8 +10,10 @@ use serde_json::{Value, json};
 
 use super::resource::Call;
 use crate::admission;
+use crate::crd;
 use crate::fieldvalidation::with_warnings;
 use crate::keys;
+use crate::managedfields::{self, Writer};
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::registry::{GenerationPolicy, Resource};
@@ -29,6 +31,7 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
         return Err(ApiError::route_method_not_allowed());
     }
     let dry_run = call.dry_run("CreateOptions")?;
+    let writer = call.writer("CreateOptions")?;
     let mut object = object::decode_body(&call.headers, &call.body, resource)?;
     let warnings = call.validate_fields(&mut object)?;
     let created = create_object(
@@ -37,6 +40,7 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
         call.target.namespace.as_deref(),
         object,
         dry_run,
+        Some(&writer),
     )
     .await?;
     let response = object::respond(StatusCode::CREATED, &Value::Object(created), call.pretty());
@@ -44,19 +48,25 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
 }
 
 /// Creates `object` as an object of `resource` in `namespace`: the whole create pipeline, for
-/// POST, create-on-update and the server's own startup objects.
+/// POST, create-on-update, apply-create and the server's own startup objects. `writer`'s
+/// ownership of the fields is recorded (§5.6); `None` when the caller did (an apply).
 pub(crate) async fn create_object(
     state: &AppState,
     resource: &Arc<Resource>,
     namespace: Option<&str>,
     mut object: Object,
     dry_run: bool,
+    writer: Option<&Writer>,
 ) -> ApiResult<Object> {
     let generate_name = prepare(resource, namespace, &mut object)?;
     if let Some(namespace) = namespace.filter(|_| resource.namespaced) {
         admit_into_namespace(state, resource, namespace, object::name_of(&object)).await?;
     }
+    crd::admit(resource, None, &mut object)?;
     let reservation = admission::admit_create(state, resource, &mut object, dry_run).await?;
+    if let Some(writer) = writer {
+        managedfields::record_update(resource, writer, None, &mut object);
+    }
     let attempts = if generate_name.is_some() {
         GENERATE_NAME_ATTEMPTS
     } else {
@@ -301,12 +311,15 @@ pub(crate) async fn ensure_default_service_account(
             .unwrap_or_default(),
         &accounts,
     );
+    // kube-controller-manager's serviceaccounts controller creates it on a real cluster.
+    let writer = Writer::server("kube-controller-manager", &accounts);
     match Box::pin(create_object(
         state,
         &accounts,
         Some(namespace),
         account,
         false,
+        Some(&writer),
     ))
     .await
     {

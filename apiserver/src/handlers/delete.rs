@@ -240,6 +240,7 @@ async fn delete_one(
         }
         let mut updated = stored;
         reconcile_gc_finalizers(resource, options.propagation, &mut updated);
+        crate::crd::on_delete(resource, &mut updated);
         let grace = if graceful {
             pod_grace_period(&updated, options)
         } else {

@@ -94,7 +94,11 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
     }
     let table = table::requested(&call.headers, &call.query)?;
     let plain = table.is_none() && !call.pretty();
-    if plain && matches!(call.target.subresource.as_deref(), None | Some("status")) {
+    // (Custom objects read in the version asked for: no stored bytes as they are.)
+    if plain
+        && matches!(call.target.subresource.as_deref(), None | Some("status"))
+        && !call.target.resource.is_custom()
+    {
         // The hot path: the stored bytes with the resourceVersion spliced in.
         let kv = read_kv(call).await?;
         if let Some(bytes) = object::answer_bytes(&kv) {
@@ -106,7 +110,10 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
                 .into_response());
         }
     }
-    let (object, _) = read_object(call).await?;
+    let (mut object, _) = read_object(call).await?;
+    if call.target.resource.is_custom() {
+        object = object::with_type_meta(object, &call.target.resource);
+    }
     let body = match call.target.subresource.as_deref() {
         None | Some("status") => Value::Object(object),
         Some("scale") => Value::Object(scale::scale_of(&call.target.resource, &object)),
@@ -116,7 +123,7 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
         Some(request) => {
             let target = &call.target;
             let printer = table::printer_for(&target.resource, target.subresource.as_deref());
-            request.object(printer, body)
+            request.object(&printer, body)
         }
         None => body,
     };

@@ -270,12 +270,16 @@ pub(crate) fn list_body(
     remaining: Option<u64>,
 ) -> Value {
     let metadata = list_metadata(revision, continue_token, remaining);
-    // Built-in list items carry no kind/apiVersion (§7.1).
+    // Built-in list items carry no kind/apiVersion (§7.1); custom ones do, in the version
+    // asked for (§11.3: conversion `None` only changes the apiVersion).
     let items: Vec<Value> = items
         .into_iter()
         .map(|mut item| {
             item.shift_remove("kind");
             item.shift_remove("apiVersion");
+            if resource.is_custom() {
+                item = object::with_type_meta(item, resource);
+            }
             Value::Object(item)
         })
         .collect();
@@ -296,7 +300,7 @@ pub(crate) async fn list(call: &Call) -> ApiResult<Response> {
     let page = read_page(call, &request, &prefix).await?;
     let body = match table::requested(&call.headers, &call.query)? {
         Some(table) => table.list(
-            resource.printer,
+            &resource.printer,
             page.items.into_iter().map(Value::Object).collect(),
             list_metadata(page.revision, page.continue_token, page.remaining),
         ),

@@ -1,21 +1,24 @@
 //! PATCH (§5) of an item, its status and its scale: load the current object, apply the patch
 //! to its JSON, then exactly what an update does (§4.4–§4.7). JSON patch (§5.2), JSON merge
-//! patch (§5.3) and strategic merge patch (§5.4, `strategic`) are served; server-side apply is
-//! refused with a 415 that says so.
+//! patch (§5.3), strategic merge patch (§5.4, `strategic`) and server-side apply (§5.6,
+//! `managedfields`), which also creates a missing object.
 
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::Value;
 
-use super::get::fetch_existing;
+use super::create;
+use super::get::{fetch, fetch_existing};
 use super::resource::Call;
 use super::update::{self, Written};
 use crate::admission;
 use crate::codec;
 use crate::codec::protobuf::SCHEMA;
+use crate::crd;
 use crate::fieldvalidation::with_warnings;
 use crate::keys;
-use crate::meta;
+use crate::managedfields::{self, Writer};
+use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::status::{ApiError, ApiResult};
 use crate::strategic::{self, PatchError};
@@ -35,6 +38,8 @@ enum Patch {
     Merge(Value),
     /// Kubernetes' strategic merge patch (built-in kinds).
     Strategic(Value),
+    /// Server-side apply: the applied configuration.
+    Apply(Value),
 }
 
 impl Patch {
@@ -65,6 +70,13 @@ impl Patch {
                 )),
                 Err(err) => Err(ApiError::bad_request(format!("Invalid JSON Patch: {err}"))),
             },
+            "application/strategic-merge-patch+json" if call.target.resource.is_custom() => {
+                Err(ApiError::unsupported_media_type(&[
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                    "application/apply-patch+yaml",
+                ]))
+            }
             "application/strategic-merge-patch+json" => {
                 match serde_json::from_slice::<Value>(&call.body) {
                     Ok(value @ Value::Object(_)) => Ok(Patch::Strategic(value)),
@@ -74,11 +86,16 @@ impl Patch {
                     Err(err) => Err(ApiError::bad_request(format!("invalid JSON patch: {err}"))),
                 }
             }
-            "application/apply-patch+yaml" => Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "UnsupportedMediaType",
-                "server-side apply is not served by this kubemock build yet - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
-            )),
+            "application/apply-patch+yaml" => {
+                // YAML is a superset of JSON: one parser for both.
+                match codec::Syntax::Yaml.parse(&call.body) {
+                    Ok(value @ Value::Object(_)) => Ok(Patch::Apply(value)),
+                    Ok(_) => Err(ApiError::bad_request(
+                        "error decoding YAML: the applied configuration must be an object",
+                    )),
+                    Err(err) => Err(ApiError::bad_request(format!("error decoding YAML: {err}"))),
+                }
+            }
             _ => Err(ApiError::unsupported_media_type(&[
                 "application/json-patch+json",
                 "application/merge-patch+json",
@@ -96,7 +113,7 @@ impl Patch {
                 // whose message the real server discards.
                 json_patch::patch(&mut target, patch).map_err(|_| unprocessable())?;
             }
-            Patch::Merge(patch) => json_patch::merge(&mut target, patch),
+            Patch::Merge(patch) | Patch::Apply(patch) => json_patch::merge(&mut target, patch),
             Patch::Strategic(patch) => {
                 let schema = SCHEMA.as_ref().map_err(|err| {
                     ApiError::internal(format!("strategic merge patch schemas: {err}"))
@@ -130,8 +147,12 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
     call.require_verb("patch")?;
     let dry_run = call.dry_run("PatchOptions")?;
     let patch = Patch::parse(call)?;
+    let writer = check_options(call, &patch)?;
+    if let Patch::Apply(config) = patch {
+        return apply(call, config, &writer, dry_run).await;
+    }
     if subresource == Some("scale") {
-        return update::write_scale(call, dry_run, |scale| {
+        return update::write_scale(call, dry_run, &writer, |scale| {
             patch.apply(Value::Object(scale.clone()), "autoscaling/v1", "Scale")
         })
         .await;
@@ -167,7 +188,135 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
             dry_run,
         )
         .await?;
-        let updated = update::merge(resource, subresource, &existing, body);
+        let mut updated = update::merge(resource, subresource, &existing, body);
+        crd::admit(resource, Some(&existing), &mut updated)?;
+        managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
+        if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
+        {
+            reservation.commit();
+            let response = object::respond(StatusCode::OK, &Value::Object(object), call.pretty());
+            return Ok(with_warnings(response, &warnings));
+        }
+    }
+    Err(ApiError::modified(resource, name))
+}
+
+/// Upstream's `ValidatePatchOptions`: an apply needs a field manager; `force` is for applies
+/// only. Returns the writer of the patch.
+fn check_options(call: &Call, patch: &Patch) -> ApiResult<Writer> {
+    let writer = call.writer("PatchOptions")?;
+    let apply = matches!(patch, Patch::Apply(_));
+    let error = if apply && call.query.get("fieldManager").is_none_or(str::is_empty) {
+        Some(FieldError {
+            field: "fieldManager".to_owned(),
+            reason: "FieldValueRequired",
+            detail: "Required value: is required for apply patch".to_owned(),
+        })
+    } else if !apply && call.query.get("force").is_some() {
+        Some(FieldError {
+            field: "force".to_owned(),
+            reason: "FieldValueForbidden",
+            detail: "Forbidden: may not be specified for non-apply patch".to_owned(),
+        })
+    } else {
+        None
+    };
+    match error {
+        Some(error) => Err(meta::invalid(
+            "PatchOptions.meta.k8s.io",
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            vec![error],
+        )),
+        None => Ok(writer),
+    }
+}
+
+/// Server-side apply of `config` (§5.6): merged into the live object with field ownership,
+/// or, when the object does not exist, created from it (201).
+async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> ApiResult<Response> {
+    let resource = &call.target.resource;
+    let subresource = call.target.subresource.as_deref();
+    if subresource == Some("scale") {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            "server-side apply of the scale subresource is not served by kubemock - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+        ));
+    }
+    if config
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+        || config
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    {
+        return Err(ApiError::bad_request(format!(
+            "error decoding patch: Object 'Kind' is missing in '{config}'"
+        )));
+    }
+    let mut config = object::typed_object(config, resource)?;
+    if config
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .is_some_and(|f| !f.is_null())
+    {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    let warnings = call.validate_fields(&mut config)?;
+    update::check_identity(call, &config)?;
+    let force = call.query.flag("force");
+    let name = call.target.name.as_deref().unwrap_or("");
+    let namespace = call.target.namespace.as_deref();
+    let key = keys::object_key(resource, namespace, name);
+    let pinned =
+        meta::parse_resource_version(object::meta_str(&config, "resourceVersion").unwrap_or(""))?;
+    for _ in 0..PATCH_ATTEMPTS {
+        let Some(current) = fetch(&call.state, &key).await? else {
+            if subresource.is_some() {
+                return Err(ApiError::not_found(resource, name));
+            }
+            // §5.6: a resourceVersion in the configuration is ignored when creating.
+            let mut fresh = config.clone();
+            object::metadata_mut(&mut fresh).shift_remove("resourceVersion");
+            let created = managedfields::apply(resource, writer, None, &fresh, force)?;
+            let result =
+                create::create_object(&call.state, resource, namespace, created, dry_run, None)
+                    .await;
+            match result {
+                Ok(created) => {
+                    let response = object::respond(
+                        StatusCode::CREATED,
+                        &Value::Object(created),
+                        call.pretty(),
+                    );
+                    return Ok(with_warnings(response, &warnings));
+                }
+                // Someone else created it in between: apply to theirs.
+                Err(err) if err.reason == "AlreadyExists" => continue,
+                Err(err) => return Err(err),
+            }
+        };
+        let existing = object::parse_stored(&current.value)?;
+        if pinned.is_some_and(|rv| rv != current.mod_revision) {
+            return Err(ApiError::modified(resource, name));
+        }
+        update::check_uid_precondition(resource, name, &key, &config, &existing)?;
+        let mut merged = managedfields::apply(resource, writer, Some(&existing), &config, force)?;
+        let reservation = admission::admit_update(
+            &call.state,
+            resource,
+            subresource,
+            &existing,
+            &mut merged,
+            dry_run,
+        )
+        .await?;
+        let mut updated = update::merge(resource, subresource, &existing, merged);
+        crd::admit(resource, Some(&existing), &mut updated)?;
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
             reservation.commit();

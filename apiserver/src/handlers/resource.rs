@@ -12,6 +12,7 @@ use bytes::Bytes;
 use super::target::{self, RequestInfo, Target};
 use super::{create, delete, get, list, patch, update, watch};
 use crate::fieldvalidation::{self, FieldValidation};
+use crate::managedfields::Writer;
 use crate::object::Object;
 use crate::openapi::SCHEMAS;
 use crate::query::Query;
@@ -55,6 +56,19 @@ impl Call {
         fieldvalidation::prune_unknown_fields(&SCHEMAS, &self.target.resource, mode, object)
     }
 
+    /// The field manager of a write (§5.6), `options` naming the options kind in errors.
+    pub(crate) fn writer(&self, options: &str) -> ApiResult<Writer> {
+        Writer::of_request(
+            self.query.get("fieldManager"),
+            self.headers
+                .get(axum::http::header::USER_AGENT)
+                .and_then(|v| v.to_str().ok()),
+            &self.target.resource,
+            self.target.subresource.as_deref(),
+            options,
+        )
+    }
+
     /// `?pretty`.
     pub(crate) fn pretty(&self) -> bool {
         self.query.flag("pretty")
@@ -68,7 +82,7 @@ impl Call {
         }
         let bad = values.iter().find(|v| **v != "All").copied().unwrap_or("");
         Err(crate::meta::invalid(
-            options,
+            &format!("{options}.meta.k8s.io"),
             "meta.k8s.io",
             options,
             "",
@@ -142,14 +156,25 @@ async fn handle(
         let body = axum::body::to_bytes(request.body, MAX_BODY_BYTES)
             .await
             .map_err(|_| ApiError::too_large())?;
+        // A definition's write answers once the definition is served (§11.2).
+        let definitions = crate::crd::is_definitions(&target.resource)
+            && request.method != Method::GET
+            && request.method != Method::HEAD;
         let call = Call {
-            state,
+            state: state.clone(),
             target,
             query: Query::parse(request.query.as_deref()),
             headers: request.headers,
             body,
         };
-        dispatch(call, request.method).await
+        let response = dispatch(call, request.method).await;
+        if definitions
+            && response.as_ref().is_ok_and(|r| r.status().is_success())
+            && let Ok(revision) = state.store().current_revision().await
+        {
+            state.crd_synced(revision).await;
+        }
+        response
     }
     .await;
     result.unwrap_or_else(IntoResponse::into_response)

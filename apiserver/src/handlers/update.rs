@@ -13,8 +13,10 @@ use super::get::{fetch, fetch_existing};
 use super::resource::Call;
 use super::scale;
 use crate::admission;
+use crate::crd;
 use crate::fieldvalidation::with_warnings;
 use crate::keys;
+use crate::managedfields::{self, Writer};
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::registry::{GenerationPolicy, Resource};
@@ -30,8 +32,9 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
     let subresource = call.target.subresource.as_deref();
     call.require_verb("update")?;
     let dry_run = call.dry_run("UpdateOptions")?;
+    let writer = call.writer("UpdateOptions")?;
     if subresource == Some("scale") {
-        return put_scale(call, dry_run).await;
+        return put_scale(call, dry_run, &writer).await;
     }
     let mut body = object::decode_body(&call.headers, &call.body, resource)?;
     let warnings = call.validate_fields(&mut body)?;
@@ -44,9 +47,15 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
     for _ in 0..UPDATE_ATTEMPTS {
         let Some(current) = fetch(&call.state, &key).await? else {
             if resource.behaviour.create_on_update && subresource.is_none() {
-                let created =
-                    create::create_object(&call.state, resource, namespace, body.clone(), dry_run)
-                        .await?;
+                let created = create::create_object(
+                    &call.state,
+                    resource,
+                    namespace,
+                    body.clone(),
+                    dry_run,
+                    Some(&writer),
+                )
+                .await?;
                 let response =
                     object::respond(StatusCode::CREATED, &Value::Object(created), call.pretty());
                 return Ok(with_warnings(response, &warnings));
@@ -81,7 +90,9 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
             dry_run,
         )
         .await?;
-        let updated = merge(resource, subresource, &existing, body);
+        let mut updated = merge(resource, subresource, &existing, body);
+        crd::admit(resource, Some(&existing), &mut updated)?;
+        managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         match write(call, &key, &current, updated, dry_run).await? {
             Written::Done(object) => {
                 reservation.commit();
@@ -359,9 +370,20 @@ pub(crate) fn bump_generation(resource: &Resource, existing: &Object, updated: &
             .and_then(|m| m.get("annotations"))
             .cloned()
     };
-    let changed = existing.get("spec") != updated.get("spec")
-        || (policy == GenerationPolicy::SpecAndAnnotations
-            && annotations(existing) != annotations(updated));
+    let content = |o: &Object| -> Vec<(String, Value)> {
+        o.iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let changed = match policy {
+        GenerationPolicy::AllButMetadataAndStatus => content(existing) != content(updated),
+        _ => {
+            existing.get("spec") != updated.get("spec")
+                || (policy == GenerationPolicy::SpecAndAnnotations
+                    && annotations(existing) != annotations(updated))
+        }
+    };
     let old = existing
         .get("metadata")
         .and_then(|m| m.get("generation"))
@@ -373,10 +395,10 @@ pub(crate) fn bump_generation(resource: &Resource, existing: &Object, updated: &
 }
 
 /// `PUT .../scale`: the body is the new Scale.
-async fn put_scale(call: &Call, dry_run: bool) -> ApiResult<Response> {
+async fn put_scale(call: &Call, dry_run: bool, writer: &Writer) -> ApiResult<Response> {
     let body: Value = serde_json::from_slice(&call.body)
         .map_err(|err| ApiError::bad_request(format!("the body is not a valid Scale: {err}")))?;
-    write_scale(call, dry_run, |_| Ok(body.clone())).await
+    write_scale(call, dry_run, writer, |_| Ok(body.clone())).await
 }
 
 /// Writes `spec.replicas` of the parent from the Scale that `propose` makes of the current one
@@ -385,6 +407,7 @@ async fn put_scale(call: &Call, dry_run: bool) -> ApiResult<Response> {
 pub(crate) async fn write_scale(
     call: &Call,
     dry_run: bool,
+    writer: &Writer,
     mut propose: impl FnMut(&Object) -> ApiResult<Value>,
 ) -> ApiResult<Response> {
     let resource = &call.target.resource;
@@ -424,11 +447,9 @@ pub(crate) async fn write_scale(
             return Err(ApiError::modified(resource, name));
         }
         let mut updated = existing.clone();
-        let spec = updated.entry("spec").or_insert_with(|| json!({}));
-        if let Value::Object(spec) = spec {
-            spec.insert("replicas".to_owned(), json!(replicas));
-        }
+        scale::set_replicas(resource, &mut updated, replicas);
         bump_generation(resource, &existing, &mut updated);
+        managedfields::record_update(resource, writer, Some(&existing), &mut updated);
         // A conflict means another writer got in between: the next attempt reads its write
         // (and a pinned resourceVersion then no longer matches).
         if let Written::Done(parent) = write(call, &key, &current, updated, dry_run).await? {

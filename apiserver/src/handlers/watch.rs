@@ -141,7 +141,7 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
     let request = WatchRequest::parse(call)?;
     let resource = call.target.resource.clone();
     let tables = table::requested(&call.headers, &call.query)?
-        .map(|table| table.for_watch(resource.printer));
+        .map(|table| table.for_watch(resource.printer.clone()));
     let prefix = keys::collection_prefix(&resource, call.target.namespace.as_deref());
     let (sender, receiver) = mpsc::channel::<Bytes>(WATCH_CHANNEL);
     let state = call.state.clone();
@@ -190,7 +190,18 @@ struct Feed {
 
 impl Feed {
     /// Sends one event line; false once the client has gone.
-    async fn send(&self, kind: &str, object: Value) -> bool {
+    async fn send(&self, kind: &str, mut object: Value) -> bool {
+        // §11.3: a custom object reads in the version watched (conversion `None`).
+        if self.resource.is_custom()
+            && kind != "ERROR"
+            && let Value::Object(map) = &mut object
+            && map.contains_key("apiVersion")
+        {
+            map.insert(
+                "apiVersion".to_owned(),
+                Value::String(self.resource.group_version()),
+            );
+        }
         let object = match &self.tables {
             Some(tables) => tables.event_object(kind, object),
             None => object,

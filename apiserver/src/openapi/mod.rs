@@ -12,7 +12,7 @@
 pub(crate) mod schemas;
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
@@ -39,6 +39,7 @@ impl Documents {
         let mut v3 = HashMap::new();
         let mut v2_paths = Map::new();
         let mut v2_roots = Vec::new();
+        let mut v2_custom = Map::new();
         for group in registry.groups() {
             for version in &group.versions {
                 let resources = registry.resources_in(&group.name, version);
@@ -51,7 +52,17 @@ impl Documents {
                     .flat_map(|item| item.operations.iter())
                     .filter_map(|op| op.schema.as_deref())
                     .collect();
-                let components = schemas.closure(roots.iter().copied());
+                // Custom resources bring their schema; they refer to ObjectMeta.
+                let customs: Vec<&Arc<Resource>> =
+                    resources.iter().filter(|r| r.is_custom()).collect();
+                let meta_root = (!customs.is_empty()).then_some(OBJECT_META);
+                let mut components = schemas.closure(roots.iter().copied().chain(meta_root));
+                for resource in customs {
+                    let (name, schema) = custom_component(resource);
+                    v2_custom.insert(name.clone(), schema.clone());
+                    components.insert(name, schema);
+                }
+                v2_roots.extend(meta_root.map(str::to_owned));
                 v2_roots.extend(roots.iter().map(|r| (*r).to_owned()));
                 let mut paths = Map::new();
                 for item in &operations {
@@ -77,7 +88,8 @@ impl Documents {
                 v3.insert(key, bytes);
             }
         }
-        let definitions = schemas.closure(v2_roots.iter().map(String::as_str));
+        let mut definitions = schemas.closure(v2_roots.iter().map(String::as_str));
+        definitions.extend(v2_custom);
         let v2 = json!({
             "swagger": "2.0",
             "info": {"title": "Kubernetes", "version": git_version()},
@@ -192,6 +204,48 @@ fn capitalise(word: &str) -> String {
 }
 
 /// The paths of one resource: collection, item, all-namespaces list and subresources.
+/// The ObjectMeta component every custom resource schema refers to.
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+/// The component name of a custom resource's kind: the group reversed (`com.example`), the
+/// version, the kind, as the real server names them.
+fn custom_component_name(resource: &Resource) -> String {
+    let reversed: Vec<&str> = resource.group.split('.').rev().collect();
+    format!(
+        "{}.{}.{}",
+        reversed.join("."),
+        resource.version,
+        resource.kind
+    )
+}
+
+/// A custom resource's component: its definition's schema with `apiVersion`, `kind` and
+/// `metadata` described, and its group-version-kind.
+fn custom_component(resource: &Resource) -> (String, Value) {
+    let mut schema = resource
+        .custom
+        .as_ref()
+        .and_then(|c| c.schema.clone())
+        .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+    if let Value::Object(schema) = &mut schema {
+        let properties = schema.entry("properties").or_insert_with(|| json!({}));
+        if let Value::Object(properties) = properties {
+            properties.insert("apiVersion".to_owned(), json!({"type": "string",
+                "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"}));
+            properties.insert("kind".to_owned(), json!({"type": "string",
+                "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"}));
+            properties.insert("metadata".to_owned(), json!({
+                "allOf": [{"$ref": format!("{COMPONENTS_PREFIX}{OBJECT_META}")}],
+                "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"}));
+        }
+        schema.insert(
+            "x-kubernetes-group-version-kind".to_owned(),
+            json!([{"group": resource.group, "version": resource.version, "kind": resource.kind}]),
+        );
+    }
+    (custom_component_name(resource), schema)
+}
+
 fn path_items(schemas: &Schemas, resource: &Resource) -> Vec<PathItem> {
     let prefix = if resource.group.is_empty() {
         format!("/api/{}", resource.version)
@@ -217,9 +271,13 @@ fn path_items(schemas: &Schemas, resource: &Resource) -> Vec<PathItem> {
         resource.version.clone(),
         kind.clone(),
     );
-    let schema = schemas
-        .kind(&resource.group, &resource.version, kind)
-        .map(str::to_owned);
+    let schema = if resource.is_custom() {
+        Some(custom_component_name(resource))
+    } else {
+        schemas
+            .kind(&resource.group, &resource.version, kind)
+            .map(str::to_owned)
+    };
     let op = |method, action, verb: &str, suffix: &str, query, body| Operation {
         method,
         action,

@@ -140,7 +140,8 @@ impl Entry {
 
     /// Tables print with the real printer of this kind (§10) rather than the default convertor.
     const fn printer(mut self, printer: Printer) -> Self {
-        self.printer = printer;
+        // (An assignment would drop the old value, which a const fn cannot.)
+        std::mem::forget(std::mem::replace(&mut self.printer, printer));
         self
     }
 }
@@ -319,7 +320,8 @@ pub(super) fn resources() -> (Vec<Group>, Vec<Resource>) {
                         .map(|name| subresource(name, e.group, e.version))
                         .collect(),
                     behaviour: e.behaviour,
-                    printer: e.printer,
+                    printer: e.printer.clone(),
+                    custom: None,
                 });
             }
         }

@@ -1,12 +1,15 @@
 //! The resource registry: one entry per served resource, as data. Discovery, routing, Table
-//! printing and (as they land) storage keys, defaulting and validation are all driven from
-//! here, so adding a resource is adding an entry. Built-in kinds come from `builtin.rs`;
-//! CustomResourceDefinitions will add entries at run time, which is why entries own their
-//! strings.
+//! printing, storage keys, defaulting and validation are all driven from here, so adding a
+//! resource is adding an entry. Built-in kinds come from `builtin.rs`; CustomResourceDefinitions
+//! add entries at run time (`crd`), which is why entries own their strings.
 
 mod builtin;
+mod custom;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub(crate) use custom::{Custom, PrinterColumn, ScalePaths};
 
 use parking_lot::RwLock;
 
@@ -55,15 +58,19 @@ pub enum GenerationPolicy {
     Spec,
     /// 1 on create, +1 when `spec` or `metadata.annotations` change (Deployment).
     SpecAndAnnotations,
+    /// 1 on create, +1 when anything but `metadata` and `status` changes (custom resources).
+    AllButMetadataAndStatus,
 }
 
 /// Which of the real server's printers renders a resource as a `meta.k8s.io` Table (§10): the
 /// column set and the cell logic of `pkg/printers/internalversion/printers.go`, or the default
 /// convertor of `pkg/registry/rest/table.go`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Printer {
     /// Name and Created At: kinds without a printer of their own here, and CRDs.
     Default,
+    /// A custom resource's `additionalPrinterColumns` (after Name).
+    Columns(Arc<[PrinterColumn]>),
     /// Name, Ready, Status, Restarts, Age; wide: IP, Node, Nominated Node, Readiness Gates.
     Pod,
     /// Name, Ready, Up-to-date, Available, Age; wide: Containers, Images, Selector.
@@ -190,6 +197,9 @@ pub struct Resource {
     pub behaviour: Behaviour,
     /// How its objects print as a Table.
     pub printer: Printer,
+    /// What a custom resource's definition adds (schema, scale paths, ...); `None` for
+    /// built-in kinds.
+    pub custom: Option<Arc<Custom>>,
 }
 
 impl Resource {
@@ -234,6 +244,11 @@ impl Resource {
     pub fn subresource(&self, name: &str) -> Option<&Subresource> {
         self.subresources.iter().find(|s| s.name == name)
     }
+
+    /// True for custom resources (served from a CustomResourceDefinition).
+    pub fn is_custom(&self) -> bool {
+        self.custom.is_some()
+    }
 }
 
 /// A group with its versions in preference order.
@@ -248,10 +263,18 @@ pub struct Group {
 /// The registry. Reads clone `Arc`s under a short read lock.
 #[derive(Debug)]
 pub struct Registry {
-    /// Every resource, in discovery order (groups in preference order, then as listed).
+    /// Every resource, in discovery order (groups in preference order, then as listed):
+    /// built-in ones first, then custom ones.
     resources: RwLock<Vec<Arc<Resource>>>,
     /// Groups in discovery order, versions preferred first.
     groups: RwLock<Vec<Group>>,
+    /// How many of `resources` are built in.
+    builtin: usize,
+    /// The built-in groups.
+    builtin_groups: Vec<Group>,
+    /// Incremented whenever the custom resources change (documents built from the registry
+    /// are rebuilt when it moved).
+    generation: AtomicU64,
 }
 
 impl Registry {
@@ -259,9 +282,52 @@ impl Registry {
     pub fn builtin() -> Self {
         let (groups, resources) = builtin::resources();
         Registry {
+            builtin: resources.len(),
             resources: RwLock::new(resources.into_iter().map(Arc::new).collect()),
+            builtin_groups: groups.clone(),
             groups: RwLock::new(groups),
+            generation: AtomicU64::new(0),
         }
+    }
+
+    /// Replaces every custom resource with `custom` (in discovery order): what the
+    /// CustomResourceDefinitions define now. Groups of custom resources follow the built-in
+    /// ones, by name; their versions are in Kubernetes' version priority.
+    pub fn set_custom(&self, custom: Vec<Arc<Resource>>) {
+        let mut groups = self.builtin_groups.clone();
+        let mut custom_groups: Vec<Group> = Vec::new();
+        for resource in &custom {
+            if groups.iter().any(|g| g.name == resource.group) {
+                continue;
+            }
+            match custom_groups.iter_mut().find(|g| g.name == resource.group) {
+                Some(group) if !group.versions.contains(&resource.version) => {
+                    group.versions.push(resource.version.clone());
+                }
+                Some(_) => {}
+                None => custom_groups.push(Group {
+                    name: resource.group.clone(),
+                    versions: vec![resource.version.clone()],
+                }),
+            }
+        }
+        for group in &mut custom_groups {
+            group
+                .versions
+                .sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
+        }
+        custom_groups.sort_by(|a, b| a.name.cmp(&b.name));
+        groups.extend(custom_groups);
+        let mut resources = self.resources.write();
+        resources.truncate(self.builtin);
+        resources.extend(custom);
+        *self.groups.write() = groups;
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Moves whenever the custom resources change.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
     }
 
     /// Groups in discovery order (core first).
@@ -291,6 +357,35 @@ impl Registry {
             .iter()
             .find(|r| r.group == group && r.version == version && r.plural == plural)
             .cloned()
+    }
+
+    /// Every custom resource.
+    pub fn custom(&self) -> Vec<Arc<Resource>> {
+        self.resources.read()[self.builtin..].to_vec()
+    }
+}
+
+/// Kubernetes' version priority (`v2` > `v1` > `v1beta2` > `v1beta1` > `v1alpha1` > `foo`):
+/// a sortable key, greater is preferred.
+pub(crate) fn version_priority(version: &str) -> (u8, u64, u64, std::cmp::Reverse<String>) {
+    let parsed = version.strip_prefix('v').and_then(|rest| {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let major: u64 = digits.parse().ok()?;
+        let tail = &rest[digits.len()..];
+        let (level, minor) = if tail.is_empty() {
+            (3, 0)
+        } else if let Some(n) = tail.strip_prefix("beta") {
+            (2, n.parse().ok()?)
+        } else if let Some(n) = tail.strip_prefix("alpha") {
+            (1, n.parse().ok()?)
+        } else {
+            return None;
+        };
+        Some((level, major, minor))
+    });
+    match parsed {
+        Some((level, major, minor)) => (level, major, minor, std::cmp::Reverse(String::new())),
+        None => (0, 0, 0, std::cmp::Reverse(version.to_owned())),
     }
 }
 
@@ -329,6 +424,7 @@ mod tests {
                 .find(|r| r.plural == plural)
                 .unwrap()
                 .printer
+                .clone()
         };
         assert_eq!(printer("", "pods"), Printer::Pod);
         assert_eq!(printer("", "namespaces"), Printer::Namespace);
@@ -366,5 +462,15 @@ mod tests {
             }
         }
         assert!(total >= 38, "{total} resources");
+    }
+
+    #[test]
+    fn versions_sort_by_kubernetes_priority() {
+        let mut versions = vec!["v1alpha1", "foo", "v1", "v2beta1", "v1beta2", "v2", "bar"];
+        versions.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
+        assert_eq!(
+            versions,
+            ["v2", "v1", "v2beta1", "v1beta2", "v1alpha1", "bar", "foo"]
+        );
     }
 }

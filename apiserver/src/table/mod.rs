@@ -10,9 +10,14 @@
 //! carries `columnDefinitions` (later ones have `null`, as the real watch encoder sets
 //! `NoHeaders` after its first object). ERROR events keep their Status.
 
+mod custom;
 mod docs;
 mod duration;
+pub(crate) use custom::lookup;
 mod printers;
+
+/// The description of a creation timestamp column.
+pub(crate) const CREATION_TIMESTAMP_DOC: &str = docs::CREATION_TIMESTAMP;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -95,13 +100,13 @@ fn negotiate(headers: &HeaderMap) -> Option<&'static str> {
 pub(crate) fn printer_for(resource: &Resource, subresource: Option<&str>) -> Printer {
     subresource
         .and_then(|name| resource.subresource(name))
-        .and_then(|sub| sub.printer)
-        .unwrap_or(resource.printer)
+        .and_then(|sub| sub.printer.clone())
+        .unwrap_or_else(|| resource.printer.clone())
 }
 
 impl TableRequest {
     /// The one-row Table of a single object (GET of an item).
-    pub(crate) fn object(&self, printer: Printer, object: Value) -> Value {
+    pub(crate) fn object(&self, printer: &Printer, object: Value) -> Value {
         let metadata = object_list_meta(&object);
         self.table(printer, vec![object], metadata, true)
     }
@@ -110,7 +115,7 @@ impl TableRequest {
     /// remainingItemCount).
     pub(crate) fn list(
         &self,
-        printer: Printer,
+        printer: &Printer,
         items: Vec<Value>,
         metadata: Map<String, Value>,
     ) -> Value {
@@ -128,16 +133,16 @@ impl TableRequest {
 
     fn table(
         &self,
-        printer: Printer,
+        printer: &Printer,
         objects: Vec<Value>,
         metadata: Map<String, Value>,
         headers: bool,
     ) -> Value {
         let now = meta::now_unix_nanos();
-        let column_definitions = if headers {
-            Value::Array(printers::columns(printer).iter().map(column).collect())
-        } else {
-            Value::Null
+        let column_definitions = match printer {
+            _ if !headers => Value::Null,
+            Printer::Columns(columns) => Value::Array(custom::definitions(columns)),
+            printer => Value::Array(printers::columns(printer).iter().map(column).collect()),
         };
         let rows: Vec<Value> = objects
             .into_iter()
@@ -145,7 +150,7 @@ impl TableRequest {
             .collect();
         // The default convertor starts from no rows at all, so an empty list is `null` there;
         // the printers start from an empty slice.
-        let rows = if rows.is_empty() && printer == Printer::Default {
+        let rows = if rows.is_empty() && *printer == Printer::Default {
             Value::Null
         } else {
             Value::Array(rows)
@@ -159,8 +164,11 @@ impl TableRequest {
         })
     }
 
-    fn row(&self, printer: Printer, object: Value, now: i128) -> Value {
-        let printed = printers::row(printer, &object, now);
+    fn row(&self, printer: &Printer, object: Value, now: i128) -> Value {
+        let printed = match printer {
+            Printer::Columns(columns) => printers::Row::plain(custom::cells(columns, &object, now)),
+            printer => printers::row(printer, &object, now),
+        };
         let mut row = Map::new();
         row.insert("cells".to_owned(), Value::Array(printed.cells));
         if !printed.conditions.is_empty() {
@@ -232,7 +240,7 @@ impl WatchTables {
         }
         let metadata = object_list_meta(&object);
         self.request
-            .table(self.printer, vec![object], metadata, first)
+            .table(&self.printer, vec![object], metadata, first)
     }
 }
 
@@ -336,7 +344,7 @@ mod tests {
     #[test]
     fn a_single_object_is_a_one_row_table_with_partial_metadata() {
         let table = request(KUBECTL, "").unwrap().unwrap();
-        let body = table.object(Printer::ConfigMap, configmap());
+        let body = table.object(&Printer::ConfigMap, configmap());
         assert_eq!(body["kind"], "Table");
         assert_eq!(body["apiVersion"], "meta.k8s.io/v1");
         assert_eq!(body["metadata"], json!({"resourceVersion": "12"}));
@@ -377,16 +385,16 @@ mod tests {
     fn include_object_chooses_what_rows_carry() {
         let whole = request(KUBECTL, "includeObject=Object").unwrap().unwrap();
         assert_eq!(
-            whole.object(Printer::ConfigMap, configmap())["rows"][0]["object"],
+            whole.object(&Printer::ConfigMap, configmap())["rows"][0]["object"],
             configmap()
         );
         let none = request(KUBECTL, "includeObject=None").unwrap().unwrap();
-        let row = &none.object(Printer::ConfigMap, configmap())["rows"][0];
+        let row = &none.object(&Printer::ConfigMap, configmap())["rows"][0];
         assert_eq!(row["object"], Value::Null);
         let beta = request("application/json;as=Table;v=v1beta1;g=meta.k8s.io", "")
             .unwrap()
             .unwrap();
-        let body = beta.object(Printer::ConfigMap, configmap());
+        let body = beta.object(&Printer::ConfigMap, configmap());
         assert_eq!(body["apiVersion"], "meta.k8s.io/v1beta1");
         assert_eq!(
             body["rows"][0]["object"]["apiVersion"],
@@ -399,10 +407,10 @@ mod tests {
         let table = request(KUBECTL, "").unwrap().unwrap();
         let mut metadata = Map::new();
         metadata.insert("resourceVersion".to_owned(), json!("7"));
-        let printed = table.list(Printer::ConfigMap, Vec::new(), metadata.clone());
+        let printed = table.list(&Printer::ConfigMap, Vec::new(), metadata.clone());
         assert_eq!(printed["rows"], json!([]));
         assert_eq!(printed["metadata"], json!({"resourceVersion": "7"}));
-        let default = table.list(Printer::Default, Vec::new(), metadata);
+        let default = table.list(&Printer::Default, Vec::new(), metadata);
         assert_eq!(default["rows"], Value::Null);
     }
 

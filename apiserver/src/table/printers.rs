@@ -184,9 +184,9 @@ const SCALE_COLUMNS: &[Column] = &[
 ];
 
 /// The columns `printer` prints.
-pub(super) fn columns(printer: Printer) -> &'static [Column] {
+pub(super) fn columns(printer: &Printer) -> &'static [Column] {
     match printer {
-        Printer::Default => DEFAULT_COLUMNS,
+        Printer::Default | Printer::Columns(_) => DEFAULT_COLUMNS,
         Printer::Pod => POD_COLUMNS,
         Printer::Deployment => DEPLOYMENT_COLUMNS,
         Printer::ReplicaSet => REPLICA_SET_COLUMNS,
@@ -212,7 +212,8 @@ pub(super) struct Row {
 }
 
 impl Row {
-    fn plain(cells: Vec<Value>) -> Self {
+    /// A row without conditions.
+    pub(super) fn plain(cells: Vec<Value>) -> Self {
         Row {
             cells,
             conditions: Vec::new(),
@@ -221,9 +222,9 @@ impl Row {
 }
 
 /// The row `printer` prints for `object`, with ages measured at `now` (Unix nanoseconds).
-pub(super) fn row(printer: Printer, object: &Value, now: i128) -> Row {
+pub(super) fn row(printer: &Printer, object: &Value, now: i128) -> Row {
     match printer {
-        Printer::Default => Row::plain(vec![
+        Printer::Default | Printer::Columns(_) => Row::plain(vec![
             json!(text(object, &["metadata", "name"])),
             json!(created_at(object)),
         ]),
@@ -847,8 +848,12 @@ mod tests {
     }
 
     fn cells(printer: Printer, object: Value) -> Vec<Value> {
-        let row = row(printer, &object, now());
-        assert_eq!(row.cells.len(), columns(printer).len(), "a cell per column");
+        let row = row(&printer, &object, now());
+        assert_eq!(
+            row.cells.len(),
+            columns(&printer).len(),
+            "a cell per column"
+        );
         row.cells
     }
 
@@ -883,10 +888,10 @@ mod tests {
             Printer::Lease,
             Printer::Scale,
         ] {
-            let columns = columns(printer);
+            let columns = columns(&printer);
             assert!(columns.iter().any(|c| c.name == "Name"), "{printer:?}");
             assert!(columns.iter().all(|c| c.priority <= 1), "{printer:?}");
-            let row = row(printer, &json!({}), now());
+            let row = row(&printer, &json!({}), now());
             assert_eq!(
                 row.cells.len(),
                 columns.len(),
@@ -1003,12 +1008,15 @@ mod tests {
         pod["status"]["initContainerStatuses"][1]["state"] =
             json!({"waiting": {"reason": "CrashLoopBackOff"}});
         assert_eq!(
-            super::row(Printer::Pod, &pod, now()).cells[2],
+            super::row(&Printer::Pod, &pod, now()).cells[2],
             "Init:CrashLoopBackOff"
         );
         pod["status"]["initContainerStatuses"][1]["state"] =
             json!({"terminated": {"exitCode": 1, "reason": "Error"}});
-        assert_eq!(super::row(Printer::Pod, &pod, now()).cells[2], "Init:Error");
+        assert_eq!(
+            super::row(&Printer::Pod, &pod, now()).cells[2],
+            "Init:Error"
+        );
     }
 
     #[test]
@@ -1041,7 +1049,7 @@ mod tests {
         pod["status"] = json!({"phase": "Running", "reason": "NodeLost"});
         assert_eq!(cells(Printer::Pod, pod.clone())[2], "Unknown");
         pod["status"] = json!({"phase": "Succeeded"});
-        let row = row(Printer::Pod, &pod, now());
+        let row = row(&Printer::Pod, &pod, now());
         assert_eq!(row.cells[2], "Succeeded");
         assert_eq!(
             row.conditions,
@@ -1284,7 +1292,7 @@ mod tests {
             "0001-01-01T00:00:00Z",
             "Go's zero time"
         );
-        let columns = columns(Printer::Default);
+        let columns = columns(&Printer::Default);
         assert_eq!((columns[1].name, columns[1].kind), ("Created At", "date"));
     }
 
@@ -1296,6 +1304,6 @@ mod tests {
             cells(Printer::Scale, scale),
             [json!("web"), json!(3), json!(1), json!("10m")]
         );
-        assert_eq!(columns(Printer::Scale)[0].format, "");
+        assert_eq!(columns(&Printer::Scale)[0].format, "");
     }
 }

@@ -1,0 +1,76 @@
+//! What a CustomResourceDefinition adds to a custom resource's registry entry: its schema
+//! (validation, pruning, defaults, field ownership), printer columns, scale paths and the
+//! definition's state. Built by `crd` from the definition object.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::managedfields::types::Types;
+
+/// One `additionalPrinterColumns` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrinterColumn {
+    /// Column name.
+    pub name: String,
+    /// `string`, `integer`, `number`, `boolean`, `date`.
+    pub kind: String,
+    /// OpenAPI format (`int64`, ...), possibly empty.
+    pub format: String,
+    /// Description, possibly empty.
+    pub description: String,
+    /// 0 shown by default, more only with `-o wide`.
+    pub priority: i64,
+    /// The simple JSONPath of the value (`.spec.size`).
+    pub json_path: String,
+}
+
+/// `subresources.scale`: where the replicas and selector live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// `.spec.replicas`.
+    pub spec_replicas: String,
+    /// `.status.replicas`.
+    pub status_replicas: String,
+    /// `.status.selector`, if any.
+    pub label_selector: Option<String>,
+}
+
+/// The custom part of a custom resource's entry.
+pub struct Custom {
+    /// The definition's name (`widgets.example.com`).
+    pub crd_name: String,
+    /// The version's `openAPIV3Schema`, if it has one.
+    pub schema: Option<Value>,
+    /// The schema as server-side apply reads it.
+    pub(crate) types: Arc<Types>,
+    /// `subresources.scale`.
+    pub scale: Option<ScalePaths>,
+    /// `selectableFields` (JSON paths without the leading dot).
+    pub selectable_fields: Vec<String>,
+    /// The definition is being deleted: no new objects.
+    pub terminating: bool,
+}
+
+impl std::fmt::Debug for Custom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Custom")
+            .field("crd_name", &self.crd_name)
+            .field("scale", &self.scale)
+            .field("selectable_fields", &self.selectable_fields)
+            .field("terminating", &self.terminating)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Custom {
+    fn eq(&self, other: &Self) -> bool {
+        self.crd_name == other.crd_name
+            && self.schema == other.schema
+            && self.scale == other.scale
+            && self.selectable_fields == other.selectable_fields
+            && self.terminating == other.terminating
+    }
+}
+
+impl Eq for Custom {}

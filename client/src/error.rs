@@ -1,0 +1,129 @@
+//! One error type for the whole client, so that callers can tell an answer of the API server
+//! (a `metav1.Status`: not found, conflict, gone...) from a failure to reach it or to read its
+//! answer, and retry or requeue accordingly.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+
+/// What went wrong talking to the API server.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The server answered with a `Status` (an HTTP error, or an ERROR event in a watch).
+    #[error("api error: {} ({}): {}", .0.code.unwrap_or_default(), .0.reason.as_deref().unwrap_or(""), .0.message.as_deref().unwrap_or(""))]
+    Api(Box<Status>),
+    /// The request could not be sent or its answer not received (connection refused, reset,
+    /// timeout, TLS failure).
+    #[error("transport error")]
+    Transport(#[source] reqwest::Error),
+    /// The answer could not be decoded as the expected type.
+    #[error("decode error")]
+    Decode(#[source] serde_json::Error),
+    /// A request body could not be encoded.
+    #[error("encode error")]
+    Encode(#[source] serde_json::Error),
+    /// The kubeconfig or client configuration is unusable.
+    #[error("configuration error: {0}")]
+    Config(String),
+    /// A request could not be built from the given parameters (for example a namespaced
+    /// resource addressed without a namespace, or an object without a name).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// A watch stream broke off in the middle of an event.
+    #[error("watch stream error: {0}")]
+    Stream(String),
+}
+
+/// The client's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An `Error::Api` from a code, reason and message (as the server would send them).
+    pub fn api(code: u16, reason: &str, message: impl Into<String>) -> Self {
+        Error::Api(Box::new(Status {
+            code: Some(i32::from(code)),
+            reason: Some(reason.to_owned()),
+            message: Some(message.into()),
+            status: Some("Failure".to_owned()),
+            ..Status::default()
+        }))
+    }
+
+    /// The server's `Status`, when this is an answer of the server.
+    pub fn status(&self) -> Option<&Status> {
+        match self {
+            Error::Api(status) => Some(status),
+            _ => None,
+        }
+    }
+
+    /// The HTTP code of the server's answer, if any.
+    pub fn code(&self) -> Option<u16> {
+        self.status()
+            .and_then(|s| s.code)
+            .and_then(|c| u16::try_from(c).ok())
+    }
+
+    fn reason(&self) -> Option<&str> {
+        self.status().and_then(|s| s.reason.as_deref())
+    }
+
+    /// 404 NotFound.
+    pub fn is_not_found(&self) -> bool {
+        self.code() == Some(404) || self.reason() == Some("NotFound")
+    }
+
+    /// 409 Conflict (a failed resourceVersion or uid precondition). Not AlreadyExists.
+    pub fn is_conflict(&self) -> bool {
+        self.code() == Some(409) && self.reason() != Some("AlreadyExists")
+    }
+
+    /// 409 AlreadyExists (a create found the name taken).
+    pub fn is_already_exists(&self) -> bool {
+        self.reason() == Some("AlreadyExists")
+    }
+
+    /// 410 Gone / Expired (a resourceVersion or continue token too old).
+    pub fn is_gone(&self) -> bool {
+        self.code() == Some(410) || matches!(self.reason(), Some("Expired" | "Gone"))
+    }
+
+    /// 429 TooManyRequests.
+    pub fn is_too_many_requests(&self) -> bool {
+        self.code() == Some(429)
+    }
+
+    /// 504 Timeout "Too large resource version" (§7.2).
+    pub fn is_resource_version_too_large(&self) -> bool {
+        self.status()
+            .and_then(|s| s.details.as_ref())
+            .and_then(|d| d.causes.as_ref())
+            .is_some_and(|causes| {
+                causes
+                    .iter()
+                    .any(|c| c.reason.as_deref() == Some("ResourceVersionTooLarge"))
+            })
+    }
+
+    /// A failure to connect or a broken connection: worth retrying an idempotent request.
+    pub fn is_connection_error(&self) -> bool {
+        match self {
+            Error::Transport(err) => err.is_connect() || err.is_request() || err.is_timeout(),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers_classify_statuses_by_code_and_reason() {
+        assert!(Error::api(404, "NotFound", "x").is_not_found());
+        assert!(Error::api(409, "Conflict", "x").is_conflict());
+        assert!(!Error::api(409, "AlreadyExists", "x").is_conflict());
+        assert!(Error::api(409, "AlreadyExists", "x").is_already_exists());
+        assert!(Error::api(410, "Expired", "x").is_gone());
+        assert!(!Error::api(500, "InternalError", "x").is_gone());
+        assert!(Error::Config("x".into()).status().is_none());
+    }
+}

@@ -1,0 +1,149 @@
+//! Leader election on a Lease against an in-process kubemock server (§12.1): exactly one of
+//! two candidates leads; when it stops, the other takes over within the lease duration (at
+//! once when the lease is released, after the lease expires when the leader vanished).
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kubemock_client::Api;
+use kubemock_client::leader::{LeaderElectionConfig, LeaderElector, LeaderEvent};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+const LEASE: Duration = Duration::from_secs(2);
+const RENEW: Duration = Duration::from_millis(1500);
+const RETRY: Duration = Duration::from_millis(200);
+
+struct Candidate {
+    token: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Starts a candidate; its events go to `events` as (identity, event).
+fn candidate(
+    api: &Api<Lease>,
+    identity: &str,
+    release: bool,
+    leading: &Arc<AtomicUsize>,
+    events: &mpsc::Sender<(String, LeaderEvent)>,
+) -> Candidate {
+    let mut config = LeaderElectionConfig::new(identity).timings(LEASE, RENEW, RETRY);
+    config.release_on_cancel = release;
+    let elector = LeaderElector::new(api.clone(), "lock", config);
+    let token = CancellationToken::new();
+    let leading = leading.clone();
+    let events = events.clone();
+    let id = identity.to_owned();
+    let task = tokio::spawn({
+        let token = token.clone();
+        async move {
+            elector
+                .run(
+                    token,
+                    move |lead_token| async move {
+                        leading.fetch_add(1, Ordering::SeqCst);
+                        lead_token.cancelled().await;
+                        leading.fetch_sub(1, Ordering::SeqCst);
+                    },
+                    move |event| {
+                        let _ = events.try_send((id.clone(), event));
+                    },
+                )
+                .await;
+        }
+    });
+    Candidate { token, task }
+}
+
+async fn next_started(events: &mut mpsc::Receiver<(String, LeaderEvent)>) -> String {
+    loop {
+        let (id, event) = tokio::time::timeout(Duration::from_secs(30), events.recv())
+            .await
+            .expect("an event in time")
+            .expect("channel open");
+        if event == LeaderEvent::StartedLeading {
+            return id;
+        }
+    }
+}
+
+async fn holder(api: &Api<Lease>) -> Option<String> {
+    api.get("lock")
+        .await
+        .expect("lease")
+        .spec
+        .and_then(|s| s.holder_identity)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_one_candidate_leads_and_the_other_takes_over_after_a_release() {
+    let (_server, client) = common::server().await;
+    let api: Api<Lease> = Api::namespaced(client, "default");
+    let leading = Arc::new(AtomicUsize::new(0));
+    let (tx, mut events) = mpsc::channel(64);
+    let a = candidate(&api, "a", true, &leading, &tx);
+    let b = candidate(&api, "b", true, &leading, &tx);
+
+    let first = next_started(&mut events).await;
+    // Several retry periods and more than a lease duration: still exactly one leader, and it
+    // holds the lease.
+    let deadline = Instant::now() + LEASE + RETRY * 3;
+    while Instant::now() < deadline {
+        assert_eq!(leading.load(Ordering::SeqCst), 1);
+        tokio::time::sleep(RETRY / 2).await;
+    }
+    assert_eq!(holder(&api).await.as_deref(), Some(first.as_str()));
+
+    let (stopping, other) = if first == "a" { (a, b) } else { (b, a) };
+    let stopped_at = Instant::now();
+    stopping.token.cancel();
+    stopping.task.await.expect("stops");
+    let second = next_started(&mut events).await;
+    let takeover = stopped_at.elapsed();
+    assert_ne!(second, first);
+    assert!(
+        takeover < LEASE,
+        "took over in {takeover:?} after a release"
+    );
+    assert_eq!(holder(&api).await.as_deref(), Some(second.as_str()));
+    assert_eq!(leading.load(Ordering::SeqCst), 1);
+    let lease = api.get("lock").await.expect("lease");
+    assert_eq!(lease.spec.and_then(|s| s.lease_transitions), Some(1));
+    other.token.cancel();
+    other.task.await.expect("stops");
+    assert_eq!(holder(&api).await, None, "released on shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vanished_leader_is_replaced_once_its_lease_expires() {
+    let (_server, client) = common::server().await;
+    let api: Api<Lease> = Api::namespaced(client, "default");
+    let leading = Arc::new(AtomicUsize::new(0));
+    let (tx, mut events) = mpsc::channel(64);
+    let a = candidate(&api, "a", false, &leading, &tx);
+    assert_eq!(next_started(&mut events).await, "a");
+    let b = candidate(&api, "b", false, &leading, &tx);
+    tokio::time::sleep(RETRY * 3).await;
+    assert_eq!(holder(&api).await.as_deref(), Some("a"));
+
+    // `a` stops without releasing (as if its process died).
+    let stopped_at = Instant::now();
+    a.token.cancel();
+    a.task.await.expect("stops");
+    assert_eq!(holder(&api).await.as_deref(), Some("a"), "not released");
+    assert_eq!(next_started(&mut events).await, "b");
+    let takeover = stopped_at.elapsed();
+    // `b` waits for the lease to expire as it observed it (it saw the last renewal at most
+    // about one retry period before `a` stopped), and no longer than that plus its polling.
+    assert!(
+        takeover >= LEASE - RETRY * 3,
+        "waited for the lease: {takeover:?}"
+    );
+    assert!(takeover <= LEASE + RETRY * 5, "took over in {takeover:?}");
+    b.token.cancel();
+    b.task.await.expect("stops");
+}
