@@ -2,13 +2,14 @@
 //! `/registry/{group}/{resource}/{namespace}/{name}` for namespaced objects and
 //! `/registry/{group}/{resource}/{name}` for cluster-scoped ones, with `core` as the core
 //! group's name. Byte order of keys is the list order (namespace, then name), which is also
-//! what the real server returns. All versions of a resource share its keys.
+//! what the real server returns. All versions of a resource share its keys, and
+//! events.k8s.io/v1 Events share core/v1 Events' (one storage, §12.3).
 
 use crate::registry::Resource;
 
 /// The key prefix of every object of `resource` (all namespaces), ending in `/`.
 pub(crate) fn resource_prefix(resource: &Resource) -> String {
-    let group = if resource.group.is_empty() {
+    let group = if resource.group.is_empty() || crate::admission::converts(resource) {
         "core"
     } else {
         &resource.group

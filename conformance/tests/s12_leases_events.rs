@@ -284,3 +284,89 @@ async fn s12_3_events_k8s_io_events_need_an_event_time_and_change_only_their_ser
         ["deprecatedCount: Invalid value: \"\": needs to be unset"]
     );
 }
+
+#[tokio::test]
+async fn s12_3_both_event_apis_read_and_watch_the_same_events() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s12-events-shared").await;
+    let core = format!("/api/v1/namespaces/{ns}/events");
+    let v1 = format!("/apis/events.k8s.io/v1/namespaces/{ns}/events");
+    let mut core_watch = h.watch(&format!("{core}?watch=true")).await;
+    let mut v1_watch = h.watch(&format!("{v1}?watch=true")).await;
+    // Written through events.k8s.io, read through core/v1 with the core field names.
+    let event = json!({
+        "metadata": {"name": "w1.1"},
+        "eventTime": "2024-05-01T12:00:00.000000Z",
+        "reportingController": "example.com/my-controller", "reportingInstance": "i-1",
+        "action": "Reconcile", "reason": "Created", "type": "Normal", "note": "made it",
+        "regarding": {"kind": "Widget", "namespace": ns, "name": "w1"},
+    });
+    let created = h.post(&v1, &event).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let as_core = h.get(&format!("{core}/w1.1")).await;
+    assert_eq!(as_core.status, 200, "{:?}", as_core.body);
+    assert_eq!(as_core.body["apiVersion"], "v1");
+    assert_eq!(as_core.body["message"], "made it");
+    assert_eq!(as_core.body["involvedObject"]["name"], "w1");
+    assert_eq!(
+        as_core.body["reportingComponent"],
+        "example.com/my-controller"
+    );
+    assert_eq!(
+        as_core.body["metadata"]["resourceVersion"],
+        created.body["metadata"]["resourceVersion"]
+    );
+    // Written through core/v1, read through events.k8s.io with its field names.
+    let legacy = json!({"metadata": {"name": "p.1"},
+        "involvedObject": {"kind": "Pod", "namespace": ns, "name": "p"},
+        "reason": "Started", "message": "started", "type": "Normal", "count": 3,
+        "source": {"component": "kubelet"},
+        "firstTimestamp": "2024-05-01T12:00:00Z", "lastTimestamp": "2024-05-01T12:05:00Z"});
+    assert_eq!(h.post(&core, &legacy).await.status, 201);
+    let as_v1 = h.get(&format!("{v1}/p.1")).await.body;
+    assert_eq!(as_v1["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(as_v1["note"], "started");
+    assert_eq!(as_v1["regarding"]["name"], "p");
+    assert_eq!(as_v1["deprecatedCount"], 3);
+    assert_eq!(as_v1["deprecatedSource"], json!({"component": "kubelet"}));
+    assert_eq!(as_v1["deprecatedLastTimestamp"], "2024-05-01T12:05:00Z");
+    assert_eq!(as_v1["eventTime"], Value::Null);
+    assert!(as_v1.get("message").is_none());
+    // Both lists hold both, each in its own form.
+    let core_list = h.get(&core).await.body;
+    let v1_list = h.get(&v1).await.body;
+    let names = |list: &Value| -> Vec<String> {
+        list["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    assert_eq!(names(&core_list), ["p.1", "w1.1"]);
+    assert_eq!(names(&v1_list), ["p.1", "w1.1"]);
+    assert_eq!(v1_list["items"][1]["note"], "made it");
+    // Both watches see both writes, each in its own form.
+    for (watch, field) in [(&mut core_watch, "message"), (&mut v1_watch, "note")] {
+        let first = watch.next_event().await.expect("an event");
+        assert_eq!(first["type"], "ADDED");
+        assert_eq!(first["object"][field], "made it", "{first}");
+        let second = watch.next_event().await.expect("an event");
+        assert_eq!(second["object"][field], "started", "{second}");
+    }
+    // An update through one API keeps the other's fields.
+    let series = json!({"series": {"count": 2, "lastObservedTime": "2024-05-01T12:01:00.000000Z"}});
+    let patched = h
+        .patch(
+            &format!("{v1}/w1.1"),
+            "application/strategic-merge-patch+json",
+            &series,
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{:?}", patched.body);
+    let as_core = h.get(&format!("{core}/w1.1")).await.body;
+    assert_eq!(as_core["series"]["count"], 2);
+    assert_eq!(as_core["message"], "made it");
+    assert_eq!(h.delete(&format!("{core}/w1.1"), None).await.status, 200);
+    assert_eq!(h.get(&format!("{v1}/w1.1")).await.status, 404);
+}

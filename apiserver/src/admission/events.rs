@@ -339,6 +339,70 @@ pub(super) fn validate_event_update(
     }
 }
 
+/// The field renames between the two Event APIs (§12.3): core/v1 name, events.k8s.io/v1 name.
+const V1_FIELDS: [(&str, &str); 7] = [
+    ("involvedObject", "regarding"),
+    ("message", "note"),
+    ("reportingComponent", "reportingController"),
+    ("source", "deprecatedSource"),
+    ("firstTimestamp", "deprecatedFirstTimestamp"),
+    ("lastTimestamp", "deprecatedLastTimestamp"),
+    ("count", "deprecatedCount"),
+];
+
+/// An events.k8s.io/v1 Event as stored: the core/v1 Event it is (both APIs share one
+/// storage, §12.3), with the fields Go always writes for core/v1.
+pub(super) fn v1_to_core(object: &Object) -> Object {
+    let mut core = Object::with_capacity(object.len() + 4);
+    for (key, value) in object {
+        let name = V1_FIELDS
+            .iter()
+            .find(|(_, v1)| v1 == key)
+            .map_or(key.as_str(), |(core, _)| core);
+        let value = match key.as_str() {
+            "apiVersion" => json!("v1"),
+            _ => value.clone(),
+        };
+        core.insert(name.to_owned(), value);
+    }
+    default_event(&mut core);
+    core
+}
+
+/// A stored (core/v1) Event as events.k8s.io/v1 serialises it: renamed fields, `eventTime`,
+/// `regarding` and `deprecatedSource` always present, empty `omitempty` fields left out.
+pub(super) fn core_to_v1(object: Object) -> Object {
+    let mut v1 = Object::with_capacity(object.len());
+    for (key, value) in object {
+        let name = V1_FIELDS
+            .iter()
+            .find(|(core, _)| *core == key)
+            .map_or(key.as_str(), |(_, v1)| v1)
+            .to_owned();
+        let omitted = match name.as_str() {
+            "reportingController" | "reportingInstance" | "note" | "action" | "reason" | "type" => {
+                value.as_str() == Some("")
+            }
+            "deprecatedCount" => value.as_i64().unwrap_or(0) == 0,
+            _ => false,
+        };
+        if omitted {
+            continue;
+        }
+        let value = if name == "apiVersion" {
+            json!("events.k8s.io/v1")
+        } else {
+            value
+        };
+        v1.insert(name, value);
+    }
+    v1.entry("eventTime".to_owned()).or_insert(Value::Null);
+    for field in ["regarding", "deprecatedSource"] {
+        v1.entry(field.to_owned()).or_insert_with(|| json!({}));
+    }
+    v1
+}
+
 /// `ValidateLeaseSpec`.
 pub(super) fn validate_lease(object: &Object, errors: &mut Vec<FieldError>) {
     let number = |field: &str| obj_at(object, &["spec", field]).and_then(Value::as_i64);
@@ -419,6 +483,31 @@ mod tests {
                 "reason"
             ]
         );
+    }
+
+    #[test]
+    fn the_two_event_apis_are_one_event_renamed() {
+        let v1 = json!({"kind": "Event", "apiVersion": "events.k8s.io/v1",
+            "metadata": {"name": "e"}, "eventTime": "2024-05-01T12:00:00.000000Z",
+            "reportingController": "c", "reportingInstance": "i", "action": "a",
+            "reason": "r", "type": "Normal", "note": "n", "regarding": {"kind": "Pod"},
+            "series": {"count": 2, "lastObservedTime": "2024-05-01T12:00:01.000000Z"}})
+        .as_object()
+        .cloned()
+        .unwrap();
+        let core = v1_to_core(&v1);
+        assert_eq!(core["apiVersion"], "v1");
+        assert_eq!(core["involvedObject"], json!({"kind": "Pod"}));
+        assert_eq!(core["message"], "n");
+        assert_eq!(core["reportingComponent"], "c");
+        assert_eq!(core["source"], json!({}));
+        assert_eq!(core["firstTimestamp"], Value::Null);
+        let back = core_to_v1(core);
+        for (key, value) in &v1 {
+            assert_eq!(back.get(key), Some(value), "{key}");
+        }
+        assert_eq!(back["deprecatedSource"], json!({}));
+        assert!(back.get("deprecatedCount").is_none());
     }
 
     #[test]

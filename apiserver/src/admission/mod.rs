@@ -7,7 +7,9 @@
 //!
 //! Which kind a resource is comes from its registry entry (`Behaviour::admission`); the verb
 //! handlers make one call each: [`admit_create`], [`admit_update`], and [`deleted`] once an
-//! object is gone (a Service gives back its addresses).
+//! object is gone (a Service gives back its addresses). Objects stored in another API's form
+//! (events.k8s.io/v1 Events are core/v1 Events, §12.3) pass [`to_storage`] on the way in and
+//! [`from_storage`] on the way out.
 //!
 //! # Layout
 //! - `fields`: field errors in the real wording and the Go renderings of the values they quote.
@@ -25,6 +27,8 @@ mod fields;
 mod pods;
 mod services;
 mod workloads;
+
+use std::borrow::Cow;
 
 use serde_json::{Value, json};
 use tracing::{debug, warn};
@@ -226,6 +230,35 @@ async fn priority_class(state: &AppState, name: &str) -> ApiResult<Option<Value>
         .iter()
         .filter_map(|kv| parse(&kv.value))
         .find(|class| class.get("globalDefault").and_then(Value::as_bool) == Some(true)))
+}
+
+/// True when objects of `resource` are stored in another API's form (§12.3: events.k8s.io/v1
+/// Events are core/v1 Events), so that stored bytes are never answered as they are.
+pub(crate) fn converts(resource: &Resource) -> bool {
+    resource.behaviour.admission == Admission::EventV1
+}
+
+/// A stored object as `resource` serves it.
+pub(crate) fn from_storage(resource: &Resource, object: Object) -> Object {
+    if converts(resource) {
+        events::core_to_v1(object)
+    } else {
+        object
+    }
+}
+
+/// An events.k8s.io/v1 Event as the core/v1 Event it is stored as (§12.3).
+pub(crate) fn event_v1_to_core(event: &Object) -> Object {
+    events::v1_to_core(event)
+}
+
+/// An object of `resource` in its stored form.
+pub(crate) fn to_storage<'a>(resource: &Resource, object: &'a Object) -> Cow<'a, Object> {
+    if converts(resource) {
+        Cow::Owned(events::v1_to_core(object))
+    } else {
+        Cow::Borrowed(object)
+    }
 }
 
 /// The 422 for `object` of `resource` with these causes.

@@ -75,7 +75,7 @@ pub(crate) async fn create_object(
     for attempt in 1..=attempts {
         let name = object::name_of(&object).to_owned();
         let key = keys::object_key(resource, namespace, &name);
-        let bytes = object::to_stored(&object)?;
+        let bytes = object::to_stored(&admission::to_storage(resource, &object))?;
         if dry_run {
             return Ok(object);
         }

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::resource::Call;
 use super::scale;
+use crate::admission;
 use crate::keys;
 use crate::meta;
 use crate::object::{self, Object};
@@ -64,13 +65,14 @@ pub(crate) async fn fetch_existing(
         .await?
         .ok_or_else(|| ApiError::not_found(resource, name))?;
     let stored = object::parse_stored(&current.value)?;
-    Ok((current, stored))
+    Ok((current, admission::from_storage(resource, stored)))
 }
 
 /// Reads the object `call` names (latest state), or 404.
 pub(crate) async fn read_object(call: &Call) -> ApiResult<(Object, Revision)> {
     let kv = read_kv(call).await?;
-    Ok((object::from_stored(&kv)?, kv.mod_revision))
+    let object = admission::from_storage(&call.target.resource, object::from_stored(&kv)?);
+    Ok((object, kv.mod_revision))
 }
 
 /// The stored key-value of the call's object, or the 404.
@@ -98,6 +100,7 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
     if plain
         && matches!(call.target.subresource.as_deref(), None | Some("status"))
         && !call.target.resource.is_custom()
+        && !admission::converts(&call.target.resource)
     {
         // The hot path: the stored bytes with the resourceVersion spliced in.
         let kv = read_kv(call).await?;

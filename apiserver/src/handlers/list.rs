@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::get::wait_for_revision;
 use super::resource::Call;
+use crate::admission;
 use crate::keys;
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
@@ -214,7 +215,7 @@ async fn read_page(call: &Call, request: &ListRequest, prefix: &str) -> ApiResul
     let remaining = (response.more() && !filtered).then_some(response.remaining);
     let mut items = Vec::with_capacity(response.items.len());
     for kv in &response.items {
-        let object = object::from_stored(kv)?;
+        let object = admission::from_storage(&call.target.resource, object::from_stored(kv)?);
         let value = Value::Object(object);
         if request.selectors.matches(&value) {
             if let Value::Object(object) = value {

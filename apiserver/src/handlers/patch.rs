@@ -300,7 +300,7 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
                 Err(err) => return Err(err),
             }
         };
-        let existing = object::parse_stored(&current.value)?;
+        let existing = admission::from_storage(resource, object::parse_stored(&current.value)?);
         if pinned.is_some_and(|rv| rv != current.mod_revision) {
             return Err(ApiError::modified(resource, name));
         }

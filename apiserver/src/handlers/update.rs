@@ -75,7 +75,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
                 }],
             ));
         }
-        let existing = object::parse_stored(&current.value)?;
+        let existing = admission::from_storage(resource, object::parse_stored(&current.value)?);
         check_uid_precondition(resource, name, &key, &body, &existing)?;
         if client_revision.is_some_and(|rv| rv != current.mod_revision) {
             return Err(ApiError::modified(resource, name));
@@ -145,7 +145,7 @@ pub(crate) async fn write(
     updated: Object,
     dry_run: bool,
 ) -> ApiResult<Written> {
-    let bytes = object::to_stored(&updated)?;
+    let bytes = object::to_stored(&admission::to_storage(&call.target.resource, &updated))?;
     let answered = |mut object: Object, revision: Revision| {
         object::set_resource_version(&mut object, revision);
         object

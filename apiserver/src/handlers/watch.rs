@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 
 use super::get::wait_for_revision;
 use super::resource::Call;
+use crate::admission;
 use crate::keys;
 use crate::meta::{self, FieldError};
 use crate::object;
@@ -342,7 +343,8 @@ impl Feed {
     /// The event a change is to this watch, given its selectors (§8.8).
     fn convert(&self, event: &Event) -> Option<(&'static str, Value)> {
         let parse = |bytes: &[u8], revision: Revision| -> Option<Value> {
-            let mut object = object::parse_stored(bytes).ok()?;
+            let stored = object::parse_stored(bytes).ok()?;
+            let mut object = admission::from_storage(&self.resource, stored);
             object::set_resource_version(&mut object, revision);
             Some(Value::Object(object))
         };

@@ -809,30 +809,11 @@ fn first_non_empty<'a>(first: &'a str, second: &'a str) -> &'a str {
 }
 
 /// An events.k8s.io/v1 Event in core/v1 field names, as the real server converts it before
-/// printing (`pkg/apis/events/v1` conversion).
+/// printing (`pkg/apis/events/v1` conversion; the one mapping is admission's).
 fn core_event(event: &Value) -> Value {
-    const RENAMED: &[(&str, &str)] = &[
-        ("metadata", "metadata"),
-        ("regarding", "involvedObject"),
-        ("note", "message"),
-        ("reason", "reason"),
-        ("type", "type"),
-        ("deprecatedSource", "source"),
-        ("deprecatedFirstTimestamp", "firstTimestamp"),
-        ("deprecatedLastTimestamp", "lastTimestamp"),
-        ("deprecatedCount", "count"),
-        ("eventTime", "eventTime"),
-        ("series", "series"),
-        ("reportingController", "reportingComponent"),
-        ("reportingInstance", "reportingInstance"),
-    ];
-    let mut core = Map::new();
-    for (from, to) in RENAMED {
-        if let Some(value) = event.get(from) {
-            core.insert((*to).to_owned(), value.clone());
-        }
-    }
-    Value::Object(core)
+    let empty = Map::new();
+    let event = event.as_object().unwrap_or(&empty);
+    Value::Object(crate::admission::event_v1_to_core(event))
 }
 
 #[cfg(test)]
