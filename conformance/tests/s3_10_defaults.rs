@@ -92,6 +92,19 @@ async fn s3_10_a_created_pod_shows_the_defaults_and_admission_additions_of_a_rea
     // What was created is what is stored.
     let stored = h.get(&format!("/api/v1/namespaces/{ns}/pods/web")).await;
     assert_eq!(stored.body["spec"], reply.body["spec"]);
+    // The creator owns what decoding defaulted, not what admission added (§5.6).
+    let managed = &reply.body["metadata"]["managedFields"][0];
+    let spec_fields = &managed["fieldsV1"]["f:spec"];
+    assert!(spec_fields.get("f:dnsPolicy").is_some(), "{managed}");
+    assert!(spec_fields.get("f:restartPolicy").is_some(), "{managed}");
+    for added in [
+        "f:tolerations",
+        "f:volumes",
+        "f:priority",
+        "f:serviceAccountName",
+    ] {
+        assert!(spec_fields.get(added).is_none(), "{added} in {managed}");
+    }
 }
 
 #[tokio::test]

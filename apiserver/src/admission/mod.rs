@@ -44,6 +44,14 @@ use crate::registry::{Admission, Resource};
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult};
 
+/// The defaults decoding applies (`pkg/apis/*/v1/defaults.go`, and the decode-time
+/// conversions and checks: a 400 when they fail), for callers that need them before the rest
+/// of admission (the field manager records the writer's fields between the two). Idempotent:
+/// [`admit_create`] applies them too.
+pub(crate) fn apply_defaults(resource: &Resource, object: &mut Object) -> ApiResult<()> {
+    default(resource.behaviour.admission, object)
+}
+
 /// Admits a new object: defaults, create-time preparation, validation and (Services)
 /// allocation. The returned reservation must be committed once the object is stored; dropping
 /// it gives back what it took.

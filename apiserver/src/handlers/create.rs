@@ -63,10 +63,12 @@ pub(crate) async fn create_object(
         admit_into_namespace(state, resource, namespace, object::name_of(&object)).await?;
     }
     crd::admit(resource, None, &mut object)?;
-    let reservation = admission::admit_create(state, resource, &mut object, dry_run).await?;
+    // The writer owns what decoding defaults (as upstream), not what admission adds after.
+    admission::apply_defaults(resource, &mut object)?;
     if let Some(writer) = writer {
         managedfields::record_update(resource, writer, None, &mut object);
     }
+    let reservation = admission::admit_create(state, resource, &mut object, dry_run).await?;
     let attempts = if generate_name.is_some() {
         GENERATE_NAME_ATTEMPTS
     } else {
