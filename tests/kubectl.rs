@@ -826,6 +826,90 @@ async fn kubectl_applies_a_crd_and_manages_its_custom_objects() {
 }
 
 #[tokio::test]
+async fn kubectl_patch_types_json_merge_and_strategic() {
+    let cluster = Cluster::start().await;
+    cluster
+        .kubectl(&["create", "deployment", "web", "--image=nginx:1.27"])
+        .await;
+    let merge = cluster
+        .kubectl(&[
+            "patch",
+            "deploy",
+            "web",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"metadata":{"labels":{"tier":"front"}},"spec":{"replicas":3}}"#,
+        ])
+        .await;
+    assert_eq!(merge.trim(), "deployment.apps/web patched");
+    let json = cluster
+        .kubectl(&[
+            "patch",
+            "deploy",
+            "web",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"nginx:1.28"}]"#,
+        ])
+        .await;
+    assert_eq!(json.trim(), "deployment.apps/web patched");
+    // Strategic: the env list merges into the container named "nginx" by name.
+    let strategic = cluster
+        .kubectl(&[
+            "patch",
+            "deploy",
+            "web",
+            "--type",
+            "strategic",
+            "-p",
+            r#"{"spec":{"template":{"spec":{"containers":[{"name":"nginx","env":[{"name":"A","value":"1"}]}]}}}}"#,
+        ])
+        .await;
+    assert_eq!(strategic.trim(), "deployment.apps/web patched");
+    let out = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.metadata.labels.tier} {.spec.replicas} {.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].env[0].name}",
+        ])
+        .await;
+    assert_eq!(out, "front 3 nginx:1.28 A");
+    // A failing JSON patch test operation is refused.
+    let output = cluster
+        .command()
+        .args([
+            "patch",
+            "deploy",
+            "web",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"test","path":"/spec/replicas","value":7}]"#,
+        ])
+        .output()
+        .await
+        .expect("run kubectl");
+    assert!(!output.status.success());
+    // Every write was recorded for its manager (kubectl create, then kubectl patch).
+    let managers = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "--show-managed-fields",
+            "-o",
+            "jsonpath={.metadata.managedFields[*].manager}",
+        ])
+        .await;
+    assert!(managers.contains("kubectl-create"), "{managers}");
+    assert!(managers.contains("kubectl-patch"), "{managers}");
+}
+
+#[tokio::test]
 async fn kubectl_run_create_deployment_and_expose_show_the_servers_defaults() {
     let cluster = Cluster::start().await;
     let out = cluster
