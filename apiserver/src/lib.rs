@@ -10,12 +10,14 @@
 //! - `handlers`: request handlers: `nonresource` (`/version`, health), `discovery`, and the
 //!   resource verbs (`resource` dispatches to `get`, `list`, `create`, `update`, `delete`).
 //! - `registry`: [`Registry`], one data entry per served resource.
-//! - `codec`: the media types of request bodies.
+//! - `codec`: the media types of request bodies, and the Kubernetes protobuf wire format both
+//!   ways (public as [`protobuf`], for tests and benchmarks).
 //! - `openapi`: the OpenAPI documents and the built-in kinds' schemas; `fieldvalidation`:
 //!   unknown fields checked against them.
 //! - `query`, `object`, `meta`, `keys`: query strings, objects as JSON, metadata rules and
 //!   storage keys.
-//! - `accept`: `Accept` headers, read as the real server negotiates them.
+//! - `accept`: `Accept` headers, read as the real server negotiates them; `negotiate`: the
+//!   one encoder of resource responses (JSON, or protobuf for built-in kinds).
 //! - `table`: Table output (`kubectl get`): negotiation, the per-resource printers, ages.
 //! - `selector`: label and field selectors; `strategic`: strategic merge patch.
 //! - `bootstrap`: the objects a cluster starts with.
@@ -40,6 +42,7 @@ mod kubeconfig;
 mod limits;
 mod meta;
 mod metrics;
+mod negotiate;
 mod object;
 mod openapi;
 mod query;
@@ -73,6 +76,16 @@ pub use registry::{
 pub use state::{AppState, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
 pub use testing::TestServer;
+
+/// The Kubernetes protobuf wire format of built-in kinds (`application/vnd.kubernetes.protobuf`,
+/// §4.10), as the server reads and writes it: enveloped objects and watch frames, to and from
+/// their JSON. For clients in tests (the conformance suite runs its sections in both
+/// encodings) and for benchmarks.
+pub mod protobuf {
+    pub use crate::codec::protobuf::{
+        MEDIA_TYPE, WATCH_MEDIA_TYPE, decode, decode_watch_event, encode, encode_watch_event,
+    };
+}
 
 /// The router over `state`, with the request pipeline, outermost first: panics become a 500
 /// `Status` (a safety net, not a strategy); every 5xx is logged once; each request is

@@ -38,7 +38,7 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
         dry_run,
     )
     .await?;
-    let response = object::respond(StatusCode::CREATED, &Value::Object(created), call.pretty());
+    let response = call.respond(StatusCode::CREATED, &Value::Object(created));
     Ok(with_warnings(response, &warnings))
 }
 

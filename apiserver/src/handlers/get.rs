@@ -12,6 +12,7 @@ use super::resource::Call;
 use super::scale;
 use crate::keys;
 use crate::meta;
+use crate::negotiate::Encoding;
 use crate::object::{self, Object};
 use crate::registry::Resource;
 use crate::state::AppState;
@@ -93,7 +94,7 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
         wait_for_revision(&call.state, revision).await?;
     }
     let table = table::requested(&call.headers, &call.query)?;
-    let plain = table.is_none() && !call.pretty();
+    let plain = table.is_none() && !call.pretty() && call.encoding == Encoding::Json;
     if plain && matches!(call.target.subresource.as_deref(), None | Some("status")) {
         // The hot path: the stored bytes with the resourceVersion spliced in.
         let kv = read_kv(call).await?;
@@ -120,5 +121,5 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
         }
         None => body,
     };
-    Ok(object::respond(StatusCode::OK, &body, call.pretty()))
+    Ok(call.respond(StatusCode::OK, &body))
 }

@@ -160,7 +160,7 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
         let updated = update::merge(resource, subresource, &existing, body);
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
-            let response = object::respond(StatusCode::OK, &Value::Object(object), call.pretty());
+            let response = call.respond(StatusCode::OK, &Value::Object(object));
             return Ok(with_warnings(response, &warnings));
         }
     }

@@ -46,8 +46,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
                 let created =
                     create::create_object(&call.state, resource, namespace, body.clone(), dry_run)
                         .await?;
-                let response =
-                    object::respond(StatusCode::CREATED, &Value::Object(created), call.pretty());
+                let response = call.respond(StatusCode::CREATED, &Value::Object(created));
                 return Ok(with_warnings(response, &warnings));
             }
             return Err(ApiError::not_found(resource, name));
@@ -73,8 +72,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
         let updated = merge(resource, subresource, &existing, body.clone());
         match write(call, &key, &current, updated, dry_run).await? {
             Written::Done(object) => {
-                let response =
-                    object::respond(StatusCode::OK, &Value::Object(object), call.pretty());
+                let response = call.respond(StatusCode::OK, &Value::Object(object));
                 return Ok(with_warnings(response, &warnings));
             }
             Written::Conflict if client_revision.is_some() => {
@@ -418,11 +416,7 @@ pub(crate) async fn write_scale(
         // (and a pinned resourceVersion then no longer matches).
         if let Written::Done(parent) = write(call, &key, &current, updated, dry_run).await? {
             let scale = scale::scale_of(resource, &parent);
-            return Ok(object::respond(
-                StatusCode::OK,
-                &Value::Object(scale),
-                call.pretty(),
-            ));
+            return Ok(call.respond(StatusCode::OK, &Value::Object(scale)));
         }
     }
     Err(ApiError::modified(resource, name))
@@ -494,7 +488,7 @@ pub(crate) async fn bind(call: &Call) -> ApiResult<Response> {
         match write(call, &key, &current, updated, dry_run).await? {
             Written::Done(_) => {
                 let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
-                return Ok(object::respond(StatusCode::CREATED, &status, call.pretty()));
+                return Ok(call.respond(StatusCode::CREATED, &status));
             }
             Written::Conflict => {}
         }
