@@ -21,14 +21,31 @@ pub(crate) const MAX_DEPTH: usize = 64;
 /// Decodes messages of one table.
 pub(crate) struct Decoder<'t> {
     /// The compiled schemas.
-    pub(crate) table: &'t Table,
+    table: &'t Table,
     /// Decodes an embedded enveloped object (`RawExtension` holding protobuf).
-    pub(crate) embedded: fn(&[u8]) -> Option<Value>,
+    embedded: fn(&[u8]) -> Option<Value>,
+    /// The field values of the messages being decoded, a stack shared by the nested calls
+    /// (one allocation per decoding, not one per message).
+    values: Vec<Option<Value>>,
 }
 
-impl Decoder<'_> {
+impl<'t> Decoder<'t> {
+    /// A decoder of `table`'s messages; `embedded` decodes enveloped objects inside them.
+    pub(crate) fn new(table: &'t Table, embedded: fn(&[u8]) -> Option<Value>) -> Self {
+        Decoder {
+            table,
+            embedded,
+            values: Vec::with_capacity(64),
+        }
+    }
+
     /// Message `index` in `bytes` as JSON; `Null` for a value JSON leaves out (a zero `Time`).
-    pub(crate) fn message(&self, index: u32, bytes: &[u8], depth: usize) -> Result<Value, String> {
+    pub(crate) fn message(
+        &mut self,
+        index: u32,
+        bytes: &[u8],
+        depth: usize,
+    ) -> Result<Value, String> {
         if depth > MAX_DEPTH {
             return Err("protobuf message nested too deeply".to_owned());
         }
@@ -69,12 +86,46 @@ impl Decoder<'_> {
 
     /// The fields of `message` as a JSON object, in declaration order.
     fn object(
-        &self,
+        &mut self,
         message: &Message,
         bytes: &[u8],
         depth: usize,
     ) -> Result<Map<String, Value>, String> {
-        let mut values: Vec<Option<Value>> = vec![None; message.fields.len()];
+        let base = self.values.len();
+        self.values.resize(base + message.fields.len(), None);
+        let read = self.read_fields(message, bytes, base, depth);
+        let mut object = Map::new();
+        if read.is_ok() {
+            let present = self.values[base..].iter().filter(|v| v.is_some()).count();
+            object = Map::with_capacity(present + usize::from(message.list_items.is_some()));
+            for (i, field) in message.fields.iter().enumerate() {
+                match self.values[base + i].take() {
+                    None if message.list_items.is_some_and(|items| usize::from(items) == i) => {
+                        object.insert(field.json.clone(), Value::Array(Vec::new()));
+                    }
+                    None | Some(Value::Null) => {}
+                    Some(Value::String(s)) if s.is_empty() && !field.repeated => {}
+                    Some(Value::Bool(false)) if field.omit_zero => {}
+                    Some(Value::Number(n)) if field.omit_zero && n.as_i64() == Some(0) => {}
+                    Some(Value::Object(inlined)) if field.inline => object.extend(inlined),
+                    Some(value) => {
+                        object.insert(field.json.clone(), value);
+                    }
+                }
+            }
+        }
+        self.values.truncate(base);
+        read.map(|()| object)
+    }
+
+    /// Reads the fields of `message` into `self.values[base..]`.
+    fn read_fields(
+        &mut self,
+        message: &Message,
+        bytes: &[u8],
+        base: usize,
+        depth: usize,
+    ) -> Result<(), String> {
         let mut reader = Reader::new(bytes);
         while let Some((number, wire)) = reader.key()? {
             let Some(index) = message.by_number(number) else {
@@ -82,58 +133,39 @@ impl Decoder<'_> {
                 continue;
             };
             let field = &message.fields[index];
-            let slot = &mut values[index];
             match &field.ty {
                 Ty::Map(key_type, value_type) => {
                     let entry = reader.expect_len(wire, &field.json)?;
                     let (key, value) = self.map_entry(key_type, value_type, entry, depth)?;
                     if let Value::Object(map) =
-                        slot.get_or_insert_with(|| Value::Object(Map::new()))
+                        self.values[base + index].get_or_insert_with(|| Value::Object(Map::new()))
                     {
                         map.insert(key, value);
                     }
                 }
                 ty if field.repeated => {
-                    let Value::Array(items) = slot.get_or_insert_with(|| Value::Array(Vec::new()))
-                    else {
-                        continue;
-                    };
                     if wire == Wire::Len && ty.packable() {
                         let mut packed = Reader::new(reader.bytes()?);
                         while !packed.done() {
-                            items.push(scalar(&mut packed, ty, ty.wire())?);
+                            let item = scalar(&mut packed, ty, ty.wire())?;
+                            push(&mut self.values[base + index], item);
                         }
                     } else {
-                        items.push(self.value(ty, &mut reader, wire, depth)?);
+                        let item = self.value(ty, &mut reader, wire, depth)?;
+                        push(&mut self.values[base + index], item);
                     }
                 }
-                ty => *slot = Some(self.value(ty, &mut reader, wire, depth)?),
-            }
-        }
-        let mut object = Map::new();
-        for (i, (field, value)) in message.fields.iter().zip(values).enumerate() {
-            match value {
-                None if message
-                    .list_items
-                    .is_some_and(|items| usize::from(items) == i) =>
-                {
-                    object.insert(field.json.clone(), Value::Array(Vec::new()));
-                }
-                None | Some(Value::Null) => {}
-                Some(Value::String(s)) if s.is_empty() && !field.repeated => {}
-                Some(Value::Bool(false)) if field.omit_zero => {}
-                Some(Value::Number(n)) if field.omit_zero && n.as_i64() == Some(0) => {}
-                Some(Value::Object(inlined)) if field.inline => object.extend(inlined),
-                Some(value) => {
-                    object.insert(field.json.clone(), value);
+                ty => {
+                    let value = self.value(ty, &mut reader, wire, depth)?;
+                    self.values[base + index] = Some(value);
                 }
             }
         }
-        Ok(object)
+        Ok(())
     }
 
     fn value(
-        &self,
+        &mut self,
         ty: &Ty,
         reader: &mut Reader<'_>,
         wire: Wire,
@@ -149,7 +181,7 @@ impl Decoder<'_> {
     }
 
     fn map_entry(
-        &self,
+        &mut self,
         key_type: &Ty,
         value_type: &Ty,
         entry: &[u8],
@@ -191,6 +223,13 @@ impl Decoder<'_> {
         } else {
             serde_json::from_slice(raw).ok()
         }
+    }
+}
+
+/// Appends `item` to the array in `slot`.
+fn push(slot: &mut Option<Value>, item: Value) {
+    if let Value::Array(items) = slot.get_or_insert_with(|| Value::Array(Vec::new())) {
+        items.push(item);
     }
 }
 

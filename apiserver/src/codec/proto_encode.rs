@@ -18,6 +18,9 @@ use super::proto_table::{Field, Form, Table, Ty};
 use super::proto_wire::{Wire, Writer};
 use crate::meta;
 
+/// How many fields past the last one found the encoder compares before hashing a name.
+const LOOK_AHEAD: usize = 8;
+
 /// The Unix seconds of Go's zero `time.Time` (0001-01-01T00:00:00Z), which Go does not write.
 const GO_ZERO_TIME_SECONDS: i64 = -62_135_596_800;
 
@@ -172,11 +175,22 @@ impl<'t, 'v> Encoder<'t, 'v> {
         let message = table.get(index);
         let base = self.pending.len();
         if let Some(object) = object {
+            // Objects mostly list their fields in Go's order, some left out: look a few
+            // fields past the last one found (lengths first) before hashing.
+            let mut next = 0;
             for (key, value) in object {
                 if value.is_null() {
                     continue;
                 }
-                if let Some(i) = message.by_json(key) {
+                let ahead = message.fields.get(next..).unwrap_or_default();
+                let found = ahead
+                    .iter()
+                    .take(LOOK_AHEAD)
+                    .position(|f| f.json.len() == key.len() && !f.inline && f.json == *key)
+                    .map(|at| next + at)
+                    .or_else(|| message.by_json(key));
+                if let Some(i) = found {
+                    next = i + 1;
                     self.pending.push(Pending {
                         number: message.fields[i].number,
                         field: i as u16,
@@ -249,13 +263,17 @@ impl<'t, 'v> Encoder<'t, 'v> {
     ) -> Result<(), String> {
         match (&field.ty, value) {
             (Ty::Map(key_type, value_type), Some(Value::Object(map))) => {
-                let mut entries: Vec<(&'v String, &'v Value)> = map.iter().collect();
-                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                for (key, value) in entries {
-                    let start = self.out.begin_len(field.number);
-                    self.map_key(key_type, key)?;
-                    self.single(2, value_type, Some(value), depth)?;
-                    self.out.end_len(start);
+                // Sorted by key, as Go writes maps (and as Go's JSON already has them).
+                if map.keys().is_sorted() {
+                    for (key, value) in map {
+                        self.map_entry(field.number, key_type, value_type, key, value, depth)?;
+                    }
+                } else {
+                    let mut entries: Vec<(&'v String, &'v Value)> = map.iter().collect();
+                    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                    for (key, value) in entries {
+                        self.map_entry(field.number, key_type, value_type, key, value, depth)?;
+                    }
                 }
                 Ok(())
             }
@@ -271,6 +289,23 @@ impl<'t, 'v> Encoder<'t, 'v> {
             (_, Some(other)) if field.repeated => Err(mismatch(&field.json, "an array", other)),
             (ty, value) => self.single(field.number, ty, value, depth),
         }
+    }
+
+    /// One map entry: a nested message of key (1) and value (2).
+    fn map_entry(
+        &mut self,
+        number: u32,
+        key_type: &Ty,
+        value_type: &Ty,
+        key: &str,
+        value: &'v Value,
+        depth: usize,
+    ) -> Result<(), String> {
+        let start = self.out.begin_len(number);
+        self.map_key(key_type, key)?;
+        self.single(2, value_type, Some(value), depth)?;
+        self.out.end_len(start);
+        Ok(())
     }
 
     /// A map entry's key (field 1).

@@ -13,6 +13,7 @@
 //! decodes to the same struct.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::proto_schema::{FieldType, ProtoSchema};
 use super::proto_wire::Wire;
@@ -134,6 +135,48 @@ const GO_VALUES: &[(&str, &[(&str, bool)])] = &[
     ),
 ];
 
+/// A fast hash for the short, trusted field names of the schemas (the Fx hash of rustc):
+/// a lookup per JSON property is on the encoder's hot path, where SipHash's protection
+/// against chosen keys buys nothing (the table's keys are fixed; a hostile property name
+/// only costs one more probe).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct NameHasher {
+    hash: u64,
+}
+
+impl NameHasher {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
+    }
+}
+
+impl Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        self.add(u64::from(byte));
+    }
+
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
 /// A field's value type, messages by index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Ty {
@@ -236,8 +279,8 @@ pub(crate) struct Message {
     pub(crate) fields: Vec<Field>,
     /// Field number → index into `fields` plus one (0: no such field).
     by_number: Vec<u16>,
-    /// (JSON name, index) of the fields that are not inlined, sorted by name.
-    by_json: Vec<(String, u16)>,
+    /// JSON name → index of the fields that are not inlined.
+    by_json: HashMap<String, u16, BuildHasherDefault<NameHasher>>,
     /// Indexes of the inlined fields.
     pub(crate) inlined: Vec<u16>,
     /// Indexes of the Go value fields, by field number.
@@ -255,10 +298,7 @@ impl Message {
 
     /// The index of the (not inlined) field whose JSON name is `name`.
     pub(crate) fn by_json(&self, name: &str) -> Option<usize> {
-        self.by_json
-            .binary_search_by(|(json, _)| json.as_str().cmp(name))
-            .ok()
-            .map(|at| usize::from(self.by_json[at].1))
+        self.by_json.get(name).map(|i| usize::from(*i))
     }
 }
 
@@ -319,7 +359,7 @@ impl Table {
             }
             let max = fields.iter().map(|f| f.number).max().unwrap_or(0);
             let mut by_number = vec![0u16; usize::try_from(max).map_err(|e| e.to_string())? + 1];
-            let mut by_json = Vec::new();
+            let mut by_json = HashMap::default();
             let mut inlined = Vec::new();
             for (i, field) in fields.iter().enumerate() {
                 let i = u16::try_from(i).map_err(|e| e.to_string())?;
@@ -327,10 +367,9 @@ impl Table {
                 if field.inline {
                     inlined.push(i);
                 } else {
-                    by_json.push((field.json.clone(), i));
+                    by_json.insert(field.json.clone(), i);
                 }
             }
-            by_json.sort();
             let mut go_value_indexes: Vec<u16> = (0..fields.len())
                 .filter(|i| fields[*i].go_value)
                 .filter_map(|i| u16::try_from(i).ok())

@@ -30,6 +30,9 @@ pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 /// The media type of a protobuf watch stream.
 pub const WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 
+/// The first allocation of an encoding: most objects fit, few waste much.
+const INITIAL_CAPACITY: usize = 1024;
+
 static SCHEMA_TEXT: &str = include_str!(concat!(env!("OUT_DIR"), "/k8s-protos.txt"));
 
 /// The parsed schemas (a few milliseconds, on first use), with JSON names from the OpenAPI
@@ -112,10 +115,7 @@ pub(crate) fn decode_as(body: &[u8], message: Option<u32>) -> Result<Value, Stri
             .kind(&api_version, &kind)
             .ok_or_else(|| format!("no protobuf schema for {kind} in {api_version:?}"))?,
     };
-    let decoder = Decoder {
-        table,
-        embedded: |raw| decode(raw).ok(),
-    };
+    let mut decoder = Decoder::new(table, |raw| decode(raw).ok());
     let Value::Object(object) = decoder.message(message, raw, 0)? else {
         return Err(format!("{kind} did not decode to an object"));
     };
@@ -133,7 +133,7 @@ pub(crate) fn decode_as(body: &[u8], message: Option<u32>) -> Result<Value, Stri
 /// Encodes a JSON object of a built-in kind (its `kind` and `apiVersion` name the message) as
 /// Go's protobuf serializer writes it: `k8s\0`, then the envelope.
 pub fn encode(object: &Value) -> Result<Vec<u8>, String> {
-    let mut out = Writer::with_capacity(256);
+    let mut out = Writer::with_capacity(INITIAL_CAPACITY);
     write_enveloped(&mut out, object)?;
     Ok(out.buf)
 }
@@ -192,7 +192,7 @@ fn write_envelope(
 /// `metav1.WatchEvent` (type (1), object (2): a `RawExtension` whose raw (1) is the enveloped
 /// object).
 pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Vec<u8>, String> {
-    let mut out = Writer::with_capacity(512);
+    let mut out = Writer::with_capacity(INITIAL_CAPACITY);
     out.buf.extend_from_slice(&[0; 4]);
     out.bytes_field(1, event_type.as_bytes());
     let extension = out.begin_len(2);
@@ -410,12 +410,9 @@ mod tests {
     #[test]
     fn special_forms_encode_and_decode() {
         let table = table().expect("table");
-        let decoder = Decoder {
-            table,
-            embedded: |raw| decode(raw).ok(),
-        };
+        let mut decoder = Decoder::new(table, |raw| decode(raw).ok());
         let index = |name: &str| table.index(name).expect(name);
-        let round_trip = |name: &str, value: Value| {
+        let mut round_trip = |name: &str, value: Value| {
             let mut encoder = Encoder::new(table, Writer::default());
             encoder
                 .message(index(name), Some(&value), 0)
