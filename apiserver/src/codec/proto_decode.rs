@@ -100,7 +100,10 @@ impl<'t> Decoder<'t> {
             object = Map::with_capacity(present + usize::from(message.list_items.is_some()));
             for (i, field) in message.fields.iter().enumerate() {
                 match self.values[base + i].take() {
-                    None if message.list_items.is_some_and(|items| usize::from(items) == i) => {
+                    None if message
+                        .list_items
+                        .is_some_and(|items| usize::from(items) == i) =>
+                    {
                         object.insert(field.json.clone(), Value::Array(Vec::new()));
                     }
                     None | Some(Value::Null) => {}

@@ -12,6 +12,7 @@ use super::create;
 use super::get::{fetch, fetch_existing};
 use super::resource::Call;
 use super::scale;
+use crate::codec::Syntax;
 use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::meta::{self, FieldError};
@@ -357,7 +358,8 @@ pub(crate) fn bump_generation(resource: &Resource, existing: &Object, updated: &
 
 /// `PUT .../scale`: the body is the new Scale.
 async fn put_scale(call: &Call, dry_run: bool) -> ApiResult<Response> {
-    let body: Value = serde_json::from_slice(&call.body)
+    let body: Value = Syntax::of_body(&call.headers)?
+        .parse(&call.body)
         .map_err(|err| ApiError::bad_request(format!("the body is not a valid Scale: {err}")))?;
     write_scale(call, dry_run, |_| Ok(body.clone())).await
 }
@@ -429,7 +431,8 @@ pub(crate) async fn bind(call: &Call) -> ApiResult<Response> {
     let resource = &call.target.resource;
     let name = call.target.name.as_deref().unwrap_or("");
     let dry_run = call.dry_run("CreateOptions")?;
-    let body: Value = serde_json::from_slice(&call.body)
+    let body: Value = Syntax::of_body(&call.headers)?
+        .parse(&call.body)
         .map_err(|err| ApiError::bad_request(format!("the body is not a valid Binding: {err}")))?;
     let node = body
         .get("target")
