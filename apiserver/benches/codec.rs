@@ -114,9 +114,7 @@ fn pod_spec() -> Value {
 }
 
 fn pod() -> Value {
-    let condition = |kind: &str| {
-        json!({"type": kind, "status": "True", "lastTransitionTime": "2024-05-01T12:00:05Z"})
-    };
+    let condition = |kind: &str| json!({"type": kind, "status": "True", "lastTransitionTime": "2024-05-01T12:00:05Z"});
     let status = |name: &str, image: &str| {
         json!({"name": name, "state": {"running": {"startedAt": "2024-05-01T12:00:03Z"}},
                "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled",

@@ -8,6 +8,8 @@
 //! booleans are kept (`replicas: 0` must stay). A built-in list's `items` is `[]` even when
 //! empty, as the real server's JSON has it.
 
+use std::cell::RefCell;
+
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
@@ -18,24 +20,58 @@ use crate::meta;
 /// Messages nest far less deeply than this; the bound stops hostile input.
 pub(crate) const MAX_DEPTH: usize = 64;
 
+/// The largest stack kept for reuse between decodings (entries): enough for any real object.
+const MAX_SPARE: usize = 4096;
+
 /// Decodes messages of one table.
 pub(crate) struct Decoder<'t> {
     /// The compiled schemas.
     table: &'t Table,
     /// Decodes an embedded enveloped object (`RawExtension` holding protobuf).
     embedded: fn(&[u8]) -> Option<Value>,
-    /// The field values of the messages being decoded, a stack shared by the nested calls
-    /// (one allocation per decoding, not one per message).
-    values: Vec<Option<Value>>,
+    /// The fields read of the messages being decoded (field index, value), a stack shared by
+    /// the nested calls: one allocation per decoding, and work for the fields present only.
+    read: Vec<(u16, Value)>,
+}
+
+thread_local! {
+    /// An empty stack with room, kept for the next decoding on this thread.
+    static SPARE: RefCell<Vec<(u16, Value)>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Drop for Decoder<'_> {
+    fn drop(&mut self) {
+        let mut read = std::mem::take(&mut self.read);
+        read.clear();
+        if read.capacity() <= MAX_SPARE {
+            let _ = SPARE.try_with(|spare| {
+                if let Ok(mut spare) = spare.try_borrow_mut()
+                    && spare.capacity() < read.capacity()
+                {
+                    *spare = read;
+                }
+            });
+        }
+    }
 }
 
 impl<'t> Decoder<'t> {
     /// A decoder of `table`'s messages; `embedded` decodes enveloped objects inside them.
     pub(crate) fn new(table: &'t Table, embedded: fn(&[u8]) -> Option<Value>) -> Self {
+        // The thread's stack from the last decoding, if it is free (not decoding an embedded
+        // object inside another): a fresh multi-kilobyte allocation per request costs more
+        // than the decoding of a small object.
+        let read = SPARE
+            .with(|spare| {
+                spare
+                    .try_borrow_mut()
+                    .map(|mut spare| std::mem::take(&mut *spare))
+            })
+            .unwrap_or_default();
         Decoder {
             table,
             embedded,
-            values: Vec::with_capacity(64),
+            read,
         }
     }
 
@@ -91,37 +127,42 @@ impl<'t> Decoder<'t> {
         bytes: &[u8],
         depth: usize,
     ) -> Result<Map<String, Value>, String> {
-        let base = self.values.len();
-        self.values.resize(base + message.fields.len(), None);
-        let read = self.read_fields(message, bytes, base, depth);
-        let mut object = Map::new();
-        if read.is_ok() {
-            let present = self.values[base..].iter().filter(|v| v.is_some()).count();
-            object = Map::with_capacity(present + usize::from(message.list_items.is_some()));
-            for (i, field) in message.fields.iter().enumerate() {
-                match self.values[base + i].take() {
-                    None if message
-                        .list_items
-                        .is_some_and(|items| usize::from(items) == i) =>
-                    {
-                        object.insert(field.json.clone(), Value::Array(Vec::new()));
-                    }
-                    None | Some(Value::Null) => {}
-                    Some(Value::String(s)) if s.is_empty() && !field.repeated => {}
-                    Some(Value::Bool(false)) if field.omit_zero => {}
-                    Some(Value::Number(n)) if field.omit_zero && n.as_i64() == Some(0) => {}
-                    Some(Value::Object(inlined)) if field.inline => object.extend(inlined),
-                    Some(value) => {
-                        object.insert(field.json.clone(), value);
-                    }
+        let base = self.read.len();
+        if let Err(err) = self.read_fields(message, bytes, base, depth) {
+            self.read.truncate(base);
+            return Err(err);
+        }
+        let read = &mut self.read[base..];
+        // gogo writes fields by number, and Go's order is mostly that one.
+        if !read.is_sorted_by_key(|(index, _)| *index) {
+            read.sort_by_key(|(index, _)| *index);
+        }
+        let list_items = message
+            .list_items
+            .filter(|items| !read.iter().any(|(index, _)| index == items));
+        let mut object = Map::with_capacity(read.len() + usize::from(list_items.is_some()));
+        for (index, value) in self.read.drain(base..) {
+            let field = &message.fields[usize::from(index)];
+            match value {
+                Value::Null => {}
+                Value::String(s) if s.is_empty() && !field.repeated => {}
+                Value::Bool(false) if field.omit_zero => {}
+                Value::Number(n) if field.omit_zero && n.as_i64() == Some(0) => {}
+                Value::Object(inlined) if field.inline => object.extend(inlined),
+                value => {
+                    object.insert(field.json.clone(), value);
                 }
             }
         }
-        self.values.truncate(base);
-        read.map(|()| object)
+        if let Some(items) = list_items {
+            // `items` is a list's last field.
+            let field = &message.fields[usize::from(items)];
+            object.insert(field.json.clone(), Value::Array(Vec::new()));
+        }
+        Ok(object)
     }
 
-    /// Reads the fields of `message` into `self.values[base..]`.
+    /// Reads the fields of `message` onto `self.read` (above `base`, this message's part).
     fn read_fields(
         &mut self,
         message: &Message,
@@ -136,13 +177,12 @@ impl<'t> Decoder<'t> {
                 continue;
             };
             let field = &message.fields[index];
+            let index = index as u16;
             match &field.ty {
                 Ty::Map(key_type, value_type) => {
                     let entry = reader.expect_len(wire, &field.json)?;
                     let (key, value) = self.map_entry(key_type, value_type, entry, depth)?;
-                    if let Value::Object(map) =
-                        self.values[base + index].get_or_insert_with(|| Value::Object(Map::new()))
-                    {
+                    if let Value::Object(map) = self.collection(base, index, || Map::new().into()) {
                         map.insert(key, value);
                     }
                 }
@@ -151,20 +191,43 @@ impl<'t> Decoder<'t> {
                         let mut packed = Reader::new(reader.bytes()?);
                         while !packed.done() {
                             let item = scalar(&mut packed, ty, ty.wire())?;
-                            push(&mut self.values[base + index], item);
+                            push(
+                                self.collection(base, index, || Value::Array(Vec::new())),
+                                item,
+                            );
                         }
                     } else {
                         let item = self.value(ty, &mut reader, wire, depth)?;
-                        push(&mut self.values[base + index], item);
+                        push(
+                            self.collection(base, index, || Value::Array(Vec::new())),
+                            item,
+                        );
                     }
                 }
                 ty => {
                     let value = self.value(ty, &mut reader, wire, depth)?;
-                    self.values[base + index] = Some(value);
+                    self.read.push((index, value));
                 }
             }
         }
         Ok(())
+    }
+
+    /// The map or array read so far for repeated field `index` (gogo writes a field's entries
+    /// one after the other, so it is nearly always the last one read), or a new `empty` one.
+    fn collection(&mut self, base: usize, index: u16, empty: impl FnOnce() -> Value) -> &mut Value {
+        let at = self.read[base..]
+            .iter()
+            .rposition(|(i, _)| *i == index)
+            .map(|at| base + at);
+        let at = match at {
+            Some(at) => at,
+            None => {
+                self.read.push((index, empty()));
+                self.read.len() - 1
+            }
+        };
+        &mut self.read[at].1
     }
 
     fn value(
@@ -229,9 +292,9 @@ impl<'t> Decoder<'t> {
     }
 }
 
-/// Appends `item` to the array in `slot`.
-fn push(slot: &mut Option<Value>, item: Value) {
-    if let Value::Array(items) = slot.get_or_insert_with(|| Value::Array(Vec::new())) {
+/// Appends `item` to the array `items`.
+fn push(items: &mut Value, item: Value) {
+    if let Value::Array(items) = items {
         items.push(item);
     }
 }

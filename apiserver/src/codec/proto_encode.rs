@@ -49,7 +49,7 @@ impl<'t, 'v> Encoder<'t, 'v> {
         Encoder {
             table,
             out,
-            pending: Vec::with_capacity(64),
+            pending: Vec::with_capacity(32),
         }
     }
 
