@@ -29,8 +29,8 @@
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //!
 //! Status: discovery, CRUD, list, watch, JSON/merge/strategic PATCH, OpenAPI, field
-//! validation, Table output, protobuf request bodies and the deletion lifecycle (without namespace
-//! termination) are served; server-side apply, custom resources and defaulting are being built.
+//! validation, Table output, protobuf request bodies and answers, and the deletion lifecycle
+//! (without namespace termination) are served; server-side apply, custom resources and defaulting are being built.
 
 mod accept;
 mod bootstrap;
