@@ -18,6 +18,7 @@ pub(crate) enum Wire {
 
 impl Wire {
     /// The wire type's number in a field key.
+    #[inline]
     pub(crate) fn number(self) -> u32 {
         match self {
             Wire::Varint => 0,
@@ -46,6 +47,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A base-128 varint.
+    #[inline]
     pub(crate) fn varint(&mut self) -> Result<u64, String> {
         // The common case: one byte.
         if let Some(&byte) = self.bytes.get(self.at)
@@ -69,6 +71,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next field key, or `None` at the end.
+    #[inline]
     pub(crate) fn key(&mut self) -> Result<Option<(u32, Wire)>, String> {
         if self.done() {
             return Ok(None);
@@ -86,6 +89,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next `len` bytes.
+    #[inline]
     pub(crate) fn take(&mut self, len: usize) -> Result<&'a [u8], String> {
         let end = self
             .at
@@ -98,6 +102,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A length-delimited field's bytes.
+    #[inline]
     pub(crate) fn bytes(&mut self) -> Result<&'a [u8], String> {
         let len = usize::try_from(self.varint()?).map_err(|_| "protobuf length too large")?;
         self.take(len)
@@ -112,11 +117,13 @@ impl<'a> Reader<'a> {
     }
 
     /// A string field's text.
+    #[inline]
     pub(crate) fn string(&mut self) -> Result<String, String> {
         self.str().map(str::to_owned)
     }
 
     /// A string field's text, borrowed.
+    #[inline]
     pub(crate) fn str(&mut self) -> Result<&'a str, String> {
         std::str::from_utf8(self.bytes()?)
             .map_err(|_| "invalid UTF-8 in a protobuf string".to_owned())
@@ -165,6 +172,7 @@ impl Writer {
     }
 
     /// A base-128 varint.
+    #[inline]
     pub(crate) fn varint(&mut self, mut value: u64) {
         while value >= 0x80 {
             self.buf.push((value as u8) | 0x80);
@@ -174,11 +182,13 @@ impl Writer {
     }
 
     /// A field key.
+    #[inline]
     pub(crate) fn key(&mut self, number: u32, wire: Wire) {
         self.varint(u64::from(number << 3 | wire.number()));
     }
 
     /// A length-delimited field holding `bytes`.
+    #[inline]
     pub(crate) fn bytes_field(&mut self, number: u32, bytes: &[u8]) {
         self.key(number, Wire::Len);
         self.varint(bytes.len() as u64);
@@ -186,6 +196,7 @@ impl Writer {
     }
 
     /// A varint field (negative int32 and int64 values take ten bytes, as Go writes them).
+    #[inline]
     pub(crate) fn varint_field(&mut self, number: u32, value: u64) {
         self.key(number, Wire::Varint);
         self.varint(value);
@@ -193,6 +204,7 @@ impl Writer {
 
     /// Starts a length-delimited field whose content the caller writes next; returns the
     /// position [`Writer::end_len`] needs.
+    #[inline]
     pub(crate) fn begin_len(&mut self, number: u32) -> usize {
         self.key(number, Wire::Len);
         self.buf.push(0);
@@ -201,6 +213,7 @@ impl Writer {
 
     /// Ends the field [`Writer::begin_len`] started: writes its length, moving the content
     /// when the length needs more than the one byte reserved.
+    #[inline]
     pub(crate) fn end_len(&mut self, start: usize) {
         let len = self.buf.len() - start;
         if len < 0x80 {
