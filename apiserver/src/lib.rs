@@ -11,12 +11,14 @@
 //!   resource verbs (`resource` dispatches to `get`, `list`, `create`, `update`, `delete`).
 //! - `registry`: [`Registry`], one data entry per served resource.
 //! - `admission`: the built-in kinds' defaulting, validation and Service address allocation.
-//! - `codec`: the media types of request bodies.
+//! - `codec`: the media types of request bodies, and the Kubernetes protobuf wire format both
+//!   ways (public as [`protobuf`], for tests and benchmarks).
 //! - `openapi`: the OpenAPI documents and the built-in kinds' schemas; `fieldvalidation`:
 //!   unknown fields checked against them.
 //! - `query`, `object`, `meta`, `keys`: query strings, objects as JSON, metadata rules and
 //!   storage keys.
-//! - `accept`: `Accept` headers, read as the real server negotiates them.
+//! - `accept`: `Accept` headers, read as the real server negotiates them; `negotiate`: the
+//!   one encoder of resource responses (JSON, or protobuf for built-in kinds).
 //! - `table`: Table output (`kubectl get`): negotiation, the per-resource printers, ages.
 //! - `selector`: label and field selectors; `strategic`: strategic merge patch.
 //! - `bootstrap`: the objects a cluster starts with.
@@ -28,8 +30,8 @@
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //!
 //! Status: discovery, CRUD, list, watch, JSON/merge/strategic PATCH, OpenAPI, field
-//! validation, Table output, protobuf request bodies and the deletion lifecycle (without namespace
-//! termination) are served; server-side apply, custom resources and defaulting are being built.
+//! validation, Table output, protobuf request bodies and answers, and the deletion lifecycle
+//! (without namespace termination) are served; server-side apply, custom resources and defaulting are being built.
 
 mod accept;
 mod admission;
@@ -44,6 +46,7 @@ mod limits;
 mod managedfields;
 mod meta;
 mod metrics;
+mod negotiate;
 mod object;
 mod openapi;
 mod query;
@@ -81,6 +84,16 @@ pub use registry::{
 pub use state::{AppState, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
 pub use testing::TestServer;
+
+/// The Kubernetes protobuf wire format of built-in kinds (`application/vnd.kubernetes.protobuf`,
+/// §4.10), as the server reads and writes it: enveloped objects and watch frames, to and from
+/// their JSON. For clients in tests (the conformance suite runs its sections in both
+/// encodings) and for benchmarks.
+pub mod protobuf {
+    pub use crate::codec::protobuf::{
+        MEDIA_TYPE, WATCH_MEDIA_TYPE, decode, decode_watch_event, encode, encode_watch_event,
+    };
+}
 
 /// The router over `state`, with the request pipeline, outermost first: panics become a 500
 /// `Status` (a safety net, not a strategy); every 5xx is logged once; each request is

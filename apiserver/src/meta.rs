@@ -54,13 +54,43 @@ fn rfc3339_fraction(unix_seconds: i64, micros: Option<u32>) -> String {
     let days = unix_seconds.div_euclid(86_400);
     let rem = unix_seconds.rem_euclid(86_400);
     let (year, month, day) = civil_from_days(days);
-    let fraction = micros.map(|m| format!(".{m:06}")).unwrap_or_default();
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}{fraction}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    if !(0..=9999).contains(&year) {
+        let fraction = micros.map(|m| format!(".{m:06}")).unwrap_or_default();
+        return format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}{fraction}Z",
+            rem / 3600,
+            (rem % 3600) / 60,
+            rem % 60
+        );
+    }
+    // Digit by digit: timestamps are formatted for every object the protobuf codec decodes.
+    let mut out = String::with_capacity(27);
+    let rem = rem.unsigned_abs();
+    push_digits(&mut out, year.unsigned_abs(), 4);
+    out.push('-');
+    push_digits(&mut out, u64::from(month), 2);
+    out.push('-');
+    push_digits(&mut out, u64::from(day), 2);
+    out.push('T');
+    push_digits(&mut out, rem / 3600, 2);
+    out.push(':');
+    push_digits(&mut out, (rem % 3600) / 60, 2);
+    out.push(':');
+    push_digits(&mut out, rem % 60, 2);
+    if let Some(micros) = micros {
+        out.push('.');
+        push_digits(&mut out, u64::from(micros), 6);
+    }
+    out.push('Z');
+    out
+}
+
+/// Appends `value` as exactly `width` decimal digits (zero-padded; higher digits dropped).
+fn push_digits(out: &mut String, value: u64, width: u32) {
+    for power in (0..width).rev() {
+        let digit = (value / 10u64.pow(power)) % 10;
+        out.push(char::from(b'0' + digit as u8));
+    }
 }
 
 /// Nanoseconds per second.

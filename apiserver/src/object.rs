@@ -2,14 +2,14 @@
 //! stored (no resourceVersion: that is the store's `mod_revision`, DESIGN.md guarantee 2) and
 //! as answered (resourceVersion set, metadata in the real server's field order).
 
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
 use bytes::Bytes;
 use kubemock_storage::{KeyValue, Revision};
 use serde_json::{Map, Value};
 
 use crate::codec::Syntax;
 use crate::meta;
+use crate::negotiate;
 use crate::registry::Resource;
 use crate::status::{ApiError, ApiResult};
 
@@ -24,8 +24,8 @@ pub(crate) fn decode_body(
     resource: &Resource,
 ) -> ApiResult<Object> {
     let syntax = Syntax::of_body(headers)?;
-    if syntax == Syntax::Protobuf && resource.is_custom() {
-        // §4.10: custom resources have no protobuf form.
+    if syntax == Syntax::Protobuf && !negotiate::supports_protobuf(resource) {
+        // Custom resources have no protobuf form.
         return Err(ApiError::unsupported_media_type(&[
             "application/json",
             "application/yaml",
@@ -267,23 +267,6 @@ pub(crate) fn parse_stored(bytes: &[u8]) -> ApiResult<Object> {
         Err(err) => Err(ApiError::internal(format!(
             "stored value is not JSON: {err}"
         ))),
-    }
-}
-
-/// A JSON response with `status`, indented when `pretty`, ending in a newline as the real
-/// server's encoder writes it.
-pub(crate) fn respond(status: StatusCode, body: &Value, pretty: bool) -> Response {
-    let encoded = if pretty {
-        serde_json::to_vec_pretty(body)
-    } else {
-        serde_json::to_vec(body)
-    };
-    match encoded {
-        Ok(mut bytes) => {
-            bytes.push(b'\n');
-            (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response()
-        }
-        Err(err) => ApiError::internal(err).into_response(),
     }
 }
 

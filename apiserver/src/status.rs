@@ -343,17 +343,15 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+impl ApiError {
+    /// The response carrying this failure's Status already encoded as `body` in
+    /// `content_type` (the negotiated encoding, `negotiate`): its code, `Retry-After`, and the
+    /// error left for the logging middleware.
+    pub(crate) fn into_response_with(self, content_type: &'static str, body: Vec<u8>) -> Response {
         let retry_after = self.details.as_ref().and_then(|d| d.retry_after_seconds);
-        let mut body = serde_json::to_vec(&self.to_json()).unwrap_or_default();
-        body.push(b'\n');
         let mut response = (
             self.code,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
+            [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
             body,
         )
             .into_response();
@@ -367,6 +365,14 @@ impl IntoResponse for ApiError {
             response.extensions_mut().insert(self);
         }
         response
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = serde_json::to_vec(&self.to_json()).unwrap_or_default();
+        body.push(b'\n');
+        self.into_response_with("application/json", body)
     }
 }
 

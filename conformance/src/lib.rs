@@ -6,6 +6,12 @@
 //! Kubernetes API server without authentication, kubemock or not), and otherwise starts an
 //! in-process kubemock on port 0. Each test owns a fresh namespace. Tests that need to reach
 //! into the server (forcing a compaction) run only in-process and say so when skipped.
+//!
+//! A harness speaks one [`Encoding`]. In [`Encoding::Protobuf`] it behaves as client-go's
+//! typed clients do (§4.10): it asks for protobuf first, sends bodies of built-in kinds as
+//! protobuf, and reads protobuf answers and watch frames back into JSON (with the server's
+//! own codec, which the golden tests hold to upstream's fixtures), so that the same test body
+//! checks both wire formats: `for h in Harness::each_encoding().await { ... }`.
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -13,18 +19,32 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use kubemock_apiserver::{ServerConfig, TestServer};
+use kubemock_apiserver::{ServerConfig, TestServer, protobuf};
 use reqwest::Method;
 use serde_json::{Value, json};
 
 /// Environment variable naming an external server to test.
 pub const URL_VARIABLE: &str = "KUBEMOCK_CONFORMANCE_URL";
 
+/// The wire format of a harness's requests and of the answers it asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// JSON everywhere (kubectl, kube-rs, the Python client, client-go set to JSON).
+    Json,
+    /// Protobuf for built-in kinds' bodies and answers, JSON otherwise (client-go's typed
+    /// clients).
+    Protobuf,
+}
+
+/// The `Accept` of client-go's typed clients.
+const PROTOBUF_ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
+
 /// A server under test and an HTTP client for it.
 pub struct Harness {
     url: String,
     server: Option<TestServer>,
     client: reqwest::Client,
+    encoding: Encoding,
 }
 
 /// A response: status code, headers and body (JSON, or a string for other bodies).
@@ -46,6 +66,26 @@ impl Harness {
 
     /// Like [`Harness::start`], with this configuration for an in-process server.
     pub async fn start_with(config: ServerConfig) -> Self {
+        Self::start_in(Encoding::Json, config).await
+    }
+
+    /// One harness per encoding, JSON first, each with its own server: a test body run for
+    /// each checks both wire formats.
+    pub async fn each_encoding() -> Vec<Self> {
+        Self::each_encoding_with(ServerConfig::default()).await
+    }
+
+    /// Like [`Harness::each_encoding`], with this configuration for in-process servers.
+    pub async fn each_encoding_with(config: ServerConfig) -> Vec<Self> {
+        vec![
+            Self::start_in(Encoding::Json, config.clone()).await,
+            Self::start_in(Encoding::Protobuf, config).await,
+        ]
+    }
+
+    /// A harness speaking `encoding` (its name goes to stderr, so a failure says which).
+    pub async fn start_in(encoding: Encoding, config: ServerConfig) -> Self {
+        eprintln!("conformance harness: {encoding:?}");
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .build()
@@ -55,6 +95,7 @@ impl Harness {
                 url: url.trim_end_matches('/').to_owned(),
                 server: None,
                 client,
+                encoding,
             },
             _ => {
                 let server = TestServer::start_with(config, kubemock_storage::Config::ephemeral())
@@ -64,6 +105,7 @@ impl Harness {
                     url: server.url().to_owned(),
                     server: Some(server),
                     client,
+                    encoding,
                 }
             }
         }
@@ -78,12 +120,47 @@ impl Harness {
                 .timeout(Duration::from_secs(60))
                 .build()
                 .expect("an HTTP client"),
+            encoding: Encoding::Json,
         }
     }
 
     /// The server's base URL.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The encoding this harness speaks.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// The `Content-Type` of answers about built-in kinds in this harness's encoding.
+    pub fn media_type(&self) -> &'static str {
+        match self.encoding {
+            Encoding::Json => "application/json",
+            Encoding::Protobuf => protobuf::MEDIA_TYPE,
+        }
+    }
+
+    /// The `Content-Type` of watch streams of built-in kinds in this harness's encoding.
+    pub fn watch_media_type(&self) -> &'static str {
+        match self.encoding {
+            Encoding::Json => "application/json",
+            Encoding::Protobuf => protobuf::WATCH_MEDIA_TYPE,
+        }
+    }
+
+    /// A JSON body as this harness sends it: protobuf, in protobuf, when it is a built-in
+    /// object (`kind` and `apiVersion` set, a protobuf form); else JSON.
+    fn body(&self, body: &Value) -> (Vec<u8>, &'static str) {
+        if self.encoding == Encoding::Protobuf
+            && body.get("kind").is_some_and(Value::is_string)
+            && body.get("apiVersion").is_some_and(Value::is_string)
+            && let Ok(bytes) = protobuf::encode(body)
+        {
+            return (bytes, protobuf::MEDIA_TYPE);
+        }
+        (body.to_string().into_bytes(), "application/json")
     }
 
     /// The in-process server, if the harness started one (else the test should skip what
@@ -117,14 +194,28 @@ impl Harness {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
+        let accepts = headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("accept"));
+        if self.encoding == Encoding::Protobuf && !accepts {
+            request = request.header("accept", PROTOBUF_ACCEPT);
+        }
         if let Some(body) = body {
             request = request.header("content-type", content_type).body(body);
         }
         let response = request.send().await.expect("the server answers");
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let text = response.text().await.expect("a body");
-        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        let bytes = response.bytes().await.expect("a body");
+        let body = if headers
+            .get("content-type")
+            .is_some_and(|t| t == protobuf::MEDIA_TYPE)
+        {
+            protobuf::decode(&bytes).expect("a protobuf answer decodes")
+        } else {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
         Reply {
             status,
             headers,
@@ -143,15 +234,11 @@ impl Harness {
             .await
     }
 
-    /// POST a JSON body.
+    /// POST a body (in protobuf when the harness speaks it and the body is a built-in object).
     pub async fn post(&self, path: &str, body: &Value) -> Reply {
-        self.request(
-            Method::POST,
-            path,
-            Some(body.to_string().into_bytes()),
-            "application/json",
-        )
-        .await
+        let (bytes, content_type) = self.body(body);
+        self.request(Method::POST, path, Some(bytes), content_type)
+            .await
     }
 
     /// PATCH with a patch document of `content_type` (§5.1).
@@ -165,27 +252,41 @@ impl Harness {
         .await
     }
 
-    /// PUT a JSON body.
+    /// PUT a body (as [`Harness::post`] sends it).
     pub async fn put(&self, path: &str, body: &Value) -> Reply {
-        self.request(
-            Method::PUT,
-            path,
-            Some(body.to_string().into_bytes()),
-            "application/json",
-        )
-        .await
+        let (bytes, content_type) = self.body(body);
+        self.request(Method::PUT, path, Some(bytes), content_type)
+            .await
     }
 
-    /// DELETE, with an optional DeleteOptions body.
+    /// DELETE, with an optional DeleteOptions body (in protobuf, typed as client-go types it).
     pub async fn delete(&self, path: &str, options: Option<&Value>) -> Reply {
-        let body = options.map(|o| o.to_string().into_bytes());
-        self.request(Method::DELETE, path, body, "application/json")
+        let Some(options) = options else {
+            return self.request(Method::DELETE, path, None, "").await;
+        };
+        let mut options = options.clone();
+        if let Some(fields) = options.as_object_mut()
+            && self.encoding == Encoding::Protobuf
+        {
+            fields
+                .entry("kind")
+                .or_insert_with(|| json!("DeleteOptions"));
+            fields
+                .entry("apiVersion")
+                .or_insert_with(|| json!("meta.k8s.io/v1"));
+        }
+        let (bytes, content_type) = self.body(&options);
+        self.request(Method::DELETE, path, Some(bytes), content_type)
             .await
     }
 
     /// Starts a watch (`path` includes the query); returns once the response headers arrived.
     pub async fn watch(&self, path: &str) -> WatchStream {
-        self.watch_accepting(path, "*/*").await
+        let accept = match self.encoding {
+            Encoding::Json => "*/*",
+            Encoding::Protobuf => PROTOBUF_ACCEPT,
+        };
+        self.watch_accepting(path, accept).await
     }
 
     /// Like [`Harness::watch`], with an `Accept` header (Table events, §8.10).
@@ -198,11 +299,16 @@ impl Harness {
             .send()
             .await
             .expect("the server answers the watch");
+        let frames = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|t| t == protobuf::WATCH_MEDIA_TYPE);
         WatchStream {
             status: response.status().as_u16(),
             headers: response.headers().clone(),
             body: Box::pin(response.bytes_stream()),
             buffer: Vec::new(),
+            frames,
         }
     }
 
@@ -288,7 +394,8 @@ pub fn deployment(name: &str, replicas: i64, image: &str) -> Value {
 /// How long a test waits for one watch event before failing.
 pub const EVENT_WAIT: Duration = Duration::from_secs(30);
 
-/// A watch response read line by line.
+/// A watch response read event by event: JSON lines, or protobuf frames (a 4-byte length and
+/// a `WatchEvent`) when the server answered in protobuf.
 pub struct WatchStream {
     /// HTTP status.
     pub status: u16,
@@ -296,6 +403,8 @@ pub struct WatchStream {
     pub headers: reqwest::header::HeaderMap,
     body: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
     buffer: Vec<u8>,
+    /// Protobuf frames rather than JSON lines.
+    frames: bool,
 }
 
 impl WatchStream {
@@ -313,7 +422,19 @@ impl WatchStream {
 
     async fn next_line(&mut self) -> Option<Value> {
         loop {
-            if let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
+            if self.frames {
+                if let Some(prefix) = self.buffer.get(..4) {
+                    let mut len = [0u8; 4];
+                    len.copy_from_slice(prefix);
+                    let end = 4 + u32::from_be_bytes(len) as usize;
+                    if self.buffer.len() >= end {
+                        let frame: Vec<u8> = self.buffer.drain(..end).skip(4).collect();
+                        return Some(
+                            protobuf::decode_watch_event(&frame).expect("each frame is one event"),
+                        );
+                    }
+                }
+            } else if let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = self.buffer.drain(..=end).collect();
                 return Some(serde_json::from_slice(&line).expect("each line is one JSON event"));
             }

@@ -4,7 +4,11 @@
 //! what, so create, update and delete options agree.
 
 pub(crate) mod proto_comments;
+pub(crate) mod proto_decode;
+pub(crate) mod proto_encode;
 pub(crate) mod proto_schema;
+pub(crate) mod proto_table;
+pub(crate) mod proto_wire;
 pub(crate) mod protobuf;
 
 use axum::http::{HeaderMap, header};

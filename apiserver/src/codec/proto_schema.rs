@@ -203,6 +203,11 @@ impl ProtoSchema {
         self.messages.get(name)
     }
 
+    /// The full names of every message.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+        self.messages.keys().map(String::as_str)
+    }
+
     /// The message of a kind: `kind` in the package of `apiVersion`'s group and version
     /// (`apps/v1` → `*.apps.v1`, `v1` → `*.core.v1`, `rbac.authorization.k8s.io/v1` →
     /// `*.rbac.v1`), preferring the `api.` packages over apimachinery's; meta/v1's option

@@ -43,7 +43,7 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
         Some(&writer),
     )
     .await?;
-    let response = object::respond(StatusCode::CREATED, &Value::Object(created), call.pretty());
+    let response = call.respond(StatusCode::CREATED, &Value::Object(created));
     Ok(with_warnings(response, &warnings))
 }
 

@@ -185,7 +185,7 @@ pub(crate) async fn delete(call: &Call) -> ApiResult<Response> {
             success_status(resource, name, object::meta_str(&object, "uid"))
         }
     };
-    let response = object::respond(StatusCode::OK, &body, call.pretty());
+    let response = call.respond(StatusCode::OK, &body);
     Ok(with_warnings(response, &warnings))
 }
 
@@ -470,5 +470,5 @@ pub(crate) async fn delete_collection(call: &Call) -> ApiResult<Response> {
         }
     }
     let body = list::list_body(resource, deleted, revision, None, None);
-    Ok(object::respond(StatusCode::OK, &body, call.pretty()))
+    Ok(call.respond(StatusCode::OK, &body))
 }

@@ -13,6 +13,7 @@ use super::scale;
 use crate::admission;
 use crate::keys;
 use crate::meta;
+use crate::negotiate::Encoding;
 use crate::object::{self, Object};
 use crate::registry::Resource;
 use crate::state::AppState;
@@ -95,7 +96,7 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
         wait_for_revision(&call.state, revision).await?;
     }
     let table = table::requested(&call.headers, &call.query)?;
-    let plain = table.is_none() && !call.pretty();
+    let plain = table.is_none() && !call.pretty() && call.encoding == Encoding::Json;
     // (Custom objects read in the version asked for: no stored bytes as they are.)
     if plain
         && matches!(call.target.subresource.as_deref(), None | Some("status"))
@@ -130,5 +131,5 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
         }
         None => body,
     };
-    Ok(object::respond(StatusCode::OK, &body, call.pretty()))
+    Ok(call.respond(StatusCode::OK, &body))
 }

@@ -313,5 +313,5 @@ pub(crate) async fn list(call: &Call) -> ApiResult<Response> {
             page.remaining,
         ),
     };
-    Ok(object::respond(StatusCode::OK, &body, call.pretty()))
+    Ok(call.respond(StatusCode::OK, &body))
 }

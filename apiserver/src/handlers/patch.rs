@@ -194,7 +194,7 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
             reservation.commit();
-            let response = object::respond(StatusCode::OK, &Value::Object(object), call.pretty());
+            let response = call.respond(StatusCode::OK, &Value::Object(object));
             return Ok(with_warnings(response, &warnings));
         }
     }
@@ -288,11 +288,7 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
                     .await;
             match result {
                 Ok(created) => {
-                    let response = object::respond(
-                        StatusCode::CREATED,
-                        &Value::Object(created),
-                        call.pretty(),
-                    );
+                    let response = call.respond(StatusCode::CREATED, &Value::Object(created));
                     return Ok(with_warnings(response, &warnings));
                 }
                 // Someone else created it in between: apply to theirs.
@@ -320,7 +316,7 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
             reservation.commit();
-            let response = object::respond(StatusCode::OK, &Value::Object(object), call.pretty());
+            let response = call.respond(StatusCode::OK, &Value::Object(object));
             return Ok(with_warnings(response, &warnings));
         }
     }

@@ -5,14 +5,16 @@ use axum::body::Body;
 use std::sync::Arc;
 
 use axum::extract::{FromRequest, Path, Request, State};
-use axum::http::{HeaderMap, Method};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use serde_json::Value;
 
 use super::target::{self, RequestInfo, Target};
 use super::{create, delete, get, list, patch, update, watch};
 use crate::fieldvalidation::{self, FieldValidation};
 use crate::managedfields::Writer;
+use crate::negotiate::Encoding;
 use crate::object::Object;
 use crate::openapi::SCHEMAS;
 use crate::query::Query;
@@ -26,6 +28,8 @@ pub(crate) struct Call {
     pub(crate) query: Query,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
+    /// How responses are encoded, negotiated from `Accept` (`negotiate`).
+    pub(crate) encoding: Encoding,
 }
 
 impl Call {
@@ -72,6 +76,11 @@ impl Call {
     /// `?pretty`.
     pub(crate) fn pretty(&self) -> bool {
         self.query.flag("pretty")
+    }
+
+    /// The response with `body` (an object, a list, a Status), in the negotiated encoding.
+    pub(crate) fn respond(&self, status: StatusCode, body: &Value) -> Response {
+        self.encoding.respond(status, body, self.pretty())
     }
 
     /// `?dryRun`: only `All` is valid (§4.8); `options` names the options kind in the error.
@@ -148,11 +157,15 @@ async fn handle(
     rest: &str,
     request: RequestParts,
 ) -> Response {
+    let target = match request.known {
+        Some(target) => target,
+        None => match target::parse(state.registry(), group, version, rest) {
+            Ok(target) => Arc::new(target),
+            Err(err) => return err.into_response(),
+        },
+    };
+    let encoding = Encoding::negotiate(&request.headers, &target.resource);
     let result = async {
-        let target = match request.known {
-            Some(target) => target,
-            None => Arc::new(target::parse(state.registry(), group, version, rest)?),
-        };
         let body = axum::body::to_bytes(request.body, MAX_BODY_BYTES)
             .await
             .map_err(|_| ApiError::too_large())?;
@@ -166,6 +179,7 @@ async fn handle(
             query: Query::parse(request.query.as_deref()),
             headers: request.headers,
             body,
+            encoding,
         };
         let response = dispatch(call, request.method).await;
         if definitions
@@ -177,7 +191,7 @@ async fn handle(
         response
     }
     .await;
-    result.unwrap_or_else(IntoResponse::into_response)
+    result.unwrap_or_else(|err| encoding.error(err))
 }
 
 async fn dispatch(call: Call, method: Method) -> ApiResult<Response> {

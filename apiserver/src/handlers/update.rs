@@ -13,6 +13,7 @@ use super::get::{fetch, fetch_existing};
 use super::resource::Call;
 use super::scale;
 use crate::admission;
+use crate::codec::Syntax;
 use crate::crd;
 use crate::fieldvalidation::with_warnings;
 use crate::keys;
@@ -56,8 +57,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
                     Some(&writer),
                 )
                 .await?;
-                let response =
-                    object::respond(StatusCode::CREATED, &Value::Object(created), call.pretty());
+                let response = call.respond(StatusCode::CREATED, &Value::Object(created));
                 return Ok(with_warnings(response, &warnings));
             }
             return Err(ApiError::not_found(resource, name));
@@ -96,8 +96,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
         match write(call, &key, &current, updated, dry_run).await? {
             Written::Done(object) => {
                 reservation.commit();
-                let response =
-                    object::respond(StatusCode::OK, &Value::Object(object), call.pretty());
+                let response = call.respond(StatusCode::OK, &Value::Object(object));
                 return Ok(with_warnings(response, &warnings));
             }
             Written::Conflict if client_revision.is_some() => {
@@ -396,7 +395,8 @@ pub(crate) fn bump_generation(resource: &Resource, existing: &Object, updated: &
 
 /// `PUT .../scale`: the body is the new Scale.
 async fn put_scale(call: &Call, dry_run: bool, writer: &Writer) -> ApiResult<Response> {
-    let body: Value = serde_json::from_slice(&call.body)
+    let body: Value = Syntax::of_body(&call.headers)?
+        .parse(&call.body)
         .map_err(|err| ApiError::bad_request(format!("the body is not a valid Scale: {err}")))?;
     write_scale(call, dry_run, writer, |_| Ok(body.clone())).await
 }
@@ -454,11 +454,7 @@ pub(crate) async fn write_scale(
         // (and a pinned resourceVersion then no longer matches).
         if let Written::Done(parent) = write(call, &key, &current, updated, dry_run).await? {
             let scale = scale::scale_of(resource, &parent);
-            return Ok(object::respond(
-                StatusCode::OK,
-                &Value::Object(scale),
-                call.pretty(),
-            ));
+            return Ok(call.respond(StatusCode::OK, &Value::Object(scale)));
         }
     }
     Err(ApiError::modified(resource, name))
@@ -471,7 +467,8 @@ pub(crate) async fn bind(call: &Call) -> ApiResult<Response> {
     let resource = &call.target.resource;
     let name = call.target.name.as_deref().unwrap_or("");
     let dry_run = call.dry_run("CreateOptions")?;
-    let body: Value = serde_json::from_slice(&call.body)
+    let body: Value = Syntax::of_body(&call.headers)?
+        .parse(&call.body)
         .map_err(|err| ApiError::bad_request(format!("the body is not a valid Binding: {err}")))?;
     let node = body
         .get("target")
@@ -530,7 +527,7 @@ pub(crate) async fn bind(call: &Call) -> ApiResult<Response> {
         match write(call, &key, &current, updated, dry_run).await? {
             Written::Done(_) => {
                 let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
-                return Ok(object::respond(StatusCode::CREATED, &status, call.pretty()));
+                return Ok(call.respond(StatusCode::CREATED, &status));
             }
             Written::Conflict => {}
         }

@@ -1,5 +1,5 @@
-//! WATCH (§8): newline-delimited JSON events over a chunked response whose headers go out at
-//! once. Starting points (§8.3): unset/`""`/`"0"` send the current objects as synthetic ADDED
+//! WATCH (§8): newline-delimited JSON events (or length-prefixed protobuf frames, as
+//! negotiated: `negotiate`) over a chunked response whose headers go out at once. Starting points (§8.3): unset/`""`/`"0"` send the current objects as synthetic ADDED
 //! events from one snapshot first; `"N"` sends every change after N, or one ERROR 410 event if
 //! N was compacted (never an HTTP 410, §8.5). Streaming lists (§8.7), selectors with
 //! ADDED/DELETED on entering/leaving the selection (§8.8), bookmarks from the store's progress
@@ -30,6 +30,7 @@ use super::resource::Call;
 use crate::admission;
 use crate::keys;
 use crate::meta::{self, FieldError};
+use crate::negotiate::Encoding;
 use crate::object;
 use crate::registry::Resource;
 use crate::selector::Selectors;
@@ -143,6 +144,12 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
     let resource = call.target.resource.clone();
     let tables = table::requested(&call.headers, &call.query)?
         .map(|table| table.for_watch(resource.printer.clone()));
+    // Tables are JSON only.
+    let encoding = if tables.is_some() {
+        Encoding::Json
+    } else {
+        call.encoding
+    };
     let prefix = keys::collection_prefix(&resource, call.target.namespace.as_deref());
     let (sender, receiver) = mpsc::channel::<Bytes>(WATCH_CHANNEL);
     let state = call.state.clone();
@@ -157,12 +164,14 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
             resource,
             request,
             tables,
+            encoding,
         };
         tokio::select! {
             _ = shutdown.cancelled() => {}
             () = feed.run(&state, prefix) => {}
         }
     });
+    let content_type = encoding.watch_content_type();
     let body = Body::from_stream(futures_util::stream::unfold(
         receiver,
         |mut receiver| async move {
@@ -172,12 +181,7 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
                 .map(|line| (Ok::<_, Infallible>(line), receiver))
         },
     ));
-    Ok((
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response())
+    Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response())
 }
 
 /// The task side of one watch.
@@ -187,6 +191,8 @@ struct Feed {
     request: WatchRequest,
     /// Renders event objects as Tables when the client asked for them.
     tables: Option<WatchTables>,
+    /// How events are written: JSON lines or protobuf frames.
+    encoding: Encoding,
 }
 
 impl Feed {
@@ -207,10 +213,8 @@ impl Feed {
             Some(tables) => tables.event_object(kind, object),
             None => object,
         };
-        let mut line =
-            serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
-        line.push(b'\n');
-        self.sender.send(Bytes::from(line)).await.is_ok()
+        let event = self.encoding.watch_event(kind, object);
+        self.sender.send(event).await.is_ok()
     }
 
     async fn send_error(&self, error: ApiError) {

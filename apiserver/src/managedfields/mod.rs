@@ -203,10 +203,15 @@ impl Entry {
     }
 
     fn encode(&self) -> Value {
+        // Go's `omitempty` on every member.
         let mut out = Map::new();
-        out.insert("manager".to_owned(), json!(self.manager));
+        if !self.manager.is_empty() {
+            out.insert("manager".to_owned(), json!(self.manager));
+        }
         out.insert("operation".to_owned(), json!(self.operation.as_str()));
-        out.insert("apiVersion".to_owned(), json!(self.api_version));
+        if !self.api_version.is_empty() {
+            out.insert("apiVersion".to_owned(), json!(self.api_version));
+        }
         if let Some(time) = &self.time {
             out.insert("time".to_owned(), json!(time));
         }

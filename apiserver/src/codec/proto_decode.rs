@@ -1,0 +1,459 @@
+//! Protobuf messages to the JSON values upstream marshals them to, walking the compiled
+//! schemas (`proto_table`): fields by number, JSON names and Go's struct order, inlined
+//! embedded structs, and the special forms of `Form`.
+//!
+//! Absent and zero follow kubemock's JSON, where absent means "Go's zero value": Go writes
+//! value fields even when empty, so an empty singular string, a zero `Time`, and a zero number
+//! or `false` in a Go value field with `omitempty` decode as absent; other numbers and
+//! booleans are kept (`replicas: 0` must stay). A built-in list's `items` is `[]` even when
+//! empty, as the real server's JSON has it.
+
+use std::cell::RefCell;
+
+use base64::Engine;
+use serde_json::{Map, Value, json};
+
+use super::proto_table::{Form, Message, Table, Ty};
+use super::proto_wire::{Reader, Wire};
+use crate::meta;
+
+/// Messages nest far less deeply than this; the bound stops hostile input.
+pub(crate) const MAX_DEPTH: usize = 64;
+
+/// The largest stack kept for reuse between decodings (entries): enough for any real object.
+const MAX_SPARE: usize = 4096;
+
+/// Decodes messages of one table.
+pub(crate) struct Decoder<'t> {
+    /// The compiled schemas.
+    table: &'t Table,
+    /// Decodes an embedded enveloped object (`RawExtension` holding protobuf).
+    embedded: fn(&[u8]) -> Option<Value>,
+    /// The fields read of the messages being decoded (field index, value), a stack shared by
+    /// the nested calls: one allocation per decoding, and work for the fields present only.
+    read: Vec<(u16, Value)>,
+}
+
+thread_local! {
+    /// An empty stack with room, kept for the next decoding on this thread.
+    static SPARE: RefCell<Vec<(u16, Value)>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Drop for Decoder<'_> {
+    fn drop(&mut self) {
+        let mut read = std::mem::take(&mut self.read);
+        read.clear();
+        if read.capacity() <= MAX_SPARE {
+            let _ = SPARE.try_with(|spare| {
+                if let Ok(mut spare) = spare.try_borrow_mut()
+                    && spare.capacity() < read.capacity()
+                {
+                    *spare = read;
+                }
+            });
+        }
+    }
+}
+
+impl<'t> Decoder<'t> {
+    /// A decoder of `table`'s messages; `embedded` decodes enveloped objects inside them.
+    pub(crate) fn new(table: &'t Table, embedded: fn(&[u8]) -> Option<Value>) -> Self {
+        // The thread's stack from the last decoding, if it is free (not decoding an embedded
+        // object inside another): a fresh multi-kilobyte allocation per request costs more
+        // than the decoding of a small object.
+        let read = SPARE
+            .with(|spare| {
+                spare
+                    .try_borrow_mut()
+                    .map(|mut spare| std::mem::take(&mut *spare))
+            })
+            .unwrap_or_default();
+        Decoder {
+            table,
+            embedded,
+            read,
+        }
+    }
+
+    /// Message `index` in `bytes` as JSON; `Null` for a value JSON leaves out (a zero `Time`).
+    pub(crate) fn message(
+        &mut self,
+        index: u32,
+        bytes: &[u8],
+        depth: usize,
+    ) -> Result<Value, String> {
+        if depth > MAX_DEPTH {
+            return Err("protobuf message nested too deeply".to_owned());
+        }
+        let message = self.table.get(index);
+        match message.form {
+            Form::Time | Form::MicroTime => time(message.form, bytes),
+            Form::Duration => {
+                let nanos = single_varint(bytes, 1)?.unwrap_or(0) as i64;
+                Ok(Value::String(go_duration(nanos)))
+            }
+            Form::Quantity => {
+                Ok(single_string(bytes, 1)?.map_or_else(|| json!("0"), Value::String))
+            }
+            Form::IntOrString => int_or_string(bytes),
+            Form::Embedded => {
+                let mut reader = Reader::new(bytes);
+                let mut raw = None;
+                while let Some((number, wire)) = reader.key()? {
+                    match (number, wire) {
+                        (1, Wire::Len) => raw = Some(reader.bytes()?),
+                        _ => reader.skip(wire)?,
+                    }
+                }
+                Ok(raw
+                    .and_then(|raw| self.embedded_object(raw))
+                    .unwrap_or(Value::Null))
+            }
+            Form::Object
+            | Form::PropsOrArray
+            | Form::PropsOrBool
+            | Form::PropsOrStringArray
+            | Form::NamedSlice => {
+                let object = self.object(message, bytes, depth)?;
+                Ok(shaped(message, object))
+            }
+        }
+    }
+
+    /// The fields of `message` as a JSON object, in declaration order.
+    fn object(
+        &mut self,
+        message: &Message,
+        bytes: &[u8],
+        depth: usize,
+    ) -> Result<Map<String, Value>, String> {
+        let base = self.read.len();
+        if let Err(err) = self.read_fields(message, bytes, base, depth) {
+            self.read.truncate(base);
+            return Err(err);
+        }
+        let read = &mut self.read[base..];
+        // gogo writes fields by number, and Go's order is mostly that one.
+        if !read.is_sorted_by_key(|(index, _)| *index) {
+            read.sort_by_key(|(index, _)| *index);
+        }
+        let list_items = message
+            .list_items
+            .filter(|items| !read.iter().any(|(index, _)| index == items));
+        let mut object = Map::with_capacity(read.len() + usize::from(list_items.is_some()));
+        for (index, value) in self.read.drain(base..) {
+            let field = &message.fields[usize::from(index)];
+            match value {
+                Value::Null => {}
+                Value::String(s) if s.is_empty() && !field.repeated => {}
+                Value::Bool(false) if field.omit_zero => {}
+                Value::Number(n) if field.omit_zero && n.as_i64() == Some(0) => {}
+                Value::Object(inlined) if field.inline => object.extend(inlined),
+                value => {
+                    object.insert(field.json.clone(), value);
+                }
+            }
+        }
+        if let Some(items) = list_items {
+            // `items` is a list's last field.
+            let field = &message.fields[usize::from(items)];
+            object.insert(field.json.clone(), Value::Array(Vec::new()));
+        }
+        Ok(object)
+    }
+
+    /// Reads the fields of `message` onto `self.read` (above `base`, this message's part).
+    fn read_fields(
+        &mut self,
+        message: &Message,
+        bytes: &[u8],
+        base: usize,
+        depth: usize,
+    ) -> Result<(), String> {
+        let mut reader = Reader::new(bytes);
+        while let Some((number, wire)) = reader.key()? {
+            let Some(index) = message.by_number(number) else {
+                reader.skip(wire)?;
+                continue;
+            };
+            let field = &message.fields[index];
+            let index = index as u16;
+            match &field.ty {
+                Ty::Map(key_type, value_type) => {
+                    let entry = reader.expect_len(wire, &field.json)?;
+                    let (key, value) = self.map_entry(key_type, value_type, entry, depth)?;
+                    if let Value::Object(map) = self.collection(base, index, || Map::new().into()) {
+                        map.insert(key, value);
+                    }
+                }
+                ty if field.repeated => {
+                    if wire == Wire::Len && ty.packable() {
+                        let mut packed = Reader::new(reader.bytes()?);
+                        while !packed.done() {
+                            let item = scalar(&mut packed, ty, ty.wire())?;
+                            push(
+                                self.collection(base, index, || Value::Array(Vec::new())),
+                                item,
+                            );
+                        }
+                    } else {
+                        let item = self.value(ty, &mut reader, wire, depth)?;
+                        push(
+                            self.collection(base, index, || Value::Array(Vec::new())),
+                            item,
+                        );
+                    }
+                }
+                ty => {
+                    let value = self.value(ty, &mut reader, wire, depth)?;
+                    self.read.push((index, value));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The map or array read so far for repeated field `index` (gogo writes a field's entries
+    /// one after the other, so it is nearly always the last one read), or a new `empty` one.
+    fn collection(&mut self, base: usize, index: u16, empty: impl FnOnce() -> Value) -> &mut Value {
+        let at = self.read[base..]
+            .iter()
+            .rposition(|(i, _)| *i == index)
+            .map(|at| base + at);
+        let at = match at {
+            Some(at) => at,
+            None => {
+                self.read.push((index, empty()));
+                self.read.len() - 1
+            }
+        };
+        &mut self.read[at].1
+    }
+
+    fn value(
+        &mut self,
+        ty: &Ty,
+        reader: &mut Reader<'_>,
+        wire: Wire,
+        depth: usize,
+    ) -> Result<Value, String> {
+        match ty {
+            Ty::Message(index) => {
+                let bytes = reader.expect_len(wire, &self.table.get(*index).name)?;
+                self.message(*index, bytes, depth + 1)
+            }
+            scalar_type => scalar(reader, scalar_type, wire),
+        }
+    }
+
+    fn map_entry(
+        &mut self,
+        key_type: &Ty,
+        value_type: &Ty,
+        entry: &[u8],
+        depth: usize,
+    ) -> Result<(String, Value), String> {
+        let mut key = String::new();
+        let mut value = None;
+        let mut reader = Reader::new(entry);
+        while let Some((number, wire)) = reader.key()? {
+            match number {
+                1 => {
+                    key = match scalar(&mut reader, key_type, wire)? {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    }
+                }
+                2 => value = Some(self.value(value_type, &mut reader, wire, depth)?),
+                _ => reader.skip(wire)?,
+            }
+        }
+        let value = match value {
+            Some(value) => value,
+            // An absent value is the type's zero value.
+            None => match value_type {
+                Ty::String | Ty::Bytes => json!(""),
+                Ty::Bool => json!(false),
+                Ty::Message(index) => self.message(*index, &[], depth + 1)?,
+                Ty::Map(..) => json!({}),
+                Ty::Int32 | Ty::Int64 | Ty::Double | Ty::Float => json!(0),
+            },
+        };
+        Ok((key, value))
+    }
+
+    /// Embedded bytes: JSON, or an enveloped protobuf object.
+    fn embedded_object(&self, raw: &[u8]) -> Option<Value> {
+        if raw.starts_with(super::protobuf::MAGIC) {
+            (self.embedded)(raw)
+        } else {
+            serde_json::from_slice(raw).ok()
+        }
+    }
+}
+
+/// Appends `item` to the array `items`.
+fn push(items: &mut Value, item: Value) {
+    if let Value::Array(items) = items {
+        items.push(item);
+    }
+}
+
+/// The JSON of the object-like forms.
+fn shaped(message: &Message, mut object: Map<String, Value>) -> Value {
+    match message.form {
+        Form::PropsOrArray => object
+            .shift_remove("schema")
+            .or_else(|| object.shift_remove("jSONSchemas"))
+            .unwrap_or(Value::Null),
+        Form::PropsOrBool => object
+            .shift_remove("schema")
+            .or_else(|| object.shift_remove("allows"))
+            .unwrap_or(Value::Bool(false)),
+        Form::PropsOrStringArray => object
+            .shift_remove("schema")
+            .or_else(|| object.shift_remove("property"))
+            .unwrap_or(Value::Null),
+        Form::NamedSlice => object
+            .shift_remove("items")
+            .unwrap_or(Value::Array(Vec::new())),
+        _ => Value::Object(object),
+    }
+}
+
+/// `Time` and `MicroTime`: seconds (1) and nanoseconds (2); `Null` when zero.
+fn time(form: Form, bytes: &[u8]) -> Result<Value, String> {
+    let mut reader = Reader::new(bytes);
+    let (mut seconds, mut nanos) = (0i64, 0i64);
+    while let Some((number, wire)) = reader.key()? {
+        match (number, wire) {
+            (1, Wire::Varint) => seconds = reader.varint()? as i64,
+            (2, Wire::Varint) => nanos = i64::from(reader.varint()? as i32),
+            _ => reader.skip(wire)?,
+        }
+    }
+    if seconds == 0 && nanos == 0 {
+        return Ok(Value::Null);
+    }
+    Ok(Value::String(if form == Form::MicroTime {
+        meta::rfc3339_micro(seconds, u32::try_from(nanos).unwrap_or(0))
+    } else {
+        meta::rfc3339(seconds)
+    }))
+}
+
+/// `IntOrString`: type (1), intVal (2), strVal (3).
+fn int_or_string(bytes: &[u8]) -> Result<Value, String> {
+    let mut reader = Reader::new(bytes);
+    let (mut kind, mut int, mut string) = (0u64, 0i64, None);
+    while let Some((number, wire)) = reader.key()? {
+        match (number, wire) {
+            (1, Wire::Varint) => kind = reader.varint()?,
+            (2, Wire::Varint) => int = i64::from(reader.varint()? as i32),
+            (3, Wire::Len) => string = Some(reader.string()?),
+            _ => reader.skip(wire)?,
+        }
+    }
+    Ok(if kind == 1 {
+        Value::String(string.unwrap_or_default())
+    } else {
+        json!(int)
+    })
+}
+
+/// The varint field `number` of a small message (the last one wins, as in protobuf).
+fn single_varint(bytes: &[u8], number: u32) -> Result<Option<u64>, String> {
+    let mut reader = Reader::new(bytes);
+    let mut found = None;
+    while let Some((n, wire)) = reader.key()? {
+        match wire {
+            Wire::Varint if n == number => found = Some(reader.varint()?),
+            _ => reader.skip(wire)?,
+        }
+    }
+    Ok(found)
+}
+
+/// The string field `number` of a small message.
+fn single_string(bytes: &[u8], number: u32) -> Result<Option<String>, String> {
+    let mut reader = Reader::new(bytes);
+    let mut found = None;
+    while let Some((n, wire)) = reader.key()? {
+        match wire {
+            Wire::Len if n == number => found = Some(reader.string()?),
+            _ => reader.skip(wire)?,
+        }
+    }
+    Ok(found)
+}
+
+/// One scalar value of type `ty` sent as `wire`.
+fn scalar(reader: &mut Reader<'_>, ty: &Ty, wire: Wire) -> Result<Value, String> {
+    Ok(match (ty, wire) {
+        (Ty::String, Wire::Len) => Value::String(reader.string()?),
+        (Ty::Bytes, Wire::Len) => {
+            Value::String(base64::engine::general_purpose::STANDARD.encode(reader.bytes()?))
+        }
+        (Ty::Bool, Wire::Varint) => Value::Bool(reader.varint()? != 0),
+        // int32 is sign-extended to 64 bits on the wire.
+        (Ty::Int32, Wire::Varint) => json!(reader.varint()? as i64 as i32),
+        (Ty::Int64, Wire::Varint) => json!(reader.varint()? as i64),
+        (Ty::Double, Wire::Fixed64) => json!(f64::from_le_bytes(reader.fixed64()?)),
+        (Ty::Float, Wire::Fixed32) => json!(f32::from_le_bytes(reader.fixed32()?)),
+        _ => return Err(format!("protobuf wire type {wire:?} does not fit {ty:?}")),
+    })
+}
+
+/// Go's `time.Duration.String()`: `1h2m3.5s`, `300ms`, `0s`.
+pub(crate) fn go_duration(nanos: i64) -> String {
+    if nanos == 0 {
+        return "0s".to_owned();
+    }
+    let sign = if nanos < 0 { "-" } else { "" };
+    let n = nanos.unsigned_abs();
+    if n < 1_000_000_000 {
+        let (unit, scale) = match n {
+            n if n < 1_000 => ("ns", 1),
+            n if n < 1_000_000 => ("µs", 1_000),
+            _ => ("ms", 1_000_000),
+        };
+        return format!("{sign}{}{unit}", fraction(n, scale));
+    }
+    let hours = n / 3_600_000_000_000;
+    let minutes = (n / 60_000_000_000) % 60;
+    let seconds = fraction(n % 60_000_000_000, 1_000_000_000);
+    match (hours, minutes) {
+        (0, 0) => format!("{sign}{seconds}s"),
+        (0, m) => format!("{sign}{m}m{seconds}s"),
+        (h, m) => format!("{sign}{h}h{m}m{seconds}s"),
+    }
+}
+
+/// `value / scale` with the fraction's trailing zeros dropped (`1.5`, `2`).
+fn fraction(value: u64, scale: u64) -> String {
+    let whole = value / scale;
+    let rest = value % scale;
+    if rest == 0 {
+        return whole.to_string();
+    }
+    let digits = scale.to_string().len() - 1;
+    let fraction = format!("{rest:0digits$}");
+    format!("{whole}.{}", fraction.trim_end_matches('0'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(go_duration(0), "0s");
+        assert_eq!(go_duration(1_500_000_000), "1.5s");
+        assert_eq!(go_duration(300_000_000), "300ms");
+        assert_eq!(go_duration(3_600_000_000_000), "1h0m0s");
+        assert_eq!(go_duration(3_723_000_000_000), "1h2m3s");
+        assert_eq!(go_duration(90_000_000_000), "1m30s");
+        assert_eq!(go_duration(-2_000), "-2µs");
+        assert_eq!(go_duration(1_234), "1.234µs");
+    }
+}

@@ -1,0 +1,521 @@
+//! JSON objects to protobuf messages, the inverse of `proto_decode`, written as gogo-protobuf
+//! writes Kubernetes' `generated.pb.go` types: fields in field-number order; maps sorted by key,
+//! each entry a nested message of key (1) and value (2), both always written; repeated
+//! scalars unpacked (proto2); `int32` sign-extended; the special forms (`Time` as seconds and
+//! nanoseconds and nothing when zero, `Quantity` as its string, `IntOrString` as type, intVal
+//! and strVal, `RawExtension` and `FieldsV1` as the JSON bytes, byte fields from base64).
+//!
+//! What is written is what the JSON holds: a field absent or `null` is left out, except Go
+//! value fields (`proto_table::GO_VALUES`), which Go always writes and which are written with
+//! their zero value. JSON properties the message does not have are ignored, as Go's decoder
+//! ignores them.
+
+use base64::Engine;
+use serde_json::{Map, Value};
+
+use super::proto_decode::MAX_DEPTH;
+use super::proto_table::{Field, Form, Table, Ty};
+use super::proto_wire::{Wire, Writer};
+use crate::meta;
+
+/// How many fields past the last one found the encoder compares before hashing a name.
+const LOOK_AHEAD: usize = 8;
+
+/// The Unix seconds of Go's zero `time.Time` (0001-01-01T00:00:00Z), which Go does not write.
+const GO_ZERO_TIME_SECONDS: i64 = -62_135_596_800;
+
+/// One field to write: its number, its index in the message, and its JSON value (`None`: Go's
+/// zero value; for an inlined field, the parent object).
+#[derive(Clone, Copy)]
+struct Pending<'v> {
+    number: u32,
+    field: u16,
+    value: Option<&'v Value>,
+}
+
+/// Encodes JSON values as messages of one table, into one buffer.
+pub(crate) struct Encoder<'t, 'v> {
+    table: &'t Table,
+    /// The output.
+    pub(crate) out: Writer,
+    /// The fields of the messages being written, a stack shared by the nested calls (one
+    /// allocation per encoding, not one per message).
+    pending: Vec<Pending<'v>>,
+}
+
+impl<'t, 'v> Encoder<'t, 'v> {
+    /// An encoder writing into `out`.
+    pub(crate) fn new(table: &'t Table, out: Writer) -> Self {
+        Encoder {
+            table,
+            out,
+            pending: Vec::with_capacity(32),
+        }
+    }
+
+    /// Writes the body of message `index` for `value` (`None`: Go's zero value).
+    pub(crate) fn message(
+        &mut self,
+        index: u32,
+        value: Option<&'v Value>,
+        depth: usize,
+    ) -> Result<(), String> {
+        if depth > MAX_DEPTH {
+            return Err("object nested too deeply for protobuf".to_owned());
+        }
+        let table = self.table;
+        let message = table.get(index);
+        let value = value.filter(|v| !v.is_null());
+        match message.form {
+            Form::Object => {
+                let object = match value {
+                    None => None,
+                    Some(Value::Object(object)) => Some(object),
+                    Some(other) => return Err(mismatch(&message.name, "an object", other)),
+                };
+                self.fields(index, object, depth)
+            }
+            Form::Time | Form::MicroTime => self.time(value),
+            Form::Duration => {
+                let nanos = match value {
+                    None => 0,
+                    Some(Value::String(text)) => parse_go_duration(text)
+                        .ok_or_else(|| format!("invalid duration {text:?}"))?,
+                    Some(other) => return Err(mismatch(&message.name, "a duration", other)),
+                };
+                self.out.varint_field(1, nanos as u64);
+                Ok(())
+            }
+            Form::Quantity => {
+                match value {
+                    None => self.out.bytes_field(1, b"0"),
+                    Some(Value::String(text)) => self.out.bytes_field(1, text.as_bytes()),
+                    Some(Value::Number(n)) => self.out.bytes_field(1, n.to_string().as_bytes()),
+                    Some(other) => return Err(mismatch(&message.name, "a quantity", other)),
+                }
+                Ok(())
+            }
+            Form::IntOrString => {
+                let (kind, int, string) = match value {
+                    None => (0, 0, ""),
+                    Some(Value::String(text)) => (1, 0, text.as_str()),
+                    Some(number @ Value::Number(_)) => (0, integer(number, &message.name)?, ""),
+                    Some(other) => {
+                        return Err(mismatch(&message.name, "an integer or a string", other));
+                    }
+                };
+                self.out.varint_field(1, kind);
+                self.out.varint_field(2, i64::from(int as i32) as u64);
+                self.out.bytes_field(3, string.as_bytes());
+                Ok(())
+            }
+            Form::Embedded => {
+                if let Some(value) = value {
+                    let raw = serde_json::to_vec(value).map_err(|err| err.to_string())?;
+                    self.out.bytes_field(1, &raw);
+                }
+                Ok(())
+            }
+            Form::PropsOrArray | Form::PropsOrStringArray => {
+                let schema = field_type(table, index, 1)?;
+                let items = field_type(table, index, 2)?;
+                match value {
+                    None => Ok(()),
+                    Some(object @ Value::Object(_)) => self.single(1, &schema, Some(object), depth),
+                    Some(Value::Array(array)) => {
+                        for item in array {
+                            self.single(2, &items, Some(item), depth)?;
+                        }
+                        Ok(())
+                    }
+                    Some(other) => Err(mismatch(&message.name, "an object or an array", other)),
+                }
+            }
+            Form::PropsOrBool => {
+                let schema = field_type(table, index, 2)?;
+                match value {
+                    None => self.out.varint_field(1, 0),
+                    Some(Value::Bool(allows)) => self.out.varint_field(1, u64::from(*allows)),
+                    Some(object @ Value::Object(_)) => {
+                        self.out.varint_field(1, 1);
+                        self.single(2, &schema, Some(object), depth)?;
+                    }
+                    Some(other) => {
+                        return Err(mismatch(&message.name, "an object or a boolean", other));
+                    }
+                }
+                Ok(())
+            }
+            Form::NamedSlice => {
+                let Some(field) = message.fields.first() else {
+                    return Ok(());
+                };
+                match value {
+                    None => Ok(()),
+                    Some(Value::Array(array)) => {
+                        for item in array {
+                            self.single(field.number, &field.ty, Some(item), depth)?;
+                        }
+                        Ok(())
+                    }
+                    Some(other) => Err(mismatch(&message.name, "an array", other)),
+                }
+            }
+        }
+    }
+
+    /// The fields of an object-form message, in field-number order.
+    fn fields(
+        &mut self,
+        index: u32,
+        object: Option<&'v Map<String, Value>>,
+        depth: usize,
+    ) -> Result<(), String> {
+        let table = self.table;
+        let message = table.get(index);
+        let base = self.pending.len();
+        if let Some(object) = object {
+            // Objects mostly list their fields in Go's order, some left out: look a few
+            // fields past the last one found (lengths first) before hashing.
+            let mut next = 0;
+            for (key, value) in object {
+                if value.is_null() {
+                    continue;
+                }
+                let ahead = message.fields.get(next..).unwrap_or_default();
+                let found = ahead
+                    .iter()
+                    .take(LOOK_AHEAD)
+                    .position(|f| f.json.len() == key.len() && !f.inline && f.json == *key)
+                    .map(|at| next + at)
+                    .or_else(|| message.by_json(key));
+                if let Some(i) = found {
+                    next = i + 1;
+                    self.pending.push(Pending {
+                        number: message.fields[i].number,
+                        field: i as u16,
+                        value: Some(value),
+                    });
+                }
+            }
+        }
+        for &i in &message.inlined {
+            self.pending.push(Pending {
+                number: message.fields[usize::from(i)].number,
+                field: i,
+                value: None,
+            });
+        }
+        for &i in &message.go_values {
+            if !self.pending[base..].iter().any(|p| p.field == i) {
+                self.pending.push(Pending {
+                    number: message.fields[usize::from(i)].number,
+                    field: i,
+                    value: None,
+                });
+            }
+        }
+        let written = &mut self.pending[base..];
+        if !written.is_sorted_by_key(|p| p.number) {
+            written.sort_unstable_by_key(|p| p.number);
+        }
+        let end = self.pending.len();
+        let mut result = Ok(());
+        for at in base..end {
+            let pending = self.pending[at];
+            let field = &message.fields[usize::from(pending.field)];
+            result = if field.inline {
+                self.inlined(field, object, depth)
+            } else {
+                self.field(field, pending.value, depth)
+            };
+            if result.is_err() {
+                break;
+            }
+        }
+        self.pending.truncate(base);
+        result
+    }
+
+    /// An inlined embedded struct: its fields come from the parent's object; Go writes it
+    /// always (a value).
+    fn inlined(
+        &mut self,
+        field: &Field,
+        parent: Option<&'v Map<String, Value>>,
+        depth: usize,
+    ) -> Result<(), String> {
+        let Ty::Message(index) = field.ty else {
+            return Err(format!("inlined field {} is not a message", field.json));
+        };
+        let start = self.out.begin_len(field.number);
+        self.fields(index, parent, depth + 1)?;
+        self.out.end_len(start);
+        Ok(())
+    }
+
+    /// One field with its value (`None`: Go's zero value).
+    fn field(
+        &mut self,
+        field: &Field,
+        value: Option<&'v Value>,
+        depth: usize,
+    ) -> Result<(), String> {
+        match (&field.ty, value) {
+            (Ty::Map(key_type, value_type), Some(Value::Object(map))) => {
+                // Sorted by key, as Go writes maps (and as Go's JSON already has them).
+                if map.keys().is_sorted() {
+                    for (key, value) in map {
+                        self.map_entry(field.number, key_type, value_type, key, value, depth)?;
+                    }
+                } else {
+                    let mut entries: Vec<(&'v String, &'v Value)> = map.iter().collect();
+                    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                    for (key, value) in entries {
+                        self.map_entry(field.number, key_type, value_type, key, value, depth)?;
+                    }
+                }
+                Ok(())
+            }
+            (Ty::Map(..), None) => Ok(()),
+            (Ty::Map(..), Some(other)) => Err(mismatch(&field.json, "an object", other)),
+            (ty, Some(Value::Array(items))) if field.repeated => {
+                for item in items {
+                    self.single(field.number, ty, Some(item), depth)?;
+                }
+                Ok(())
+            }
+            (_, None) if field.repeated => Ok(()),
+            (_, Some(other)) if field.repeated => Err(mismatch(&field.json, "an array", other)),
+            (ty, value) => self.single(field.number, ty, value, depth),
+        }
+    }
+
+    /// One map entry: a nested message of key (1) and value (2).
+    fn map_entry(
+        &mut self,
+        number: u32,
+        key_type: &Ty,
+        value_type: &Ty,
+        key: &str,
+        value: &'v Value,
+        depth: usize,
+    ) -> Result<(), String> {
+        let start = self.out.begin_len(number);
+        self.map_key(key_type, key)?;
+        self.single(2, value_type, Some(value), depth)?;
+        self.out.end_len(start);
+        Ok(())
+    }
+
+    /// A map entry's key (field 1).
+    fn map_key(&mut self, ty: &Ty, key: &str) -> Result<(), String> {
+        match ty {
+            Ty::String => self.out.bytes_field(1, key.as_bytes()),
+            Ty::Int32 | Ty::Int64 => {
+                let n: i64 = key
+                    .parse()
+                    .map_err(|_| format!("map key {key:?} is not an integer"))?;
+                self.out.varint_field(1, n as u64);
+            }
+            Ty::Bool => self.out.varint_field(1, u64::from(key == "true")),
+            other => return Err(format!("unsupported map key type {other:?}")),
+        }
+        Ok(())
+    }
+
+    /// One value of type `ty` as field `number` (`None` or `null`: Go's zero value).
+    fn single(
+        &mut self,
+        number: u32,
+        ty: &Ty,
+        value: Option<&'v Value>,
+        depth: usize,
+    ) -> Result<(), String> {
+        let value = value.filter(|v| !v.is_null());
+        match ty {
+            Ty::String => match value {
+                None => self.out.bytes_field(number, b""),
+                Some(Value::String(s)) => self.out.bytes_field(number, s.as_bytes()),
+                Some(other) => return Err(mismatch("a string field", "a string", other)),
+            },
+            Ty::Bytes => match value {
+                None => self.out.bytes_field(number, b""),
+                Some(Value::String(s)) => {
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(s)
+                        .map_err(|err| format!("invalid base64 in a byte field: {err}"))?;
+                    self.out.bytes_field(number, &bytes);
+                }
+                Some(other) => return Err(mismatch("a byte field", "a base64 string", other)),
+            },
+            Ty::Bool => match value {
+                None => self.out.varint_field(number, 0),
+                Some(Value::Bool(b)) => self.out.varint_field(number, u64::from(*b)),
+                Some(other) => return Err(mismatch("a boolean field", "a boolean", other)),
+            },
+            Ty::Int32 => {
+                let n = value.map_or(Ok(0), |v| integer(v, "an int32 field"))?;
+                let n = i32::try_from(n).map_err(|_| format!("{n} does not fit an int32"))?;
+                self.out.varint_field(number, i64::from(n) as u64);
+            }
+            Ty::Int64 => {
+                let n = value.map_or(Ok(0), |v| integer(v, "an int64 field"))?;
+                self.out.varint_field(number, n as u64);
+            }
+            Ty::Double => {
+                let x = value.map_or(Ok(0.0), |v| float(v, "a double field"))?;
+                self.out.key(number, Wire::Fixed64);
+                self.out.buf.extend_from_slice(&x.to_le_bytes());
+            }
+            Ty::Float => {
+                let x = value.map_or(Ok(0.0), |v| float(v, "a float field"))?;
+                self.out.key(number, Wire::Fixed32);
+                self.out.buf.extend_from_slice(&(x as f32).to_le_bytes());
+            }
+            Ty::Message(index) => {
+                let start = self.out.begin_len(number);
+                self.message(*index, value, depth + 1)?;
+                self.out.end_len(start);
+            }
+            Ty::Map(..) => return Err("a map cannot be a map's value".to_owned()),
+        }
+        Ok(())
+    }
+
+    /// `Time` and `MicroTime`: seconds (1) and nanoseconds (2), both written; nothing for the
+    /// zero time (Go's `Time.MarshalToSizedBuffer`).
+    fn time(&mut self, value: Option<&Value>) -> Result<(), String> {
+        let text = match value {
+            None => return Ok(()),
+            Some(Value::String(text)) if text.is_empty() => return Ok(()),
+            Some(Value::String(text)) => text,
+            Some(other) => return Err(mismatch("a time", "an RFC 3339 string", other)),
+        };
+        let nanos = meta::parse_rfc3339(text).ok_or_else(|| format!("invalid time {text:?}"))?;
+        let seconds = i64::try_from(nanos.div_euclid(1_000_000_000))
+            .map_err(|_| format!("time out of range {text:?}"))?;
+        let nanos = nanos.rem_euclid(1_000_000_000) as i64;
+        if seconds == GO_ZERO_TIME_SECONDS && nanos == 0 {
+            return Ok(());
+        }
+        self.out.varint_field(1, seconds as u64);
+        self.out.varint_field(2, nanos as u64);
+        Ok(())
+    }
+}
+
+/// The type of field `number` of message `index`.
+fn field_type(table: &Table, index: u32, number: u32) -> Result<Ty, String> {
+    let message = table.get(index);
+    message
+        .by_number(number)
+        .map(|i| message.fields[i].ty.clone())
+        .ok_or_else(|| format!("{} has no field {number}", message.name))
+}
+
+fn mismatch(what: &str, expected: &str, found: &Value) -> String {
+    let found = match found {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    format!("{what}: expected {expected}, found {found}")
+}
+
+/// A JSON number as an integer (`3.0` too, as YAML and some clients write them).
+fn integer(value: &Value, what: &str) -> Result<i64, String> {
+    if let Some(n) = value.as_i64() {
+        return Ok(n);
+    }
+    match value.as_f64() {
+        Some(x) if x.fract() == 0.0 && x.abs() < 9.2e18 => Ok(x as i64),
+        _ => Err(mismatch(what, "an integer", value)),
+    }
+}
+
+fn float(value: &Value, what: &str) -> Result<f64, String> {
+    value
+        .as_f64()
+        .ok_or_else(|| mismatch(what, "a number", value))
+}
+
+/// Parses Go's `time.ParseDuration` syntax (`1h2m3.5s`, `300ms`, `-2µs`) into nanoseconds.
+pub(crate) fn parse_go_duration(text: &str) -> Option<i64> {
+    let (negative, mut rest) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if rest == "0" {
+        return Some(0);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total: f64 = 0.0;
+    while !rest.is_empty() {
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..number_end].parse().ok()?;
+        rest = &rest[number_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_end] {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        rest = &rest[unit_end..];
+        total += number * scale;
+    }
+    let nanos = total.round();
+    if nanos > i64::MAX as f64 {
+        return None;
+    }
+    Some(if negative {
+        -(nanos as i64)
+    } else {
+        nanos as i64
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::proto_decode::go_duration;
+
+    #[test]
+    fn go_durations_parse_back() {
+        for nanos in [
+            0,
+            1_500_000_000,
+            300_000_000,
+            3_600_000_000_000,
+            3_723_000_000_000,
+            90_000_000_000,
+            -2_000,
+            1_234,
+        ] {
+            assert_eq!(
+                parse_go_duration(&go_duration(nanos)),
+                Some(nanos),
+                "{nanos}"
+            );
+        }
+        assert_eq!(parse_go_duration("1m30s"), Some(90_000_000_000));
+        assert_eq!(parse_go_duration("2us"), Some(2_000));
+        for bad in ["", "-", "5", "1x", "s", "1.2.3s"] {
+            assert_eq!(parse_go_duration(bad), None, "{bad}");
+        }
+    }
+}
