@@ -164,6 +164,20 @@ pub(crate) fn to_stored(object: &Object) -> ApiResult<Bytes> {
 /// its canonical place in `metadata`, without building the object tree (the hot path of GET).
 /// `None` when the stored bytes are not in the form `to_stored` writes; callers then parse.
 pub(crate) fn answer_bytes(kv: &KeyValue) -> Option<Vec<u8>> {
+    let mut out = splice_resource_version(kv, true)?;
+    out.push(b'\n');
+    Some(out)
+}
+
+/// A stored object as a built-in list item (§7.1: without kind and apiVersion), straight from
+/// its bytes like [`answer_bytes`]; `None` when the bytes are not in `to_stored`'s form.
+pub(crate) fn list_item_bytes(kv: &KeyValue) -> Option<Vec<u8>> {
+    splice_resource_version(kv, false)
+}
+
+/// The stored bytes with the resourceVersion spliced into `metadata`, with or without the
+/// leading kind and apiVersion.
+fn splice_resource_version(kv: &KeyValue, type_meta: bool) -> Option<Vec<u8>> {
     let bytes = &kv.value[..];
     let mut at = 0;
     let expect = |at: &mut usize, token: &[u8]| -> Option<()> {
@@ -187,6 +201,7 @@ pub(crate) fn answer_bytes(kv: &KeyValue) -> Option<Vec<u8>> {
     plain(&mut at)?;
     expect(&mut at, b",\"apiVersion\":\"")?;
     plain(&mut at)?;
+    let metadata_at = at + 1;
     expect(&mut at, b",\"metadata\":{")?;
     let mut first = true;
     let insert_at = loop {
@@ -232,7 +247,12 @@ pub(crate) fn answer_bytes(kv: &KeyValue) -> Option<Vec<u8>> {
         meta::resource_version(kv.mod_revision)
     );
     let mut out = Vec::with_capacity(bytes.len() + field.len() + 3);
-    out.extend_from_slice(&bytes[..insert_at]);
+    if type_meta {
+        out.extend_from_slice(&bytes[..insert_at]);
+    } else {
+        out.push(b'{');
+        out.extend_from_slice(&bytes[metadata_at..insert_at]);
+    }
     if closing && !first {
         out.push(b',');
     }
@@ -241,7 +261,6 @@ pub(crate) fn answer_bytes(kv: &KeyValue) -> Option<Vec<u8>> {
         out.push(b',');
     }
     out.extend_from_slice(&bytes[insert_at..]);
-    out.push(b'\n');
     Some(out)
 }
 
@@ -308,6 +327,16 @@ mod tests {
             assert_eq!(
                 String::from_utf8_lossy(&fast).trim_end(),
                 String::from_utf8_lossy(&slow),
+                "{value}"
+            );
+            // As a list item: the same without kind and apiVersion.
+            let item = list_item_bytes(&kv).expect("the fast form applies");
+            let mut parsed = from_stored(&kv).expect("parses");
+            parsed.shift_remove("kind");
+            parsed.shift_remove("apiVersion");
+            assert_eq!(
+                String::from_utf8_lossy(&item),
+                String::from_utf8_lossy(&serde_json::to_vec(&parsed).expect("serialises")),
                 "{value}"
             );
         }

@@ -4,10 +4,11 @@
 //! same page as a Table when the client asks for one (§10).
 
 use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use kubemock_storage::{RangeRequest, Revision};
+use kubemock_storage::{KeyValue, RangeRequest, Revision};
 use serde_json::{Map, Value, json};
 
 use super::get::wait_for_revision;
@@ -15,6 +16,7 @@ use super::resource::Call;
 use crate::admission;
 use crate::keys;
 use crate::meta::{self, FieldError};
+use crate::negotiate::Encoding;
 use crate::object::{self, Object};
 use crate::registry::Resource;
 use crate::selector::Selectors;
@@ -176,7 +178,36 @@ struct Page {
     remaining: Option<u64>,
 }
 
+/// One page as stored: the key-values and what the response's metadata needs.
+struct RawPage {
+    items: Vec<KeyValue>,
+    revision: Revision,
+    continue_token: Option<String>,
+    remaining: Option<u64>,
+}
+
 async fn read_page(call: &Call, request: &ListRequest, prefix: &str) -> ApiResult<Page> {
+    let raw = read_raw(call, request, prefix).await?;
+    let filtered = !request.selectors.is_empty();
+    let mut items = Vec::with_capacity(raw.items.len());
+    for kv in &raw.items {
+        let object = admission::from_storage(&call.target.resource, object::from_stored(kv)?);
+        let value = Value::Object(object);
+        if request.selectors.matches(&value) {
+            if let Value::Object(object) = value {
+                items.push(object);
+            }
+        }
+    }
+    Ok(Page {
+        items,
+        revision: raw.revision,
+        continue_token: raw.continue_token,
+        remaining: raw.remaining.filter(|_| !filtered),
+    })
+}
+
+async fn read_raw(call: &Call, request: &ListRequest, prefix: &str) -> ApiResult<RawPage> {
     let mut range = RangeRequest::prefix(prefix.to_owned());
     if let Some(after) = &request.start_after {
         range = range.start_after(after.clone());
@@ -211,24 +242,45 @@ async fn read_page(call: &Call, request: &ListRequest, prefix: &str) -> ApiResul
         )),
         _ => None,
     };
-    let filtered = !request.selectors.is_empty();
-    let remaining = (response.more() && !filtered).then_some(response.remaining);
-    let mut items = Vec::with_capacity(response.items.len());
-    for kv in &response.items {
-        let object = admission::from_storage(&call.target.resource, object::from_stored(kv)?);
-        let value = Value::Object(object);
-        if request.selectors.matches(&value) {
-            if let Value::Object(object) = value {
-                items.push(object);
-            }
-        }
-    }
-    Ok(Page {
-        items,
+    let remaining = response.more().then_some(response.remaining);
+    Ok(RawPage {
         revision: response.revision,
+        items: response.items,
         continue_token,
         remaining,
     })
+}
+
+/// The JSON body of a built-in list without selectors, straight from the stored bytes: each
+/// item is its stored form with the resourceVersion spliced in and without kind and
+/// apiVersion, as `list_body` would serialise it (the hot path of informers' initial lists).
+fn raw_list_body(resource: &Resource, page: RawPage) -> ApiResult<Vec<u8>> {
+    let metadata = list_metadata(page.revision, page.continue_token, page.remaining);
+    let size: usize = page.items.iter().map(|kv| kv.value.len() + 40).sum();
+    let mut out = Vec::with_capacity(size + 256);
+    out.extend_from_slice(b"{\"kind\":");
+    serde_json::to_writer(&mut out, &resource.list_kind()).map_err(ApiError::internal)?;
+    out.extend_from_slice(b",\"apiVersion\":");
+    serde_json::to_writer(&mut out, &resource.group_version()).map_err(ApiError::internal)?;
+    out.extend_from_slice(b",\"metadata\":");
+    serde_json::to_writer(&mut out, &metadata).map_err(ApiError::internal)?;
+    out.extend_from_slice(b",\"items\":[");
+    for (index, kv) in page.items.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        match object::list_item_bytes(kv) {
+            Some(item) => out.extend_from_slice(&item),
+            None => {
+                let mut item = object::from_stored(kv)?;
+                item.shift_remove("kind");
+                item.shift_remove("apiVersion");
+                serde_json::to_writer(&mut out, &item).map_err(ApiError::internal)?;
+            }
+        }
+    }
+    out.extend_from_slice(b"]}\n");
+    Ok(out)
 }
 
 /// Every object of the call's collection matching its selectors (no pagination), with the
@@ -298,8 +350,25 @@ pub(crate) async fn list(call: &Call) -> ApiResult<Response> {
     let resource = &call.target.resource;
     let prefix = keys::collection_prefix(resource, call.target.namespace.as_deref());
     let request = ListRequest::parse(call, &prefix).await?;
+    let table = table::requested(&call.headers, &call.query)?;
+    if table.is_none()
+        && call.encoding == Encoding::Json
+        && !call.pretty()
+        && request.selectors.is_empty()
+        && !resource.is_custom()
+        && !admission::converts(resource)
+    {
+        let page = read_raw(call, &request, &prefix).await?;
+        let body = raw_list_body(resource, page)?;
+        return Ok((
+            StatusCode::OK,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response());
+    }
     let page = read_page(call, &request, &prefix).await?;
-    let body = match table::requested(&call.headers, &call.query)? {
+    let body = match table {
         Some(table) => table.list(
             &resource.printer,
             page.items.into_iter().map(Value::Object).collect(),
