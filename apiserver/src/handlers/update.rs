@@ -149,8 +149,12 @@ pub(crate) async fn write(
         object::set_resource_version(&mut object, revision);
         object
     };
-    // §4.4: identical bytes are no write, no new resourceVersion, no event.
-    if bytes == current.value {
+    // §4.4: an identical object is no write, no new resourceVersion, no event. Bodies decoded
+    // from protobuf list their fields in another order: equal lengths are compared as objects.
+    let unchanged = bytes == current.value
+        || (bytes.len() == current.value.len()
+            && object::parse_stored(&current.value).is_ok_and(|stored| stored == updated));
+    if unchanged {
         return Ok(Written::Done(answered(updated, current.mod_revision)));
     }
     if object::meta_str(&updated, "deletionTimestamp").is_some() {
