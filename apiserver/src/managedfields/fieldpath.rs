@@ -253,14 +253,8 @@ impl Set {
         out
     }
 
-    /// `self` without `path` and everything below it.
-    pub(crate) fn without_subtree(&self, path: &[PathElement]) -> Set {
-        let mut out = self.clone();
-        out.remove_subtree(path);
-        out
-    }
-
-    fn remove_subtree(&mut self, path: &[PathElement]) {
+    /// Removes `path` and everything below it.
+    pub(crate) fn remove_subtree(&mut self, path: &[PathElement]) {
         match path {
             [] => {}
             [last] => {
@@ -401,7 +395,9 @@ mod tests {
         assert_eq!(union.paths().len(), 3);
         assert!(union.has_below(&[f("data")]));
         assert!(!union.has_below(&[f("data"), f("x")]));
-        assert!(union.without_subtree(&[f("data")]).is_empty());
+        let mut without = union.clone();
+        without.remove_subtree(&[f("data")]);
+        assert!(without.is_empty());
     }
 
     #[test]

@@ -12,7 +12,7 @@ mod fieldpath;
 mod typed;
 pub(crate) mod types;
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
@@ -290,7 +290,7 @@ fn field(name: &str) -> PathElement {
 }
 
 /// Fields no manager owns (upstream's strip set, removed member by member).
-fn stripped() -> Set {
+static STRIPPED: LazyLock<Set> = LazyLock::new(|| {
     let mut set = Set::new();
     for path in [
         vec!["apiVersion"],
@@ -310,23 +310,23 @@ fn stripped() -> Set {
         set.insert(&path);
     }
     set
-}
+});
 
-/// The fields a write through `subresource` never owns (upstream's reset fields): the status
+/// The field a write through `subresource` never owns (upstream's reset fields): the status
 /// for writes of the object when a status subresource exists, the spec for status writes.
-fn reset_paths(resource: &Resource, subresource: &str) -> Vec<Path> {
+fn reset_field(resource: &Resource, subresource: &str) -> Option<&'static str> {
     match subresource {
-        "status" => vec![vec![field("spec")]],
-        "" if resource.subresource("status").is_some() => vec![vec![field("status")]],
-        _ => Vec::new(),
+        "status" => Some("spec"),
+        "" if resource.subresource("status").is_some() => Some("status"),
+        _ => None,
     }
 }
 
 /// `set` without what no manager of a `subresource` write owns.
 fn owned_part(resource: &Resource, subresource: &str, set: &Set) -> Set {
-    let mut set = set.difference(&stripped());
-    for path in reset_paths(resource, subresource) {
-        set = set.without_subtree(&path);
+    let mut set = set.difference(&STRIPPED);
+    if let Some(reset) = reset_field(resource, subresource) {
+        set.remove_subtree(&[field(reset)]);
     }
     set
 }
