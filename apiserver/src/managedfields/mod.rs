@@ -447,12 +447,10 @@ pub(crate) fn record_update(
         .or_else(|| old.and_then(decode_entries))
         .unwrap_or_default();
     let zero = zero_object(resource, &types);
-    let old_value = match old {
-        Some(old) => comparable(old, &zero),
-        None => zero.clone(),
-    };
-    let new_value = comparable(new, &zero);
-    let comparison = typed::compare(&types, &old_value, &new_value);
+    let empty = Map::new();
+    let zero_map = zero.as_object().unwrap_or(&empty);
+    // (A create compares with the zero object; managedFields are stripped from the sets.)
+    let comparison = typed::compare_objects(&types, old.unwrap_or(zero_map), new, &zero);
     let changed = owned_part(resource, &who.subresource, &comparison.changed());
     let removed = owned_part(resource, &who.subresource, &comparison.removed);
     let is_me = |e: &Entry| {

@@ -160,10 +160,66 @@ pub(crate) fn compare(types: &Types, old: &Value, new: &Value) -> Comparison {
         types.root,
         Some(old),
         Some(new),
+        None,
         &mut Vec::new(),
         &mut comparison,
     );
     comparison
+}
+
+/// Compares two objects as if every map in them had the members of the same map in `zero`
+/// they lack (the fields Go marshals even when unset), without copying them.
+pub(crate) fn compare_objects(
+    types: &Types,
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+    zero: &Value,
+) -> Comparison {
+    let mut comparison = Comparison::default();
+    compare_maps(
+        types,
+        types.root,
+        Some(old),
+        Some(new),
+        zero.as_object(),
+        &mut Vec::new(),
+        &mut comparison,
+    );
+    comparison
+}
+
+/// The members of two maps compared, missing members filled from `zero` on either side.
+fn compare_maps(
+    types: &Types,
+    id: TypeId,
+    old_map: Option<&Map<String, Value>>,
+    new_map: Option<&Map<String, Value>>,
+    zero_map: Option<&Map<String, Value>>,
+    path: &mut Path,
+    out: &mut Comparison,
+) {
+    let mut keys: Vec<&String> = old_map.into_iter().flat_map(|m| m.keys()).collect();
+    for key in new_map.into_iter().flat_map(|m| m.keys()) {
+        if old_map.is_none_or(|m| !m.contains_key(key)) {
+            keys.push(key);
+        }
+    }
+    if old_map.is_some() || new_map.is_some() {
+        for key in zero_map.into_iter().flat_map(|m| m.keys()) {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    for key in keys {
+        let child = types.child(id, key);
+        let zero = zero_map.and_then(|m| m.get(key));
+        let old_child = old_map.and_then(|m| m.get(key).or(zero));
+        let new_child = new_map.and_then(|m| m.get(key).or(zero));
+        path.push(PathElement::Field(key.clone()));
+        walk_compare(types, child, old_child, new_child, zero, path, out);
+        path.pop();
+    }
 }
 
 fn leaf(path: &Path, old: Option<&Value>, new: Option<&Value>, out: &mut Comparison) {
@@ -189,6 +245,7 @@ fn walk_compare(
     id: TypeId,
     old: Option<&Value>,
     new: Option<&Value>,
+    zero: Option<&Value>,
     path: &mut Path,
     out: &mut Comparison,
 ) {
@@ -202,25 +259,8 @@ fn walk_compare(
             let (Some(old_map), Some(new_map)) = (as_map(old), as_map(new)) else {
                 return leaf(path, old, new, out);
             };
-            let mut keys: Vec<&String> = old_map.into_iter().flat_map(|m| m.keys()).collect();
-            for key in new_map.into_iter().flat_map(|m| m.keys()) {
-                if old_map.is_none_or(|m| !m.contains_key(key)) {
-                    keys.push(key);
-                }
-            }
-            for key in keys {
-                let child = types.child(id, key);
-                path.push(PathElement::Field(key.clone()));
-                walk_compare(
-                    types,
-                    child,
-                    old_map.and_then(|m| m.get(key)),
-                    new_map.and_then(|m| m.get(key)),
-                    path,
-                    out,
-                );
-                path.pop();
-            }
+            let zero_map = zero.and_then(Value::as_object);
+            compare_maps(types, id, old_map, new_map, zero_map, path, out);
         }
         Shape::List(kind, elem) => {
             let (Some(old_items), Some(new_items)) = (as_list(old), as_list(new)) else {
@@ -231,7 +271,7 @@ fn walk_compare(
             for (element, item) in &old_items {
                 let counterpart = new_items.iter().find(|(e, _)| e == element).map(|p| p.1);
                 path.push(element.clone());
-                walk_compare(types, elem, Some(item), counterpart, path, out);
+                walk_compare(types, elem, Some(item), counterpart, None, path, out);
                 path.pop();
             }
             for (element, item) in &new_items {
@@ -239,7 +279,7 @@ fn walk_compare(
                     continue;
                 }
                 path.push(element.clone());
-                walk_compare(types, elem, None, Some(item), path, out);
+                walk_compare(types, elem, None, Some(item), None, path, out);
                 path.pop();
             }
         }
