@@ -1,6 +1,8 @@
 //! `kubemock`: the composition root. Parses the command line, installs the tracing subscriber,
-//! opens the store, serves the API, and shuts down in order on SIGINT/SIGTERM: stop accepting,
-//! end watches, then flush and close the store.
+//! opens the store, serves the API, runs the controllers against it (a client of its own URL,
+//! as any controller manager would be), and shuts down in order on SIGINT/SIGTERM: stop the
+//! controllers, stop accepting, end watches, then flush and close the store. `kubemock
+//! controller-manager` runs only the controllers, against any API server.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -11,6 +13,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use kubemock_apiserver::ServerConfig;
+use kubemock_controllers::{LeaderElection, ManagerConfig};
 use kubemock_storage::{Config, SledStore};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -25,8 +28,27 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the API server.
+    /// Run the API server (and, unless `--no-controllers`, the controllers).
     Serve(ServeArgs),
+    /// Run only the controllers, against the API server of a kubeconfig.
+    ControllerManager(ControllerManagerArgs),
+}
+
+#[derive(Debug, Args)]
+struct ControllerManagerArgs {
+    /// The kubeconfig of the API server (default: `KUBECONFIG`, else `~/.kube/config`).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Controllers to run: `*` for all, `name` to enable one, `-name` to disable one.
+    #[arg(long, default_value = "*")]
+    controllers: String,
+    /// Act only while holding the `kube-system/kube-controller-manager` Lease, so that of
+    /// several managers exactly one is active.
+    #[arg(long)]
+    leader_elect: bool,
+    /// This candidate's identity in the Lease (default: host name and process id).
+    #[arg(long)]
+    leader_elect_identity: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -43,9 +65,13 @@ struct ServeArgs {
     /// Write a kubeconfig whose current context points at the server to this file.
     #[arg(long)]
     kubeconfig_out: Option<PathBuf>,
-    /// Do not run the in-process controllers (there are none yet; accepted for scripts).
+    /// Do not run the in-process controllers: a deleted namespace then stays Terminating, a
+    /// deleted owner's dependents stay (as with envtest).
     #[arg(long)]
     no_controllers: bool,
+    /// Controllers to run in-process: `*` for all, `name` to enable one, `-name` to disable.
+    #[arg(long, default_value = "*")]
+    controllers: String,
     /// Read-only requests in flight at most (watches not counted); more are answered 429.
     /// 0 is unlimited.
     #[arg(long, default_value_t = kubemock_apiserver::DEFAULT_MAX_REQUESTS_INFLIGHT)]
@@ -104,6 +130,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
+        Command::ControllerManager(args) => runtime.block_on(controller_manager(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -115,6 +142,11 @@ fn main() -> ExitCode {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let controllers = if args.no_controllers {
+        None
+    } else {
+        Some(ManagerConfig::from_list(&args.controllers)?)
+    };
     let config = match &args.data_dir {
         Some(dir) => Config::durable(dir),
         None => Config::ephemeral(),
@@ -148,14 +180,33 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         },
         shutdown.clone(),
     ));
+    let stop_controllers = CancellationToken::new();
+    let manager = match controllers {
+        Some(config) => {
+            let client = kubemock_client::Client::new(kubemock_client::Config::new(&url))
+                .context("creating the controllers' client")?;
+            Some(tokio::spawn(kubemock_controllers::run(
+                client,
+                config,
+                stop_controllers.clone(),
+            )))
+        }
+        None => None,
+    };
     // Listen before announcing: a signal sent right after the ready line must shut down
     // cleanly, not kill the process with the default action.
     let signalled = shutdown_signal()?;
     announce(&url);
-    info!(%url, durable = store.is_durable(), no_controllers = args.no_controllers, "serving");
+    info!(%url, durable = store.is_durable(), controllers = manager.is_some(), "serving");
 
     signalled.await;
     info!("shutting down");
+    stop_controllers.cancel();
+    if let Some(manager) = manager {
+        manager
+            .await
+            .context("the controller manager task failed")?;
+    }
     shutdown.cancel();
     server
         .await
@@ -164,6 +215,60 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     store.close();
     info!("stopped");
     Ok(())
+}
+
+async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
+    let config = ManagerConfig::from_list(&args.controllers)?;
+    let client_config = match &args.kubeconfig {
+        Some(path) => kubemock_client::Config::from_kubeconfig_file(path)
+            .with_context(|| format!("reading the kubeconfig {}", path.display()))?,
+        None => kubemock_client::Config::infer().context("finding a kubeconfig")?,
+    };
+    let client = kubemock_client::Client::new(client_config).context("creating the client")?;
+    let token = CancellationToken::new();
+    let signalled = shutdown_signal()?;
+    let mut manager = if args.leader_elect {
+        let identity = args.leader_elect_identity.unwrap_or_else(default_identity);
+        info!(%identity, "campaigning for leadership");
+        tokio::spawn(kubemock_controllers::run_with_leader_election(
+            client,
+            config,
+            LeaderElection::new(&identity),
+            token.clone(),
+        ))
+    } else {
+        tokio::spawn(kubemock_controllers::run(client, config, token.clone()))
+    };
+    tokio::select! {
+        () = signalled => {
+            info!("shutting down");
+            token.cancel();
+            manager.await.context("the controller manager task failed")?;
+        }
+        // With leader election the manager returns when leadership is lost: exit, as
+        // kube-controller-manager does, and let a supervisor start a new candidate.
+        result = &mut manager => {
+            result.context("the controller manager task failed")?;
+            info!("leadership lost");
+        }
+    }
+    info!("stopped");
+    Ok(())
+}
+
+/// A leader-election identity unique to this process: host name and process id.
+fn default_identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "kubemock".to_owned());
+    format!("{host}_{}", std::process::id())
 }
 
 /// Prints the one line that scripts and tests wait for.

@@ -19,12 +19,19 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// `kubemock serve` with its controllers.
     async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// `kubemock serve ARGS...`.
+    async fn start_with(args: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let kubeconfig = dir.path().join("kubeconfig");
         let mut child = Command::new(BINARY)
             .args(["serve", "--port", "0", "--kubeconfig-out"])
             .arg(&kubeconfig)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)
@@ -552,7 +559,9 @@ async fn kubectl_get_prints_the_servers_table_columns() {
 
 #[tokio::test]
 async fn kubectl_scale_and_delete_cascade_policies_leave_the_right_finalizers() {
-    let cluster = Cluster::start().await;
+    // Without controllers: the finalizers the API server sets stay for the test to see (a
+    // garbage collector would remove them at once).
+    let cluster = Cluster::start_with(&["--no-controllers"]).await;
     for name in ["orphaned", "foreground", "background"] {
         cluster
             .kubectl(&["create", "deployment", name, "--image=nginx"])
@@ -823,4 +832,56 @@ async fn kubectl_applies_a_crd_and_manages_its_custom_objects() {
     assert!(out.contains("widget.example.com \"w1\" deleted"), "{out}");
     let out = cluster.kubectl(&["delete", "-f", &crd]).await;
     assert!(out.contains("deleted"), "{out}");
+}
+
+#[tokio::test]
+async fn kubectl_delete_namespace_and_cascading_deletes_complete_with_the_controllers() {
+    let cluster = Cluster::start().await;
+    cluster.kubectl(&["create", "namespace", "team"]).await;
+    cluster
+        .kubectl(&[
+            "create",
+            "configmap",
+            "settings",
+            "-n",
+            "team",
+            "--from-literal=a=1",
+        ])
+        .await;
+    cluster
+        .kubectl(&["create", "deployment", "web", "-n", "team", "--image=nginx"])
+        .await;
+    // kubectl waits for the namespace to go: the namespace controller empties it and
+    // finalizes it (§6.7).
+    let out = cluster
+        .kubectl(&["delete", "namespace", "team", "--timeout=50s"])
+        .await;
+    assert_eq!(out.trim(), "namespace \"team\" deleted");
+    let output = cluster
+        .command()
+        .args(["get", "namespace", "team"])
+        .output()
+        .await
+        .expect("run kubectl");
+    assert!(!output.status.success(), "the namespace is gone");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("NotFound"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // Foreground and orphan deletions complete too: the garbage collector removes the
+    // finalizers kubectl's policy put there (kubectl waits for the object to go).
+    for (name, cascade) in [("fg", "foreground"), ("orph", "orphan")] {
+        cluster
+            .kubectl(&["create", "deployment", name, "--image=nginx"])
+            .await;
+        let flag = format!("--cascade={cascade}");
+        let out = cluster
+            .kubectl(&["delete", "deployment", name, &flag, "--timeout=50s"])
+            .await;
+        assert_eq!(out.trim(), format!("deployment.apps \"{name}\" deleted"));
+    }
+    let out = cluster.kubectl(&["get", "deployments", "-o", "name"]).await;
+    assert_eq!(out.trim(), "");
 }
