@@ -7,6 +7,7 @@
 //! - [`discovery`]: the served resources (preferred versions), for controllers that act on
 //!   every resource.
 //! - [`namespace`]: empties terminating namespaces, then finalizes them (§6.7).
+//! - [`deployment`]: ReplicaSets per template, rolling and recreate rollouts, conditions.
 //! - [`replicaset`]: pods for ReplicaSets: adoption, expectations, slow start, status.
 //! - [`gc`]: the garbage collector: ownerReferences, background, foreground and orphan
 //!   deletion (§6.3).
@@ -16,6 +17,7 @@
 //! - Every controller is level-driven: a sync reads the current state and moves it one step.
 //! - Writes carry the resourceVersion they were computed from; a Conflict means "requeue".
 
+pub mod deployment;
 pub mod discovery;
 pub mod error;
 pub mod gc;

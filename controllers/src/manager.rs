@@ -12,6 +12,7 @@ use kubemock_client::{Api, Client, InformerFactory};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::deployment::DeploymentController;
 use crate::error::{Error, Result};
 use crate::gc::GarbageCollector;
 use crate::namespace::NamespaceController;
@@ -23,12 +24,16 @@ pub const NAMESPACE: &str = "namespace-controller";
 /// The garbage collector's name (kube-controller-manager's, with its old alias).
 pub const GARBAGE_COLLECTOR: &str = "garbage-collector-controller";
 
+/// The Deployment controller's name (kube-controller-manager's, with its old alias).
+pub const DEPLOYMENT: &str = "deployment-controller";
+
 /// The ReplicaSet controller's name (kube-controller-manager's, with its old alias).
 pub const REPLICASET: &str = "replicaset-controller";
 
 /// Every controller this manager knows, with the old short aliases kube-controller-manager
 /// still accepts.
 pub const CONTROLLERS: &[(&str, &str)] = &[
+    (DEPLOYMENT, "deployment"),
     (GARBAGE_COLLECTOR, "garbagecollector"),
     (NAMESPACE, "namespace"),
     (REPLICASET, "replicaset"),
@@ -102,6 +107,10 @@ pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken
     if config.is_enabled(GARBAGE_COLLECTOR) {
         let collector = GarbageCollector::new(client.clone(), factory.clone());
         controllers.spawn(collector.run(token.child_token()));
+    }
+    if config.is_enabled(DEPLOYMENT) {
+        let controller = DeploymentController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(REPLICASET) {
         let controller = ReplicaSetController::new(client.clone(), &factory);

@@ -86,3 +86,53 @@ where
         tokio::time::sleep(POLL).await;
     }
 }
+
+/// A stand-in for the kubelet while the simulated one does not exist: every pod of
+/// `namespace` without a Ready condition is marked Running and Ready, until `token` is
+/// cancelled.
+pub fn mark_pods_ready(
+    client: Client,
+    namespace: &str,
+    token: CancellationToken,
+) -> JoinHandle<()> {
+    use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use kubemock_client::{Api, ListParams, PostParams};
+    let pods: Api<Pod> = Api::namespaced(client, namespace);
+    tokio::spawn(async move {
+        while !token.is_cancelled() {
+            let list = match pods.list(&ListParams::default()).await {
+                Ok(list) => list.items,
+                Err(_) => Vec::new(),
+            };
+            for mut pod in list {
+                let ready = pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready"));
+                if ready || pod.metadata.deletion_timestamp.is_some() {
+                    continue;
+                }
+                pod.status = Some(PodStatus {
+                    phase: Some("Running".into()),
+                    conditions: Some(vec![PodCondition {
+                        type_: "Ready".into(),
+                        status: "True".into(),
+                        last_transition_time: Some(Time(kubemock_client::resource::now())),
+                        ..PodCondition::default()
+                    }]),
+                    ..PodStatus::default()
+                });
+                let name = pod.metadata.name.clone().unwrap_or_default();
+                let _ = pods
+                    .replace_status(&name, &PostParams::default(), &pod)
+                    .await;
+            }
+            tokio::select! {
+                _ = token.cancelled() => {}
+                _ = tokio::time::sleep(POLL) => {}
+            }
+        }
+    })
+}
