@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use kubemock_apiserver::ServerConfig;
+use kubemock_controllers::kubelet::KubeletConfig;
 use kubemock_controllers::{LeaderElection, ManagerConfig};
 use kubemock_storage::{Config, SledStore};
 use tokio_util::sync::CancellationToken;
@@ -49,6 +50,36 @@ struct ControllerManagerArgs {
     /// This candidate's identity in the Lease (default: host name and process id).
     #[arg(long)]
     leader_elect_identity: Option<String>,
+    #[command(flatten)]
+    nodes: NodeArgs,
+}
+
+/// The simulated nodes (the `kubelet` controller).
+#[derive(Debug, Args)]
+struct NodeArgs {
+    /// Simulated nodes to register (`kubemock-node-0` ...); 0 for none.
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+    /// How long a running pod takes to become Ready (`0s`: at once, `500ms`, `2s`).
+    #[arg(long, default_value = "0s", value_parser = parse_delay)]
+    pod_ready_delay: Duration,
+}
+
+impl NodeArgs {
+    fn apply(&self, config: ManagerConfig) -> ManagerConfig {
+        config.with_kubelet(KubeletConfig {
+            nodes: self.nodes,
+            ready_delay: self.pod_ready_delay,
+        })
+    }
+}
+
+/// Like [`parse_interval`], but zero is allowed.
+fn parse_delay(text: &str) -> Result<Duration, String> {
+    if text.trim().trim_end_matches(['m', 's']).trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    parse_interval(text)
 }
 
 #[derive(Debug, Args)]
@@ -72,6 +103,8 @@ struct ServeArgs {
     /// Controllers to run in-process: `*` for all, `name` to enable one, `-name` to disable.
     #[arg(long, default_value = "*")]
     controllers: String,
+    #[command(flatten)]
+    nodes: NodeArgs,
     /// Read-only requests in flight at most (watches not counted); more are answered 429.
     /// 0 is unlimited.
     #[arg(long, default_value_t = kubemock_apiserver::DEFAULT_MAX_REQUESTS_INFLIGHT)]
@@ -145,7 +178,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let controllers = if args.no_controllers {
         None
     } else {
-        Some(ManagerConfig::from_list(&args.controllers)?)
+        Some(
+            args.nodes
+                .apply(ManagerConfig::from_list(&args.controllers)?),
+        )
     };
     let config = match &args.data_dir {
         Some(dir) => Config::durable(dir),
@@ -218,7 +254,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
-    let config = ManagerConfig::from_list(&args.controllers)?;
+    let config = args
+        .nodes
+        .apply(ManagerConfig::from_list(&args.controllers)?);
     let client_config = match &args.kubeconfig {
         Some(path) => kubemock_client::Config::from_kubeconfig_file(path)
             .with_context(|| format!("reading the kubeconfig {}", path.display()))?,
@@ -308,5 +346,8 @@ mod tests {
         assert_eq!(parse_interval("3"), Ok(Duration::from_secs(3)));
         assert!(parse_interval("0s").is_err());
         assert!(parse_interval("soon").is_err());
+        assert_eq!(parse_delay("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_delay("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_delay("250ms"), Ok(Duration::from_millis(250)));
     }
 }

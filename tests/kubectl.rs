@@ -885,3 +885,107 @@ async fn kubectl_delete_namespace_and_cascading_deletes_complete_with_the_contro
     let out = cluster.kubectl(&["get", "deployments", "-o", "name"]).await;
     assert_eq!(out.trim(), "");
 }
+
+#[tokio::test]
+async fn kubectl_deployment_rollout_scale_undo_describe_and_delete_with_the_controllers() {
+    let cluster = Cluster::start().await;
+    let out = cluster
+        .kubectl(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx:1.27",
+            "--replicas=3",
+        ])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web created");
+    let rollout = ["rollout", "status", "deployment/web", "--timeout=50s"];
+    let out = cluster.kubectl(&rollout).await;
+    assert!(
+        out.contains("deployment \"web\" successfully rolled out"),
+        "{out}"
+    );
+    let out = cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Available",
+            "deployment/web",
+            "--timeout=50s",
+        ])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web condition met");
+    let phases = r#"{range .items[*]}{.status.phase} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}"#;
+    let out = cluster
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            &format!("jsonpath={phases}"),
+        ])
+        .await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        vec!["Running True"; 3],
+        "{out}"
+    );
+    let out = cluster.kubectl(&["get", "pods", "-l", "app=web"]).await;
+    assert!(out.contains("1/1     Running"), "{out}");
+
+    let out = cluster
+        .kubectl(&["set", "image", "deployment/web", "nginx=nginx:1.28"])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web image updated");
+    let out = cluster.kubectl(&rollout).await;
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let out = cluster
+        .kubectl(&["rollout", "undo", "deployment/web"])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web rolled back");
+    cluster.kubectl(&rollout).await;
+    let image = "jsonpath={.spec.template.spec.containers[0].image}";
+    assert_eq!(
+        cluster
+            .kubectl(&["get", "deploy", "web", "-o", image])
+            .await,
+        "nginx:1.27"
+    );
+    let out = cluster
+        .kubectl(&["rollout", "history", "deployment/web"])
+        .await;
+    assert!(out.contains('2') && out.contains('3'), "{out}");
+
+    let out = cluster
+        .kubectl(&["scale", "deployment", "web", "--replicas=5"])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web scaled");
+    cluster.kubectl(&rollout).await;
+    let out = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.status.readyReplicas}",
+        ])
+        .await;
+    assert_eq!(out, "5");
+    let out = cluster.kubectl(&["describe", "deployment", "web"]).await;
+    assert!(out.contains("ScalingReplicaSet"), "{out}");
+    assert!(out.contains("Scaled up replica set web-"), "{out}");
+
+    // Background deletion: the garbage collector removes the ReplicaSets and their pods.
+    cluster.kubectl(&["delete", "deployment", "web"]).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let out = cluster
+            .kubectl(&["get", "pods,replicasets", "-l", "app=web", "-o", "name"])
+            .await;
+        if out.trim().is_empty() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "left: {out}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

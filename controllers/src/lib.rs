@@ -9,6 +9,8 @@
 //! - [`namespace`]: empties terminating namespaces, then finalizes them (§6.7).
 //! - [`deployment`]: ReplicaSets per template, rolling and recreate rollouts, conditions.
 //! - [`replicaset`]: pods for ReplicaSets: adoption, expectations, slow start, status.
+//! - [`scheduler`]: binds pending pods to nodes that fit them.
+//! - [`kubelet`]: simulated nodes, and pods on them Running and Ready.
 //! - [`gc`]: the garbage collector: ownerReferences, background, foreground and orphan
 //!   deletion (§6.3).
 //! - [`error`]: the one error type; a failed sync is retried rate-limited by its worker.
@@ -21,9 +23,11 @@ pub mod deployment;
 pub mod discovery;
 pub mod error;
 pub mod gc;
+pub mod kubelet;
 pub mod manager;
 pub mod namespace;
 pub mod replicaset;
+pub mod scheduler;
 
 pub use error::{Error, Result};
 pub use manager::{LeaderElection, ManagerConfig, run, run_with_leader_election};

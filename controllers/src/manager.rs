@@ -15,8 +15,10 @@ use tokio_util::sync::CancellationToken;
 use crate::deployment::DeploymentController;
 use crate::error::{Error, Result};
 use crate::gc::GarbageCollector;
+use crate::kubelet::{Kubelet, KubeletConfig};
 use crate::namespace::NamespaceController;
 use crate::replicaset::ReplicaSetController;
+use crate::scheduler::Scheduler;
 
 /// The namespace controller's name (kube-controller-manager's, with its old alias).
 pub const NAMESPACE: &str = "namespace-controller";
@@ -27,6 +29,12 @@ pub const GARBAGE_COLLECTOR: &str = "garbage-collector-controller";
 /// The Deployment controller's name (kube-controller-manager's, with its old alias).
 pub const DEPLOYMENT: &str = "deployment-controller";
 
+/// The scheduler's name (kube-scheduler's component name).
+pub const SCHEDULER: &str = "scheduler";
+
+/// The simulated nodes and kubelet.
+pub const KUBELET: &str = "kubelet";
+
 /// The ReplicaSet controller's name (kube-controller-manager's, with its old alias).
 pub const REPLICASET: &str = "replicaset-controller";
 
@@ -35,25 +43,30 @@ pub const REPLICASET: &str = "replicaset-controller";
 pub const CONTROLLERS: &[(&str, &str)] = &[
     (DEPLOYMENT, "deployment"),
     (GARBAGE_COLLECTOR, "garbagecollector"),
+    (KUBELET, "nodes"),
     (NAMESPACE, "namespace"),
     (REPLICASET, "replicaset"),
+    (SCHEDULER, "default-scheduler"),
 ];
 
-/// Which controllers run.
+/// Which controllers run, and how the simulated nodes behave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ManagerConfig {
     /// The enabled controllers, by canonical name.
     pub enabled: BTreeSet<String>,
+    /// The simulated nodes (when [`KUBELET`] is enabled).
+    pub kubelet: KubeletConfig,
 }
 
 impl Default for ManagerConfig {
-    /// Every controller.
+    /// Every controller, three nodes, pods Ready at once.
     fn default() -> Self {
         ManagerConfig {
             enabled: CONTROLLERS
                 .iter()
                 .map(|(name, _)| (*name).to_owned())
                 .collect(),
+            kubelet: KubeletConfig::default(),
         }
     }
 }
@@ -91,7 +104,17 @@ impl ManagerConfig {
             }
         }
         enabled.retain(|name| !disabled.contains(name));
-        Ok(ManagerConfig { enabled })
+        Ok(ManagerConfig {
+            enabled,
+            kubelet: KubeletConfig::default(),
+        })
+    }
+
+    /// Sets the simulated nodes.
+    #[must_use]
+    pub fn with_kubelet(mut self, kubelet: KubeletConfig) -> Self {
+        self.kubelet = kubelet;
+        self
     }
 
     /// Whether `name` runs.
@@ -115,6 +138,14 @@ pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken
     if config.is_enabled(REPLICASET) {
         let controller = ReplicaSetController::new(client.clone(), &factory);
         controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(SCHEDULER) {
+        let scheduler = Scheduler::new(client.clone(), &factory);
+        controllers.spawn(scheduler.run(token.child_token()));
+    }
+    if config.is_enabled(KUBELET) {
+        let kubelet = Kubelet::new(client.clone(), &factory, config.kubelet.clone());
+        controllers.spawn(kubelet.run(token.child_token()));
     }
     if config.is_enabled(NAMESPACE) {
         let controller = NamespaceController::new(client.clone(), &factory);

@@ -2,24 +2,22 @@
 //! an in-process server (issue 6 item 2 and acceptance): a Deployment becomes Available, a
 //! rolling update stays within maxSurge and maxUnavailable at every observed moment,
 //! scaling, rollback, Recreate, pause and resume, history cleanup, and the three cascading
-//! deletions. Pods are marked Ready by a stand-in kubelet in the test.
+//! deletions. The scheduler and the simulated kubelet make the pods Running and Ready.
 
 mod common;
 
-use common::{Cluster, mark_pods_ready, wait_for};
+use common::{Cluster, wait_for};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubemock_client::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 struct Fixture {
     cluster: Cluster,
     deployments: Api<Deployment>,
     replicasets: Api<ReplicaSet>,
     pods: Api<Pod>,
-    kubelet: CancellationToken,
 }
 
 impl Fixture {
@@ -38,19 +36,15 @@ impl Fixture {
             )
             .await
             .expect("create the namespace");
-        let kubelet = CancellationToken::new();
-        mark_pods_ready(cluster.client.clone(), namespace, kubelet.clone());
         Fixture {
             deployments: Api::namespaced(cluster.client.clone(), namespace),
             replicasets: Api::namespaced(cluster.client.clone(), namespace),
             pods: Api::namespaced(cluster.client.clone(), namespace),
             cluster,
-            kubelet,
         }
     }
 
     async fn stop(self) {
-        self.kubelet.cancel();
         self.cluster.stop().await;
     }
 

@@ -11,10 +11,13 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kubemock_client::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kubemock_controllers::ManagerConfig;
 use serde_json::json;
 
+/// Without the scheduler and kubelet: the tests decide which pods are Ready.
 async fn start(namespace: &str) -> (Cluster, Api<ReplicaSet>, Api<Pod>) {
-    let cluster = Cluster::start().await;
+    let config = ManagerConfig::from_list("*,-scheduler,-kubelet").expect("valid");
+    let cluster = Cluster::start_with(config).await;
     Api::<Namespace>::all(cluster.client.clone())
         .create(
             &PostParams::default(),
