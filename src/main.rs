@@ -40,6 +40,17 @@ struct ControllerManagerArgs {
     /// The kubeconfig of the API server (default: `KUBECONFIG`, else `~/.kube/config`).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
+    /// The API server's URL, overriding the kubeconfig's (kube-controller-manager's flag);
+    /// without a kubeconfig, no credentials.
+    #[arg(long)]
+    master: Option<String>,
+    /// Port of the `/healthz` endpoint (kube-controller-manager's secure port number, served
+    /// over plain HTTP here); 0 disables it.
+    #[arg(long, default_value_t = 10257)]
+    health_port: u16,
+    /// Address of the `/healthz` endpoint.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    health_bind: IpAddr,
     /// Controllers to run: `*` for all, `name` to enable one, `-name` to disable one.
     #[arg(long, default_value = "*")]
     controllers: String,
@@ -257,14 +268,27 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     let config = args
         .nodes
         .apply(ManagerConfig::from_list(&args.controllers)?);
-    let client_config = match &args.kubeconfig {
-        Some(path) => kubemock_client::Config::from_kubeconfig_file(path)
+    let mut client_config = match (&args.kubeconfig, &args.master) {
+        (Some(path), _) => kubemock_client::Config::from_kubeconfig_file(path)
             .with_context(|| format!("reading the kubeconfig {}", path.display()))?,
-        None => kubemock_client::Config::infer().context("finding a kubeconfig")?,
+        (None, Some(url)) => kubemock_client::Config::new(url),
+        (None, None) => kubemock_client::Config::infer().context("finding a kubeconfig")?,
     };
+    if let Some(url) = &args.master {
+        client_config.cluster_url = url.trim_end_matches('/').to_owned();
+    }
     let client = kubemock_client::Client::new(client_config).context("creating the client")?;
     let token = CancellationToken::new();
     let signalled = shutdown_signal()?;
+    let health = if args.health_port == 0 {
+        None
+    } else {
+        let addr = SocketAddr::new(args.health_bind, args.health_port);
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding the health endpoint {addr}"))?;
+        Some(tokio::spawn(serve_health(listener, token.clone())))
+    };
     let mut manager = if args.leader_elect {
         let identity = args.leader_elect_identity.unwrap_or_else(default_identity);
         info!(%identity, "campaigning for leadership");
@@ -290,8 +314,37 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
             info!("leadership lost");
         }
     }
+    token.cancel();
+    if let Some(health) = health {
+        health.await.context("the health endpoint failed")?;
+    }
     info!("stopped");
     Ok(())
+}
+
+/// Answers every request with `200 ok` (the process is up and its runtime responsive), for
+/// health checks of the controller manager; ends when `token` is cancelled.
+async fn serve_health(listener: tokio::net::TcpListener, token: CancellationToken) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            _ = token.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((mut stream, _)) = accepted else {
+            continue;
+        };
+        connections.spawn(async move {
+            let mut request = [0_u8; 1024];
+            let _ = stream.read(&mut request).await;
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+                .await;
+        });
+        while connections.try_join_next().is_some() {}
+    }
+    connections.shutdown().await;
 }
 
 /// A leader-election identity unique to this process: host name and process id.

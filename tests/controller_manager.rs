@@ -43,12 +43,22 @@ async fn serve(kubeconfig: &std::path::Path) -> (Child, String) {
     (child, url)
 }
 
-fn manager(kubeconfig: &std::path::Path, identity: &str) -> Child {
+/// A free local port (bound, then released for the child to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("address")
+        .port()
+}
+
+fn manager(kubeconfig: &std::path::Path, identity: &str, health_port: u16) -> Child {
     Command::new(BINARY)
         .arg("controller-manager")
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .args(["--leader-elect", "--leader-elect-identity", identity])
+        .args(["--health-port", &health_port.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .kill_on_drop(true)
@@ -114,8 +124,18 @@ async fn two_managers_elect_one_leader_and_the_other_takes_over() {
     assert_eq!(status, 200);
     assert_eq!(ns["status"]["phase"], "Terminating");
 
-    let mut a = manager(&kubeconfig, "manager-a");
-    let mut b = manager(&kubeconfig, "manager-b");
+    let health_port = free_port();
+    let mut a = manager(&kubeconfig, "manager-a", health_port);
+    let mut b = manager(&kubeconfig, "manager-b", 0);
+    // The health endpoint answers (candidate or leader alike).
+    let health = format!("http://127.0.0.1:{health_port}");
+    wait_for("the health endpoint", || async {
+        match reqwest::get(format!("{health}/healthz")).await {
+            Ok(response) if response.status() == 200 => response.text().await.ok(),
+            _ => None,
+        }
+    })
+    .await;
     let leader = wait_for("a leader", || holder(&url)).await;
     assert!(leader == "manager-a" || leader == "manager-b", "{leader}");
     // The leader finishes the namespace.
