@@ -9,6 +9,7 @@
 //! - [`namespace`]: empties terminating namespaces, then finalizes them (§6.7).
 //! - [`deployment`]: ReplicaSets per template, rolling and recreate rollouts, conditions.
 //! - [`replicaset`]: pods for ReplicaSets: adoption, expectations, slow start, status.
+//! - [`job`]: Jobs run pods to completion (NonIndexed), fail past limits, expire by TTL.
 //! - [`scheduler`]: binds pending pods to nodes that fit them.
 //! - [`kubelet`]: simulated nodes, and pods on them Running and Ready.
 //! - [`gc`]: the garbage collector: ownerReferences, background, foreground and orphan
@@ -23,6 +24,7 @@ pub mod deployment;
 pub mod discovery;
 pub mod error;
 pub mod gc;
+pub mod job;
 pub mod kubelet;
 pub mod manager;
 pub mod namespace;

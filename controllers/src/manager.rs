@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::deployment::DeploymentController;
 use crate::error::{Error, Result};
 use crate::gc::GarbageCollector;
+use crate::job::JobController;
 use crate::kubelet::{Kubelet, KubeletConfig};
 use crate::namespace::NamespaceController;
 use crate::replicaset::ReplicaSetController;
@@ -35,6 +36,9 @@ pub const SCHEDULER: &str = "scheduler";
 /// The simulated nodes and kubelet.
 pub const KUBELET: &str = "kubelet";
 
+/// The Job controller's name (kube-controller-manager's, with its old alias).
+pub const JOB: &str = "job-controller";
+
 /// The ReplicaSet controller's name (kube-controller-manager's, with its old alias).
 pub const REPLICASET: &str = "replicaset-controller";
 
@@ -43,6 +47,7 @@ pub const REPLICASET: &str = "replicaset-controller";
 pub const CONTROLLERS: &[(&str, &str)] = &[
     (DEPLOYMENT, "deployment"),
     (GARBAGE_COLLECTOR, "garbagecollector"),
+    (JOB, "job"),
     (KUBELET, "nodes"),
     (NAMESPACE, "namespace"),
     (REPLICASET, "replicaset"),
@@ -137,6 +142,10 @@ pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken
     }
     if config.is_enabled(REPLICASET) {
         let controller = ReplicaSetController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(JOB) {
+        let controller = JobController::new(client.clone(), &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(SCHEDULER) {
