@@ -62,7 +62,12 @@ async fn a_job_of_five_completions_finishes_two_at_a_time() {
     assert_eq!(status.succeeded, Some(5));
     assert_eq!(status.active, None);
     assert!(status.start_time.is_some() && status.completion_time.is_some());
-    let kinds: Vec<String> = status.conditions.iter().flatten().map(|c| c.type_.clone()).collect();
+    let kinds: Vec<String> = status
+        .conditions
+        .iter()
+        .flatten()
+        .map(|c| c.type_.clone())
+        .collect();
     assert_eq!(kinds, vec!["SuccessCriteriaMet", "Complete"]);
     let succeeded = pods
         .list(&ListParams::default().labels("job-name=work"))
@@ -84,7 +89,11 @@ async fn a_finished_job_with_a_ttl_is_deleted() {
         .await
         .expect("create the job");
     wait_for("the job to be deleted after finishing", || async {
-        jobs.get_opt("brief").await.expect("get").is_none().then_some(())
+        jobs.get_opt("brief")
+            .await
+            .expect("get")
+            .is_none()
+            .then_some(())
     })
     .await;
     cluster.stop().await;
