@@ -41,12 +41,23 @@ async fn a_deployment_of_1000_replicas_becomes_ready() {
         .await
         .expect("create");
     let deadline = start + Duration::from_secs(300);
+    let (mut created_at, mut bound_at) = (None, None);
     loop {
         let list = pods
             .list(&ListParams::default().labels("app=big"))
             .await
             .expect("list")
             .items;
+        if created_at.is_none() && list.len() == REPLICAS {
+            created_at = Some(start.elapsed());
+        }
+        let bound = list
+            .iter()
+            .filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some()))
+            .count();
+        if bound_at.is_none() && bound == REPLICAS {
+            bound_at = Some(start.elapsed());
+        }
         let ready = list
             .iter()
             .filter(|p| {
@@ -66,6 +77,9 @@ async fn a_deployment_of_1000_replicas_becomes_ready() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let elapsed = start.elapsed();
-    println!("deployment of {REPLICAS} replicas: all pods Running and Ready after {elapsed:?}");
+    println!(
+        "deployment of {REPLICAS} replicas: all pods created after {created_at:?}, bound after \
+         {bound_at:?}, Running and Ready after {elapsed:?}"
+    );
     cluster.stop().await;
 }

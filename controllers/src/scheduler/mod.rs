@@ -1,9 +1,10 @@
 //! The scheduler (issue 6 item 6): binds pending pods (no nodeName, `default-scheduler`) to
 //! Ready, schedulable nodes that fit them ([`fit`]), spreading load; a pod that fits nowhere
 //! gets `PodScheduled=False` with reason `Unschedulable` and a `FailedScheduling` event, and
-//! is tried again whenever nodes change or a pod goes away. One worker, and pods it bound are
-//! counted on their node until the informer shows them there (kube-scheduler's "assumed"
-//! pods), so two pods never take the same room.
+//! is tried again whenever nodes change or a pod goes away. Decisions are serialised and a
+//! pod is counted on its node from the moment it is chosen until the informer shows it there
+//! (kube-scheduler's "assumed" pods), so two pods never take the same room; binds run in
+//! parallel.
 
 pub mod fit;
 
@@ -26,6 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
 
+/// Concurrent scheduling workers (their binds overlap; their decisions do not).
+const WORKERS: usize = 8;
+
 /// The scheduler name pods ask for by default.
 pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
 
@@ -33,8 +37,13 @@ struct Context {
     client: Client,
     pods: Store<Pod>,
     nodes: Store<Node>,
-    /// Pods bound by this scheduler that the cache does not show bound yet: pod -> node.
+    /// Pods bound (or being bound) by this scheduler that the cache does not show bound yet:
+    /// pod -> node. A node is chosen and the pod assumed there in one section under
+    /// `deciding`, so concurrent workers never take the same room; the binds themselves run
+    /// in parallel (kube-scheduler's binding cycle).
     assumed: Mutex<HashMap<ObjectKey, String>>,
+    /// Serialises the decisions (usage, choice, assumption); never held across an await.
+    deciding: Mutex<()>,
     recorder: Recorder,
 }
 
@@ -76,12 +85,13 @@ impl Scheduler {
             pods: self.pods.store(),
             nodes: self.nodes.store(),
             assumed: Mutex::new(HashMap::new()),
+            deciding: Mutex::new(()),
             recorder: Recorder::new(self.client.clone(), DEFAULT_SCHEDULER),
         });
         let pods = self.pods.store();
         // Any node change may make room: every pending pod is tried again.
         let controller = Controller::new("scheduler", self.pods.clone())
-            .workers(1)
+            .workers(WORKERS)
             .watches(&self.nodes, move |_: &Node| {
                 pods.list()
                     .iter()
@@ -162,12 +172,23 @@ async fn schedule(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     }
     let mut nodes: Vec<Node> = ctx.nodes.list().iter().map(|n| (**n).clone()).collect();
     nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    let used = usage(&ctx);
+    let decision = {
+        let _deciding = ctx.deciding.lock();
+        if ctx.assumed.lock().contains_key(&key) {
+            return Ok(Action::AwaitChange); // another worker has it
+        }
+        let used = usage(&ctx);
+        let decision = fit::choose(&pod, &nodes, &used)
+            .map(|node| node.metadata.name.clone().unwrap_or_default());
+        if let Ok(node_name) = &decision {
+            ctx.assumed.lock().insert(key.clone(), node_name.clone());
+        }
+        decision
+    };
     let namespace = key.namespace.clone().unwrap_or_default();
     let reference = object_reference(pod.as_ref(), &ApiResource::of::<Pod>());
-    match fit::choose(&pod, &nodes, &used) {
-        Ok(node) => {
-            let node_name = node.metadata.name.clone().unwrap_or_default();
+    match decision {
+        Ok(node_name) => {
             let binding = json!({"apiVersion": "v1", "kind": "Binding",
                 "metadata": {"name": key.name, "namespace": namespace},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}});
@@ -176,13 +197,15 @@ async fn schedule(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
             let request = RequestBuilder::new(collection).create(&PostParams::default(), body);
             match ctx.client.request::<serde_json::Value>(&request).await {
                 Ok(_) => {}
-                // Deleted or bound meanwhile: the next event says what to do.
-                Err(err) if err.is_not_found() || err.is_conflict() => {
-                    return Ok(Action::AwaitChange);
+                Err(err) => {
+                    ctx.assumed.lock().remove(&key);
+                    // Deleted or bound meanwhile: the next event says what to do.
+                    if err.is_not_found() || err.is_conflict() {
+                        return Ok(Action::AwaitChange);
+                    }
+                    return Err(err.into());
                 }
-                Err(err) => return Err(err.into()),
             }
-            ctx.assumed.lock().insert(key.clone(), node_name.clone());
             ctx.recorder
                 .publish(
                     &reference,
