@@ -1,6 +1,8 @@
 //! `kubemock`: the composition root. Parses the command line, installs the tracing subscriber,
-//! opens the store, serves the API, and shuts down in order on SIGINT/SIGTERM: stop accepting,
-//! end watches, then flush and close the store.
+//! opens the store, serves the API, runs the controllers against it (a client of its own URL,
+//! as any controller manager would be), and shuts down in order on SIGINT/SIGTERM: stop the
+//! controllers, stop accepting, end watches, then flush and close the store. `kubemock
+//! controller-manager` runs only the controllers, against any API server.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -11,6 +13,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use kubemock_apiserver::{NodePortRange, ServerConfig, ServiceCidr};
+use kubemock_controllers::kubelet::KubeletConfig;
+use kubemock_controllers::{LeaderElection, ManagerConfig};
 use kubemock_storage::{Config, SledStore};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -25,8 +29,68 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the API server.
+    /// Run the API server (and, unless `--no-controllers`, the controllers).
     Serve(ServeArgs),
+    /// Run only the controllers, against the API server of a kubeconfig.
+    ControllerManager(ControllerManagerArgs),
+}
+
+#[derive(Debug, Args)]
+struct ControllerManagerArgs {
+    /// The kubeconfig of the API server (default: `KUBECONFIG`, else `~/.kube/config`).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The API server's URL, overriding the kubeconfig's (kube-controller-manager's flag);
+    /// without a kubeconfig, no credentials.
+    #[arg(long)]
+    master: Option<String>,
+    /// Port of the `/healthz` endpoint (kube-controller-manager's secure port number, served
+    /// over plain HTTP here); 0 disables it.
+    #[arg(long, default_value_t = 10257)]
+    health_port: u16,
+    /// Address of the `/healthz` endpoint.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    health_bind: IpAddr,
+    /// Controllers to run: `*` for all, `name` to enable one, `-name` to disable one.
+    #[arg(long, default_value = "*")]
+    controllers: String,
+    /// Act only while holding the `kube-system/kube-controller-manager` Lease, so that of
+    /// several managers exactly one is active.
+    #[arg(long)]
+    leader_elect: bool,
+    /// This candidate's identity in the Lease (default: host name and process id).
+    #[arg(long)]
+    leader_elect_identity: Option<String>,
+    #[command(flatten)]
+    nodes: NodeArgs,
+}
+
+/// The simulated nodes (the `kubelet` controller).
+#[derive(Debug, Args)]
+struct NodeArgs {
+    /// Simulated nodes to register (`kubemock-node-0` ...); 0 for none.
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+    /// How long a running pod takes to become Ready (`0s`: at once, `500ms`, `2s`).
+    #[arg(long, default_value = "0s", value_parser = parse_delay)]
+    pod_ready_delay: Duration,
+}
+
+impl NodeArgs {
+    fn apply(&self, config: ManagerConfig) -> ManagerConfig {
+        config.with_kubelet(KubeletConfig {
+            nodes: self.nodes,
+            ready_delay: self.pod_ready_delay,
+        })
+    }
+}
+
+/// Like [`parse_interval`], but zero is allowed.
+fn parse_delay(text: &str) -> Result<Duration, String> {
+    if text.trim().trim_end_matches(['m', 's']).trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    parse_interval(text)
 }
 
 #[derive(Debug, Args)]
@@ -43,9 +107,15 @@ struct ServeArgs {
     /// Write a kubeconfig whose current context points at the server to this file.
     #[arg(long)]
     kubeconfig_out: Option<PathBuf>,
-    /// Do not run the in-process controllers (there are none yet; accepted for scripts).
+    /// Do not run the in-process controllers: a deleted namespace then stays Terminating, a
+    /// deleted owner's dependents stay (as with envtest).
     #[arg(long)]
     no_controllers: bool,
+    /// Controllers to run in-process: `*` for all, `name` to enable one, `-name` to disable.
+    #[arg(long, default_value = "*")]
+    controllers: String,
+    #[command(flatten)]
+    nodes: NodeArgs,
     /// Read-only requests in flight at most (watches not counted); more are answered 429.
     /// 0 is unlimited.
     #[arg(long, default_value_t = kubemock_apiserver::DEFAULT_MAX_REQUESTS_INFLIGHT)]
@@ -111,6 +181,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
+        Command::ControllerManager(args) => runtime.block_on(controller_manager(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -122,6 +193,14 @@ fn main() -> ExitCode {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let controllers = if args.no_controllers {
+        None
+    } else {
+        Some(
+            args.nodes
+                .apply(ManagerConfig::from_list(&args.controllers)?),
+        )
+    };
     let config = match &args.data_dir {
         Some(dir) => Config::durable(dir),
         None => Config::ephemeral(),
@@ -157,14 +236,33 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         },
         shutdown.clone(),
     ));
+    let stop_controllers = CancellationToken::new();
+    let manager = match controllers {
+        Some(config) => {
+            let client = kubemock_client::Client::new(kubemock_client::Config::new(&url))
+                .context("creating the controllers' client")?;
+            Some(tokio::spawn(kubemock_controllers::run(
+                client,
+                config,
+                stop_controllers.clone(),
+            )))
+        }
+        None => None,
+    };
     // Listen before announcing: a signal sent right after the ready line must shut down
     // cleanly, not kill the process with the default action.
     let signalled = shutdown_signal()?;
     announce(&url);
-    info!(%url, durable = store.is_durable(), no_controllers = args.no_controllers, "serving");
+    info!(%url, durable = store.is_durable(), controllers = manager.is_some(), "serving");
 
     signalled.await;
     info!("shutting down");
+    stop_controllers.cancel();
+    if let Some(manager) = manager {
+        manager
+            .await
+            .context("the controller manager task failed")?;
+    }
     shutdown.cancel();
     server
         .await
@@ -173,6 +271,104 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     store.close();
     info!("stopped");
     Ok(())
+}
+
+async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
+    let config = args
+        .nodes
+        .apply(ManagerConfig::from_list(&args.controllers)?);
+    let mut client_config = match (&args.kubeconfig, &args.master) {
+        (Some(path), _) => kubemock_client::Config::from_kubeconfig_file(path)
+            .with_context(|| format!("reading the kubeconfig {}", path.display()))?,
+        (None, Some(url)) => kubemock_client::Config::new(url),
+        (None, None) => kubemock_client::Config::infer().context("finding a kubeconfig")?,
+    };
+    if let Some(url) = &args.master {
+        client_config.cluster_url = url.trim_end_matches('/').to_owned();
+    }
+    let client = kubemock_client::Client::new(client_config).context("creating the client")?;
+    let token = CancellationToken::new();
+    let signalled = shutdown_signal()?;
+    let health = if args.health_port == 0 {
+        None
+    } else {
+        let addr = SocketAddr::new(args.health_bind, args.health_port);
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding the health endpoint {addr}"))?;
+        Some(tokio::spawn(serve_health(listener, token.clone())))
+    };
+    let mut manager = if args.leader_elect {
+        let identity = args.leader_elect_identity.unwrap_or_else(default_identity);
+        info!(%identity, "campaigning for leadership");
+        tokio::spawn(kubemock_controllers::run_with_leader_election(
+            client,
+            config,
+            LeaderElection::new(&identity),
+            token.clone(),
+        ))
+    } else {
+        tokio::spawn(kubemock_controllers::run(client, config, token.clone()))
+    };
+    tokio::select! {
+        () = signalled => {
+            info!("shutting down");
+            token.cancel();
+            manager.await.context("the controller manager task failed")?;
+        }
+        // With leader election the manager returns when leadership is lost: exit, as
+        // kube-controller-manager does, and let a supervisor start a new candidate.
+        result = &mut manager => {
+            result.context("the controller manager task failed")?;
+            info!("leadership lost");
+        }
+    }
+    token.cancel();
+    if let Some(health) = health {
+        health.await.context("the health endpoint failed")?;
+    }
+    info!("stopped");
+    Ok(())
+}
+
+/// Answers every request with `200 ok` (the process is up and its runtime responsive), for
+/// health checks of the controller manager; ends when `token` is cancelled.
+async fn serve_health(listener: tokio::net::TcpListener, token: CancellationToken) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            _ = token.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((mut stream, _)) = accepted else {
+            continue;
+        };
+        connections.spawn(async move {
+            let mut request = [0_u8; 1024];
+            let _ = stream.read(&mut request).await;
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+                .await;
+        });
+        while connections.try_join_next().is_some() {}
+    }
+    connections.shutdown().await;
+}
+
+/// A leader-election identity unique to this process: host name and process id.
+fn default_identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "kubemock".to_owned());
+    format!("{host}_{}", std::process::id())
 }
 
 /// Prints the one line that scripts and tests wait for.
@@ -212,5 +408,8 @@ mod tests {
         assert_eq!(parse_interval("3"), Ok(Duration::from_secs(3)));
         assert!(parse_interval("0s").is_err());
         assert!(parse_interval("soon").is_err());
+        assert_eq!(parse_delay("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_delay("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_delay("250ms"), Ok(Duration::from_millis(250)));
     }
 }

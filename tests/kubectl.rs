@@ -19,12 +19,19 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// `kubemock serve` with its controllers.
     async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// `kubemock serve ARGS...`.
+    async fn start_with(args: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let kubeconfig = dir.path().join("kubeconfig");
         let mut child = Command::new(BINARY)
             .args(["serve", "--port", "0", "--kubeconfig-out"])
             .arg(&kubeconfig)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)
@@ -552,7 +559,9 @@ async fn kubectl_get_prints_the_servers_table_columns() {
 
 #[tokio::test]
 async fn kubectl_scale_and_delete_cascade_policies_leave_the_right_finalizers() {
-    let cluster = Cluster::start().await;
+    // Without controllers: the finalizers the API server sets stay for the test to see (a
+    // garbage collector would remove them at once).
+    let cluster = Cluster::start_with(&["--no-controllers"]).await;
     for name in ["orphaned", "foreground", "background"] {
         cluster
             .kubectl(&["create", "deployment", name, "--image=nginx"])
@@ -1009,4 +1018,160 @@ async fn kubectl_run_create_deployment_and_expose_show_the_servers_defaults() {
         .await;
     assert_eq!(target, "8080");
     assert_eq!(row("kubernetes")[2], "10.96.0.1");
+}
+
+#[tokio::test]
+async fn kubectl_delete_namespace_and_cascading_deletes_complete_with_the_controllers() {
+    let cluster = Cluster::start().await;
+    cluster.kubectl(&["create", "namespace", "team"]).await;
+    cluster
+        .kubectl(&[
+            "create",
+            "configmap",
+            "settings",
+            "-n",
+            "team",
+            "--from-literal=a=1",
+        ])
+        .await;
+    cluster
+        .kubectl(&["create", "deployment", "web", "-n", "team", "--image=nginx"])
+        .await;
+    // kubectl waits for the namespace to go: the namespace controller empties it and
+    // finalizes it (§6.7).
+    let out = cluster
+        .kubectl(&["delete", "namespace", "team", "--timeout=50s"])
+        .await;
+    assert_eq!(out.trim(), "namespace \"team\" deleted");
+    let output = cluster
+        .command()
+        .args(["get", "namespace", "team"])
+        .output()
+        .await
+        .expect("run kubectl");
+    assert!(!output.status.success(), "the namespace is gone");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("NotFound"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // Foreground and orphan deletions complete too: the garbage collector removes the
+    // finalizers kubectl's policy put there (kubectl waits for the object to go).
+    for (name, cascade) in [("fg", "foreground"), ("orph", "orphan")] {
+        cluster
+            .kubectl(&["create", "deployment", name, "--image=nginx"])
+            .await;
+        let flag = format!("--cascade={cascade}");
+        let out = cluster
+            .kubectl(&["delete", "deployment", name, &flag, "--timeout=50s"])
+            .await;
+        assert_eq!(out.trim(), format!("deployment.apps \"{name}\" deleted"));
+    }
+    let out = cluster.kubectl(&["get", "deployments", "-o", "name"]).await;
+    assert_eq!(out.trim(), "");
+}
+
+#[tokio::test]
+async fn kubectl_deployment_rollout_scale_undo_describe_and_delete_with_the_controllers() {
+    let cluster = Cluster::start().await;
+    let out = cluster
+        .kubectl(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx:1.27",
+            "--replicas=3",
+        ])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web created");
+    let rollout = ["rollout", "status", "deployment/web", "--timeout=50s"];
+    let out = cluster.kubectl(&rollout).await;
+    assert!(
+        out.contains("deployment \"web\" successfully rolled out"),
+        "{out}"
+    );
+    let out = cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Available",
+            "deployment/web",
+            "--timeout=50s",
+        ])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web condition met");
+    let phases = r#"{range .items[*]}{.status.phase} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}"#;
+    let out = cluster
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            &format!("jsonpath={phases}"),
+        ])
+        .await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        vec!["Running True"; 3],
+        "{out}"
+    );
+    let out = cluster.kubectl(&["get", "pods", "-l", "app=web"]).await;
+    assert!(out.contains("1/1     Running"), "{out}");
+
+    let out = cluster
+        .kubectl(&["set", "image", "deployment/web", "nginx=nginx:1.28"])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web image updated");
+    let out = cluster.kubectl(&rollout).await;
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let out = cluster
+        .kubectl(&["rollout", "undo", "deployment/web"])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web rolled back");
+    cluster.kubectl(&rollout).await;
+    let image = "jsonpath={.spec.template.spec.containers[0].image}";
+    assert_eq!(
+        cluster
+            .kubectl(&["get", "deploy", "web", "-o", image])
+            .await,
+        "nginx:1.27"
+    );
+    let out = cluster
+        .kubectl(&["rollout", "history", "deployment/web"])
+        .await;
+    assert!(out.contains('2') && out.contains('3'), "{out}");
+
+    let out = cluster
+        .kubectl(&["scale", "deployment", "web", "--replicas=5"])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web scaled");
+    cluster.kubectl(&rollout).await;
+    let out = cluster
+        .kubectl(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.status.readyReplicas}",
+        ])
+        .await;
+    assert_eq!(out, "5");
+    let out = cluster.kubectl(&["describe", "deployment", "web"]).await;
+    assert!(out.contains("ScalingReplicaSet"), "{out}");
+    assert!(out.contains("Scaled up replica set web-"), "{out}");
+
+    // Background deletion: the garbage collector removes the ReplicaSets and their pods.
+    cluster.kubectl(&["delete", "deployment", "web"]).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let out = cluster
+            .kubectl(&["get", "pods,replicasets", "-l", "app=web", "-o", "name"])
+            .await;
+        if out.trim().is_empty() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "left: {out}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -1,7 +1,7 @@
 //! §6.1, §6.2, §6.5: DELETE responses, finalizers, preconditions and deletecollection.
 
 use kubemock_conformance::{Harness, configmap};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn s6_2_most_kinds_answer_a_status_and_pods_answer_the_object() {
@@ -296,4 +296,74 @@ async fn s6_6_pods_on_a_node_are_deleted_gracefully() {
         .await;
     assert_eq!(reply.status, 200);
     assert_eq!(h.get(&format!("{pods}/bound")).await.status, 404);
+}
+
+#[tokio::test]
+async fn s6_7_a_deleted_namespace_terminates_until_finalized() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s6-7").await;
+    let path = format!("/api/v1/namespaces/{ns}");
+    // A second spec finalizer (added through /finalize) keeps the namespace even where a
+    // namespace controller runs: it only removes `kubernetes`.
+    let mut body = h.get(&path).await.body;
+    assert_eq!(body["spec"]["finalizers"], json!(["kubernetes"]));
+    body["spec"]["finalizers"] = json!(["kubernetes", "example.com/hold"]);
+    let held = h.put(&format!("{path}/finalize"), &body).await;
+    assert_eq!(held.status, 200, "{:?}", held.body);
+    assert_eq!(
+        held.body["spec"]["finalizers"],
+        json!(["kubernetes", "example.com/hold"])
+    );
+    h.create_configmap(&ns, "c", json!({})).await;
+
+    // The first DELETE marks it: 200 with the namespace, Terminating, not removed.
+    let reply = h.delete(&path, None).await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    assert_eq!(reply.body["kind"], "Namespace");
+    assert_eq!(reply.body["status"]["phase"], "Terminating");
+    let deleted_at = reply.body["metadata"]["deletionTimestamp"].clone();
+    assert!(deleted_at.is_string(), "{:?}", reply.body);
+    assert!(
+        reply.body["metadata"]
+            .get("deletionGracePeriodSeconds")
+            .is_none()
+    );
+
+    // A second DELETE answers the namespace as it is (no 409 since kubernetes PR #84122).
+    let again = h.delete(&path, None).await;
+    assert_eq!(again.status, 200, "{:?}", again.body);
+    assert_eq!(again.body["status"]["phase"], "Terminating");
+    assert_eq!(again.body["metadata"]["deletionTimestamp"], deleted_at);
+
+    // §3.4: nothing new in it.
+    let refused = h
+        .post(
+            &format!("{path}/configmaps"),
+            &json!({"metadata": {"name": "late"}}),
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{:?}", refused.body);
+    assert_eq!(
+        refused.body["details"]["causes"][0]["reason"],
+        "NamespaceTerminating"
+    );
+
+    // Only /finalize changes spec.finalizers: a plain update keeps them.
+    let mut current = h.get(&path).await.body;
+    current["spec"]["finalizers"] = json!([]);
+    current["metadata"]["resourceVersion"] = Value::Null;
+    let updated = h.put(&path, &current).await;
+    assert_eq!(updated.status, 200, "{:?}", updated.body);
+    assert!(
+        updated.body["spec"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| f.contains(&json!("example.com/hold"))),
+        "{:?}",
+        updated.body
+    );
+
+    // Clearing spec.finalizers through /finalize removes it in the same write.
+    let finalized = h.put(&format!("{path}/finalize"), &current).await;
+    assert_eq!(finalized.status, 200, "{:?}", finalized.body);
+    assert_eq!(h.get(&path).await.status, 404);
 }

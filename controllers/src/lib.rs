@@ -1,5 +1,35 @@
-//! kubemock-controllers: the in-tree controllers (ReplicaSet, Deployment, garbage collector,
-//! namespace, scheduler, simulated nodes and kubelet) and the controller manager.
+//! kubemock-controllers: the in-tree controllers and the controller manager, built on
+//! `kubemock-client` alone, exactly as an out-of-tree controller would be, so the manager also
+//! runs against a real cluster. Never depends on the API server, the store, sled or axum.
 //!
-//! Not yet implemented: every controller here will be built on `kubemock-client` alone, exactly
-//! as an out-of-tree controller would be, so the manager also runs against a real cluster.
+//! # Layout
+//! - [`manager`]: which controllers run, one shared informer factory, leader election.
+//! - [`discovery`]: the served resources (preferred versions), for controllers that act on
+//!   every resource.
+//! - [`namespace`]: empties terminating namespaces, then finalizes them (§6.7).
+//! - [`deployment`]: ReplicaSets per template, rolling and recreate rollouts, conditions.
+//! - [`replicaset`]: pods for ReplicaSets: adoption, expectations, slow start, status.
+//! - [`job`]: Jobs run pods to completion (NonIndexed), fail past limits, expire by TTL.
+//! - [`scheduler`]: binds pending pods to nodes that fit them.
+//! - [`kubelet`]: simulated nodes, and pods on them Running and Ready.
+//! - [`gc`]: the garbage collector: ownerReferences, background, foreground and orphan
+//!   deletion (§6.3).
+//! - [`error`]: the one error type; a failed sync is retried rate-limited by its worker.
+//!
+//! # Invariants
+//! - Every controller is level-driven: a sync reads the current state and moves it one step.
+//! - Writes carry the resourceVersion they were computed from; a Conflict means "requeue".
+
+pub mod deployment;
+pub mod discovery;
+pub mod error;
+pub mod gc;
+pub mod job;
+pub mod kubelet;
+pub mod manager;
+pub mod namespace;
+pub mod replicaset;
+pub mod scheduler;
+
+pub use error::{Error, Result};
+pub use manager::{LeaderElection, ManagerConfig, run, run_with_leader_election};

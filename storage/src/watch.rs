@@ -85,6 +85,10 @@ impl Shared {
     /// revision to `revision`. Never blocks on a watcher.
     pub(crate) fn publish(&self, events: &[Arc<Event>], revision: Revision) {
         let mut hub = self.hub.lock();
+        // Readers see the revision before watchers hear of it: a client that reads after an
+        // event (a controller reacting to it) must never get the state before the event.
+        hub.published = revision;
+        self.published.store(revision, Ordering::Release);
         if !events.is_empty() {
             hub.subscribers.retain(|id, subscriber| {
                 for event in events {
@@ -104,8 +108,6 @@ impl Shared {
                 true
             });
         }
-        hub.published = revision;
-        self.published.store(revision, Ordering::Release);
     }
 
     /// Ends every watcher with [`Error::Closed`] and refuses new registrations.

@@ -335,3 +335,68 @@ async fn watchers_on_one_store_share_each_event() {
     );
     let _: &Event = &x;
 }
+
+/// A reader reacting to an event sees at least that event's revision (what a controller that
+/// GETs an object after its watch event relies on): the published revision moves before
+/// watchers are told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_after_an_event_sees_at_least_that_revision() {
+    const WRITES: u64 = 3_000;
+    let store = SledStore::open(Config::ephemeral().watch_buffer(1 << 16)).expect("open");
+    let key = Bytes::from_static(b"/read-after-event/k");
+    store
+        .create(key.clone(), Bytes::from_static(b"0"))
+        .await
+        .expect("create");
+    let mut watch = store
+        .watch(key.clone(), store.revision())
+        .await
+        .expect("watch");
+    // Many other watchers make the delivery of each event take a while: a reader woken by
+    // an early delivery must still see the event's revision.
+    let mut others = Vec::new();
+    for _ in 0..400 {
+        others.push(
+            store
+                .watch(key.clone(), store.revision())
+                .await
+                .expect("watch"),
+        );
+    }
+    let writer = {
+        let store = store.clone();
+        let key = key.clone();
+        tokio::spawn(async move {
+            for n in 1..=WRITES {
+                store
+                    .update(
+                        key.clone(),
+                        Bytes::from(n.to_string()),
+                        kubemock_storage::Guard::Unconditional,
+                    )
+                    .await
+                    .expect("update");
+            }
+        })
+    };
+    let mut seen = 0;
+    while seen < WRITES {
+        let Some(item) = watch.next().await else {
+            panic!("the watch ended")
+        };
+        let WatchItem::Event(event) = item.expect("an event") else {
+            continue;
+        };
+        let read = store.get(&key, None).await.expect("get");
+        let found = read.kv.expect("the key exists").mod_revision;
+        assert!(
+            read.revision >= event.revision() && found >= event.revision(),
+            "read at {} found revision {found} after the event of revision {}",
+            read.revision,
+            event.revision()
+        );
+        seen += 1;
+    }
+    writer.await.expect("writer");
+    drop(others);
+}

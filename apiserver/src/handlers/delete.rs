@@ -1,9 +1,10 @@
 //! DELETE (§6.1, §6.2) and deletecollection (§6.5): preconditions, the garbage collector's
 //! finalizers from `propagationPolicy` (§6.3), graceful deletion of pods (§6.6), and objects
 //! with finalizers kept with a deletionTimestamp until the finalizers are gone (§6.4; the
-//! write that removes the last one deletes the object, `update::write`). Namespace
-//! termination (§6.7) needs the namespace controller and comes with it; until then a namespace
-//! without other finalizers is removed at once.
+//! write that removes the last one deletes the object, `update::write`). Namespaces (§6.7)
+//! are not removed by their first DELETE: it marks them Terminating, and the namespace
+//! controller empties them and clears `spec.finalizers` through `/finalize`, the write that
+//! removes them.
 
 use std::sync::Arc;
 
@@ -207,10 +208,38 @@ async fn delete_one(
 ) -> ApiResult<Deleted> {
     let key = keys::object_key(resource, namespace, name);
     let graceful = resource.group.is_empty() && resource.plural == "pods";
+    let is_namespace = resource.group.is_empty() && resource.plural == "namespaces";
     for _ in 0..DELETE_ATTEMPTS {
         let (current, stored) = fetch_existing(&call.state, resource, &key, name).await?;
         let existing = object::answered(&stored, current.mod_revision);
         check_preconditions(resource, name, options, &existing, current.mod_revision)?;
+        if is_namespace {
+            // §6.7 (upstream `pkg/registry/core/namespace/storage`): the first DELETE only
+            // marks the namespace; a later one removes it once `spec.finalizers` is empty.
+            let terminating = object::meta_str(&existing, "deletionTimestamp").is_some();
+            if !terminating {
+                let mut marked = stored;
+                reconcile_gc_finalizers(resource, options.propagation, &mut marked);
+                mark_terminating(&mut marked);
+                match update::write(call, &key, &current, marked, dry_run).await? {
+                    Written::Done(object) => return Ok(Deleted::Pending(object)),
+                    Written::Conflict => continue,
+                }
+            }
+            if !namespace_finalizers(&existing).is_empty() || !finalizers(&existing).is_empty() {
+                return Ok(Deleted::Pending(existing));
+            }
+            if dry_run {
+                return Ok(Deleted::Removed(existing));
+            }
+            if update::delete_at(call, &key, current.mod_revision)
+                .await?
+                .is_some()
+            {
+                return Ok(Deleted::Removed(existing));
+            }
+            continue;
+        }
         if object::meta_str(&existing, "deletionTimestamp").is_some() {
             // §6.1 step 7, §6.6: only a shorter grace period for a pod changes anything.
             let pending = stored
@@ -302,6 +331,36 @@ fn finalizers(object: &Object) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A namespace's `spec.finalizers` (§6.7): while any remain, it is not removed.
+pub(crate) fn namespace_finalizers(object: &Object) -> Vec<String> {
+    object
+        .get("spec")
+        .and_then(|s| s.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|f| {
+            f.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// §6.7: a namespace's deletion starts with a deletionTimestamp (no grace period, no
+/// generation) and `status.phase: Terminating`.
+fn mark_terminating(namespace: &mut Object) {
+    let metadata = object::metadata_mut(namespace);
+    metadata.insert(
+        "deletionTimestamp".to_owned(),
+        Value::String(meta::now_rfc3339()),
+    );
+    meta::canonicalize_metadata(metadata);
+    let status = namespace.entry("status").or_insert_with(|| json!({}));
+    if let Value::Object(status) = status {
+        status.insert("phase".to_owned(), json!("Terminating"));
+    }
 }
 
 /// Whether deleting `resource` without a policy orphans dependents (§6.3): core

@@ -164,7 +164,7 @@ pub(crate) async fn write(
         }
         // §6.1: the write that removes the last finalizer of an object being deleted deletes
         // it, in the same request.
-        if deletes_during_update(&existing, &updated) {
+        if deletes_during_update(&call.target.resource, &existing, &updated) {
             if dry_run {
                 return Ok(Written::Done(answered(updated, current.mod_revision)));
             }
@@ -203,14 +203,22 @@ fn finalizer_list(object: &Object) -> Vec<&str> {
 }
 
 /// Upstream's `ShouldDeleteDuringUpdate`: the old object had finalizers, the new one has none,
-/// and its deletion has no grace period left.
-fn deletes_during_update(existing: &Object, updated: &Object) -> bool {
+/// and its deletion has no grace period left. For a namespace `spec.finalizers` count too
+/// (`ShouldDeleteNamespaceDuringUpdate`, §6.7): its `/finalize` that clears them removes it.
+fn deletes_during_update(resource: &Resource, existing: &Object, updated: &Object) -> bool {
     let grace = updated
         .get("metadata")
         .and_then(|m| m.get("deletionGracePeriodSeconds"))
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    !finalizer_list(existing).is_empty() && finalizer_list(updated).is_empty() && grace == 0
+    let blocking = |object: &Object| {
+        let mut count = finalizer_list(object).len();
+        if resource.group.is_empty() && resource.plural == "namespaces" {
+            count += super::delete::namespace_finalizers(object).len();
+        }
+        count
+    };
+    blocking(existing) > 0 && blocking(updated) == 0 && grace == 0
 }
 
 /// §3.6: no finalizer may be added once the deletion has started.
@@ -326,6 +334,23 @@ pub(crate) fn merge(
             updated
         }
     };
+    if resource.group.is_empty()
+        && resource.plural == "namespaces"
+        && subresource != Some("finalize")
+    {
+        // Upstream's namespace strategies: only `/finalize` changes `spec.finalizers` (§6.7).
+        let kept = existing
+            .get("spec")
+            .and_then(|s| s.get("finalizers"))
+            .cloned();
+        let spec = updated.entry("spec").or_insert_with(|| json!({}));
+        if let Value::Object(spec) = spec {
+            match kept {
+                Some(finalizers) => spec.insert("finalizers".to_owned(), finalizers),
+                None => spec.shift_remove("finalizers"),
+            };
+        }
+    }
     let existing_meta = existing.get("metadata").and_then(Value::as_object);
     let metadata = object::metadata_mut(&mut updated);
     for field in [

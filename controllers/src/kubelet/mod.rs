@@ -1,0 +1,344 @@
+//! Simulated nodes and their kubelet (issue 6 item 7, kwok-like): registers `nodes` Ready
+//! nodes with capacity, addresses and heartbeat Leases in `kube-node-lease`; a pod bound to
+//! one of them goes Pending -> Running with podIP, hostIP, startTime, container statuses and
+//! the conditions PodScheduled, Initialized, ContainersReady and Ready (Ready after
+//! `ready_delay`); containers of pods with restartPolicy Never/OnFailure complete
+//! (Succeeded); a pod being deleted gracefully is removed (the kubelet's final delete with
+//! grace 0). No container runs anywhere.
+
+pub mod node;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use kubemock_client::controller::default_error_policy;
+use kubemock_client::events::{EventType, Recorder, object_reference};
+use kubemock_client::request::Preconditions;
+use kubemock_client::{
+    Action, Api, ApiResource, Client, Controller, DeleteParams, InformerFactory, ObjectKey,
+    PostParams, SharedInformer,
+};
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Result;
+
+/// Namespace of the node heartbeat Leases.
+pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
+/// How often the Leases are renewed (the kubelet's default: a quarter of 40 s).
+pub const LEASE_RENEW: Duration = Duration::from_secs(10);
+/// The Leases' duration (the kubelet's `nodeLeaseDurationSeconds`).
+pub const LEASE_DURATION_SECONDS: i32 = 40;
+/// Wait between attempts to register the nodes.
+const REGISTER_RETRY: Duration = Duration::from_millis(500);
+/// Concurrent pod syncs.
+const WORKERS: usize = 4;
+
+/// How the simulated nodes behave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubeletConfig {
+    /// How many nodes (`kubemock-node-0` ...).
+    pub nodes: usize,
+    /// How long a running pod takes to become Ready (0: at once).
+    pub ready_delay: Duration,
+}
+
+impl Default for KubeletConfig {
+    /// Three nodes, pods Ready at once.
+    fn default() -> Self {
+        KubeletConfig {
+            nodes: 3,
+            ready_delay: Duration::ZERO,
+        }
+    }
+}
+
+struct Context {
+    client: Client,
+    pods: kubemock_client::Store<Pod>,
+    config: KubeletConfig,
+    /// Pod IPs handed out per node (a counter each).
+    next_ip: Mutex<Vec<u32>>,
+    recorder: Recorder,
+}
+
+/// The simulated nodes and kubelet.
+pub struct Kubelet {
+    client: Client,
+    pods: SharedInformer<Pod>,
+    config: KubeletConfig,
+}
+
+impl Kubelet {
+    /// Simulated nodes per `config`, reading pods through `factory`'s shared informer.
+    pub fn new(client: Client, factory: &InformerFactory, config: KubeletConfig) -> Self {
+        Kubelet {
+            client,
+            pods: factory.informer::<Pod>(),
+            config,
+        }
+    }
+
+    /// Registers the nodes, keeps their Leases fresh and runs their pods until `token` is
+    /// cancelled.
+    pub async fn run(self, token: CancellationToken) {
+        if self.config.nodes == 0 {
+            return;
+        }
+        let ctx = Arc::new(Context {
+            client: self.client.clone(),
+            pods: self.pods.store(),
+            next_ip: Mutex::new(vec![0; self.config.nodes]),
+            config: self.config.clone(),
+            recorder: Recorder::new(self.client.clone(), "kubelet"),
+        });
+        loop {
+            match register_nodes(&self.client, self.config.nodes).await {
+                Ok(()) => break,
+                Err(err) => {
+                    tracing::debug!(error = %err, "registering the simulated nodes failed; retrying")
+                }
+            }
+            tokio::select! {
+                _ = token.cancelled() => return,
+                _ = tokio::time::sleep(REGISTER_RETRY) => {}
+            }
+        }
+        tracing::info!(nodes = self.config.nodes, "simulated nodes registered");
+        let heartbeat = tokio::spawn(renew_leases(
+            self.client.clone(),
+            self.config.nodes,
+            token.clone(),
+        ));
+        Controller::new("kubelet", self.pods)
+            .workers(WORKERS)
+            .run(
+                move |key| sync_pod(key, ctx.clone()),
+                default_error_policy,
+                token,
+            )
+            .await;
+        if let Err(err) = heartbeat.await {
+            tracing::warn!(error = %err, "the node heartbeat task failed");
+        }
+    }
+}
+
+/// Creates the nodes, or reports them Ready again when they exist (a durable store).
+async fn register_nodes(client: &Client, count: usize) -> Result<()> {
+    let api: Api<Node> = Api::all(client.clone());
+    let now = Time(kubemock_client::resource::now());
+    for index in 0..count {
+        let wanted = node::node(index, &now);
+        match api.create(&PostParams::default(), &wanted).await {
+            Ok(created) => {
+                // Status is not taken on create where the status subresource exists.
+                let mut with_status = created;
+                with_status.status = wanted.status.clone();
+                api.replace_status(
+                    &node::node_name(index),
+                    &PostParams::default(),
+                    &with_status,
+                )
+                .await?;
+            }
+            Err(err) if err.is_already_exists() => {
+                let mut existing = api.get(&node::node_name(index)).await?;
+                existing.status = Some(node::node_status(index, &now));
+                api.replace_status(&node::node_name(index), &PostParams::default(), &existing)
+                    .await?;
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Keeps one Lease per node in `kube-node-lease` renewed.
+async fn renew_leases(client: Client, count: usize, token: CancellationToken) {
+    let api: Api<Lease> = Api::namespaced(client, NODE_LEASE_NAMESPACE);
+    loop {
+        let now = MicroTime(kubemock_client::resource::now());
+        for index in 0..count {
+            let name = node::node_name(index);
+            let result = match api.get_opt(&name).await {
+                Ok(Some(mut lease)) => {
+                    let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
+                    spec.renew_time = Some(now.clone());
+                    api.replace(&name, &PostParams::default(), &lease)
+                        .await
+                        .map(|_| ())
+                }
+                Ok(None) => {
+                    let lease = Lease {
+                        metadata: ObjectMeta {
+                            name: Some(name.clone()),
+                            ..ObjectMeta::default()
+                        },
+                        spec: Some(LeaseSpec {
+                            holder_identity: Some(name.clone()),
+                            lease_duration_seconds: Some(LEASE_DURATION_SECONDS),
+                            renew_time: Some(now.clone()),
+                            ..LeaseSpec::default()
+                        }),
+                    };
+                    api.create(&PostParams::default(), &lease).await.map(|_| ())
+                }
+                Err(err) => Err(err),
+            };
+            if let Err(err) = result {
+                tracing::debug!(node = %name, error = %err, "renewing the node lease failed");
+            }
+        }
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tokio::time::sleep(LEASE_RENEW) => {}
+        }
+    }
+}
+
+/// The index of a simulated node by name.
+fn node_index(name: &str, count: usize) -> Option<usize> {
+    name.strip_prefix("kubemock-node-")?
+        .parse::<usize>()
+        .ok()
+        .filter(|i| *i < count)
+}
+
+/// One step of one pod on a simulated node.
+async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
+    let Some(pod) = ctx.pods.get(&key) else {
+        return Ok(Action::AwaitChange);
+    };
+    let node_name = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .unwrap_or_default();
+    let Some(index) = node_index(&node_name, ctx.config.nodes) else {
+        return Ok(Action::AwaitChange);
+    };
+    let namespace = key.namespace.clone().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let reference = object_reference(pod.as_ref(), &ApiResource::of::<Pod>());
+    let containers: Vec<String> = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.iter().map(|c| c.name.clone()).collect())
+        .unwrap_or_default();
+    if pod.metadata.deletion_timestamp.is_some() {
+        // The kubelet's final delete: containers stopped, the pod removed.
+        for name in &containers {
+            ctx.recorder
+                .publish(
+                    &reference,
+                    EventType::Normal,
+                    "Killing",
+                    &format!("Stopping container {name}"),
+                )
+                .await;
+        }
+        let params = DeleteParams {
+            grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions {
+                uid: pod.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        return match api.delete(&key.name, &params).await {
+            Ok(_) => Ok(Action::AwaitChange),
+            Err(err) if err.is_not_found() || err.is_conflict() => Ok(Action::AwaitChange),
+            Err(err) => Err(err.into()),
+        };
+    }
+    let status = pod.status.clone().unwrap_or_default();
+    let now = Time(kubemock_client::resource::now());
+    let write = |mut updated: Pod, status| {
+        updated.status = Some(status);
+        let api = api.clone();
+        let name = key.name.clone();
+        async move {
+            api.replace_status(&name, &PostParams::default(), &updated)
+                .await
+        }
+    };
+    match status.phase.as_deref() {
+        Some("Succeeded" | "Failed") => Ok(Action::AwaitChange),
+        Some("Running") => {
+            if node::runs_to_completion(&pod) {
+                write((*pod).clone(), node::succeeded_status(&status, &now)).await?;
+                return Ok(Action::AwaitChange);
+            }
+            let ready = status
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "Ready" && c.status == "True");
+            if ready {
+                return Ok(Action::AwaitChange);
+            }
+            let started = status.start_time.clone().unwrap_or_else(|| now.clone());
+            let due = started.0
+                + k8s_openapi::chrono::Duration::from_std(ctx.config.ready_delay)
+                    .unwrap_or_default();
+            if due > now.0 {
+                let left = (due - now.0).to_std().unwrap_or_default();
+                return Ok(Action::RequeueAfter(left));
+            }
+            let host_ip = status
+                .host_ip
+                .clone()
+                .unwrap_or_else(|| node::node_ip(index));
+            let pod_ip = status.pod_ip.clone().unwrap_or_default();
+            let ready_status = node::running_status(&pod, &host_ip, &pod_ip, &started, true, &now);
+            write((*pod).clone(), ready_status).await?;
+            Ok(Action::AwaitChange)
+        }
+        _ => {
+            let n = {
+                let mut counters = ctx.next_ip.lock();
+                let counter = &mut counters[index];
+                *counter = counter.wrapping_add(1);
+                *counter - 1
+            };
+            let ready = ctx.config.ready_delay.is_zero();
+            let running = node::running_status(
+                &pod,
+                &node::node_ip(index),
+                &node::pod_ip(index, n),
+                &now,
+                ready,
+                &now,
+            );
+            write((*pod).clone(), running).await?;
+            for container in pod.spec.iter().flat_map(|s| s.containers.iter()) {
+                let image = container.image.clone().unwrap_or_default();
+                let name = &container.name;
+                for (reason, message) in [
+                    (
+                        "Pulled",
+                        format!("Container image \"{image}\" already present on machine"),
+                    ),
+                    ("Created", format!("Created container: {name}")),
+                    ("Started", format!("Started container {name}")),
+                ] {
+                    ctx.recorder
+                        .publish(&reference, EventType::Normal, reason, &message)
+                        .await;
+                }
+            }
+            if node::runs_to_completion(&pod) {
+                return Ok(Action::RequeueAfter(Duration::ZERO));
+            }
+            Ok(if ready {
+                Action::AwaitChange
+            } else {
+                Action::RequeueAfter(ctx.config.ready_delay)
+            })
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! The simulated nodes (kwok-like): what a registered kubelet's Node looks like, and the pod
+//! status a running pod's kubelet reports. Pure, tested without a server.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, Node,
+    NodeAddress, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo, Pod, PodCondition, PodIP,
+    PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+/// Names of the simulated nodes: `kubemock-node-0`, `kubemock-node-1`, ...
+pub fn node_name(index: usize) -> String {
+    format!("kubemock-node-{index}")
+}
+
+/// The InternalIP of node `index` (10.0.0.x / 10.0.y.x).
+pub fn node_ip(index: usize) -> String {
+    format!("10.0.{}.{}", index / 250, index % 250 + 10)
+}
+
+/// The pod CIDR prefix of node `index` (10.244.index.0/24; beyond 255 nodes, 10.(244+).x).
+fn pod_prefix(index: usize) -> String {
+    format!("10.{}.{}", 244 + index / 256, index % 256)
+}
+
+/// The IP of the `n`th pod on node `index`.
+pub fn pod_ip(index: usize, n: u32) -> String {
+    format!("{}.{}", pod_prefix(index), n % 254 + 1)
+}
+
+/// Capacity (and allocatable) of a simulated node: kwok's defaults are about this size.
+pub fn capacity() -> BTreeMap<String, Quantity> {
+    [
+        ("cpu", "32"),
+        ("memory", "256Gi"),
+        ("pods", "110"),
+        ("ephemeral-storage", "1Ti"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), Quantity(v.to_owned())))
+    .collect()
+}
+
+fn condition(kind: &str, status: &str, reason: &str, message: &str, now: &Time) -> NodeCondition {
+    NodeCondition {
+        type_: kind.to_owned(),
+        status: status.to_owned(),
+        reason: Some(reason.to_owned()),
+        message: Some(message.to_owned()),
+        last_heartbeat_time: Some(now.clone()),
+        last_transition_time: Some(now.clone()),
+    }
+}
+
+/// The Node object of simulated node `index`, Ready.
+pub fn node(index: usize, now: &Time) -> Node {
+    let name = node_name(index);
+    let labels: BTreeMap<String, String> = [
+        ("kubernetes.io/hostname", name.as_str()),
+        ("kubernetes.io/os", "linux"),
+        ("kubernetes.io/arch", "amd64"),
+        ("beta.kubernetes.io/os", "linux"),
+        ("beta.kubernetes.io/arch", "amd64"),
+        ("type", "kubemock"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    Node {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(labels),
+            annotations: Some([("node.alpha.kubernetes.io/ttl".to_owned(), "0".to_owned())].into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(NodeSpec {
+            pod_cidr: Some(format!("{}.0/24", pod_prefix(index))),
+            pod_cidrs: Some(vec![format!("{}.0/24", pod_prefix(index))]),
+            ..NodeSpec::default()
+        }),
+        status: Some(node_status(index, now)),
+    }
+}
+
+/// The status a healthy simulated kubelet reports.
+pub fn node_status(index: usize, now: &Time) -> NodeStatus {
+    NodeStatus {
+        capacity: Some(capacity()),
+        allocatable: Some(capacity()),
+        addresses: Some(vec![
+            NodeAddress {
+                type_: "InternalIP".to_owned(),
+                address: node_ip(index),
+            },
+            NodeAddress {
+                type_: "Hostname".to_owned(),
+                address: node_name(index),
+            },
+        ]),
+        conditions: Some(vec![
+            condition(
+                "MemoryPressure",
+                "False",
+                "KubeletHasSufficientMemory",
+                "kubelet has sufficient memory available",
+                now,
+            ),
+            condition(
+                "DiskPressure",
+                "False",
+                "KubeletHasNoDiskPressure",
+                "kubelet has no disk pressure",
+                now,
+            ),
+            condition(
+                "PIDPressure",
+                "False",
+                "KubeletHasSufficientPID",
+                "kubelet has sufficient PID available",
+                now,
+            ),
+            condition(
+                "Ready",
+                "True",
+                "KubeletReady",
+                "kubelet is posting ready status",
+                now,
+            ),
+        ]),
+        node_info: Some(NodeSystemInfo {
+            architecture: "amd64".to_owned(),
+            boot_id: String::new(),
+            container_runtime_version: "kubemock://1.0.0".to_owned(),
+            kernel_version: "6.0.0".to_owned(),
+            kube_proxy_version: String::new(),
+            kubelet_version: "v1.32.0".to_owned(),
+            machine_id: String::new(),
+            operating_system: "linux".to_owned(),
+            os_image: "kubemock".to_owned(),
+            system_uuid: String::new(),
+        }),
+        phase: Some("Running".to_owned()),
+        ..NodeStatus::default()
+    }
+}
+
+/// Whether the pod's containers run to completion (restartPolicy Never or OnFailure).
+pub fn runs_to_completion(pod: &Pod) -> bool {
+    matches!(
+        pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()),
+        Some("Never" | "OnFailure")
+    )
+}
+
+fn pod_condition(kind: &str, status: &str, reason: Option<&str>, now: &Time) -> PodCondition {
+    PodCondition {
+        type_: kind.to_owned(),
+        status: status.to_owned(),
+        reason: reason.map(str::to_owned),
+        message: None,
+        last_probe_time: None,
+        last_transition_time: Some(now.clone()),
+    }
+}
+
+/// The status of a pod whose containers run (`ready`: they passed readiness), started at
+/// `started`, on a node at `host_ip`, with `pod_ip`.
+pub fn running_status(
+    pod: &Pod,
+    host_ip: &str,
+    pod_ip: &str,
+    started: &Time,
+    ready: bool,
+    now: &Time,
+) -> PodStatus {
+    let ready_text = if ready { "True" } else { "False" };
+    let not_ready = (!ready).then_some("ContainersNotReady");
+    let containers = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.clone())
+        .unwrap_or_default();
+    PodStatus {
+        phase: Some("Running".to_owned()),
+        host_ip: Some(host_ip.to_owned()),
+        host_ips: Some(vec![k8s_openapi::api::core::v1::HostIP {
+            ip: host_ip.to_owned(),
+        }]),
+        pod_ip: Some(pod_ip.to_owned()),
+        pod_ips: Some(vec![PodIP {
+            ip: pod_ip.to_owned(),
+        }]),
+        start_time: Some(started.clone()),
+        qos_class: Some("BestEffort".to_owned()),
+        conditions: Some(vec![
+            pod_condition("PodReadyToStartContainers", "True", None, now),
+            pod_condition("Initialized", "True", None, now),
+            pod_condition("Ready", ready_text, not_ready, now),
+            pod_condition("ContainersReady", ready_text, not_ready, now),
+            pod_condition("PodScheduled", "True", None, started),
+        ]),
+        container_statuses: Some(
+            containers
+                .iter()
+                .map(|c| ContainerStatus {
+                    name: c.name.clone(),
+                    image: c.image.clone().unwrap_or_default(),
+                    image_id: format!("kubemock://{}", c.image.clone().unwrap_or_default()),
+                    container_id: Some(format!("kubemock://{}", c.name)),
+                    ready,
+                    started: Some(true),
+                    restart_count: 0,
+                    state: Some(ContainerState {
+                        running: Some(ContainerStateRunning {
+                            started_at: Some(started.clone()),
+                        }),
+                        ..ContainerState::default()
+                    }),
+                    ..ContainerStatus::default()
+                })
+                .collect(),
+        ),
+        ..PodStatus::default()
+    }
+}
+
+/// The status of a pod whose containers all exited 0 (phase Succeeded), from its running
+/// status.
+pub fn succeeded_status(running: &PodStatus, now: &Time) -> PodStatus {
+    let mut status = running.clone();
+    status.phase = Some("Succeeded".to_owned());
+    for condition in status.conditions.iter_mut().flatten() {
+        if condition.type_ == "Ready" || condition.type_ == "ContainersReady" {
+            condition.status = "False".to_owned();
+            condition.reason = Some("PodCompleted".to_owned());
+            condition.last_transition_time = Some(now.clone());
+        }
+        if condition.type_ == "PodReadyToStartContainers" {
+            condition.status = "False".to_owned();
+        }
+    }
+    for container in status.container_statuses.iter_mut().flatten() {
+        let started = container
+            .state
+            .as_ref()
+            .and_then(|s| s.running.as_ref())
+            .and_then(|r| r.started_at.clone());
+        container.ready = false;
+        container.started = Some(false);
+        container.state = Some(ContainerState {
+            terminated: Some(ContainerStateTerminated {
+                exit_code: 0,
+                reason: Some("Completed".to_owned()),
+                started_at: started,
+                finished_at: Some(now.clone()),
+                container_id: container.container_id.clone(),
+                ..ContainerStateTerminated::default()
+            }),
+            ..ContainerState::default()
+        });
+    }
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_are_ready_with_capacity_and_addresses() {
+        let now = Time(kubemock_client::resource::now());
+        let n = node(1, &now);
+        assert_eq!(n.metadata.name.as_deref(), Some("kubemock-node-1"));
+        let status = n.status.expect("status");
+        assert!(
+            status
+                .conditions
+                .expect("conditions")
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        );
+        assert_eq!(status.addresses.expect("addresses")[0].address, "10.0.0.11");
+        assert_eq!(status.allocatable.expect("allocatable")["pods"].0, "110");
+        assert_eq!(pod_ip(1, 0), "10.244.1.1");
+    }
+
+    #[test]
+    fn a_completed_pod_is_succeeded_and_not_ready() {
+        let now = Time(kubemock_client::resource::now());
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
+        }))
+        .expect("a pod");
+        assert!(runs_to_completion(&pod));
+        let running = running_status(&pod, "10.0.0.10", "10.244.0.1", &now, true, &now);
+        assert_eq!(running.phase.as_deref(), Some("Running"));
+        let done = succeeded_status(&running, &now);
+        assert_eq!(done.phase.as_deref(), Some("Succeeded"));
+        let c = &done.container_statuses.expect("statuses")[0];
+        assert_eq!(
+            c.state
+                .as_ref()
+                .and_then(|s| s.terminated.as_ref())
+                .map(|t| t.exit_code),
+            Some(0)
+        );
+        assert!(!c.ready);
+    }
+}

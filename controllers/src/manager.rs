@@ -1,0 +1,251 @@
+//! The controller manager: one [`InformerFactory`] (one shared informer per resource across
+//! all controllers), the enabled controllers on it, and an orderly stop: controllers drain
+//! their queues, then the informers end. Optionally behind leader election, so that of
+//! several managers against one server exactly one acts.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kubemock_client::leader::{LeaderElectionConfig, LeaderElector, LeaderEvent};
+use kubemock_client::{Api, Client, InformerFactory};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::deployment::DeploymentController;
+use crate::error::{Error, Result};
+use crate::gc::GarbageCollector;
+use crate::job::JobController;
+use crate::kubelet::{Kubelet, KubeletConfig};
+use crate::namespace::NamespaceController;
+use crate::replicaset::ReplicaSetController;
+use crate::scheduler::Scheduler;
+
+/// The namespace controller's name (kube-controller-manager's, with its old alias).
+pub const NAMESPACE: &str = "namespace-controller";
+
+/// The garbage collector's name (kube-controller-manager's, with its old alias).
+pub const GARBAGE_COLLECTOR: &str = "garbage-collector-controller";
+
+/// The Deployment controller's name (kube-controller-manager's, with its old alias).
+pub const DEPLOYMENT: &str = "deployment-controller";
+
+/// The scheduler's name (kube-scheduler's component name).
+pub const SCHEDULER: &str = "scheduler";
+
+/// The simulated nodes and kubelet.
+pub const KUBELET: &str = "kubelet";
+
+/// The Job controller's name (kube-controller-manager's, with its old alias).
+pub const JOB: &str = "job-controller";
+
+/// The ReplicaSet controller's name (kube-controller-manager's, with its old alias).
+pub const REPLICASET: &str = "replicaset-controller";
+
+/// Every controller this manager knows, with the old short aliases kube-controller-manager
+/// still accepts.
+pub const CONTROLLERS: &[(&str, &str)] = &[
+    (DEPLOYMENT, "deployment"),
+    (GARBAGE_COLLECTOR, "garbagecollector"),
+    (JOB, "job"),
+    (KUBELET, "nodes"),
+    (NAMESPACE, "namespace"),
+    (REPLICASET, "replicaset"),
+    (SCHEDULER, "default-scheduler"),
+];
+
+/// Which controllers run, and how the simulated nodes behave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManagerConfig {
+    /// The enabled controllers, by canonical name.
+    pub enabled: BTreeSet<String>,
+    /// The simulated nodes (when [`KUBELET`] is enabled).
+    pub kubelet: KubeletConfig,
+}
+
+impl Default for ManagerConfig {
+    /// Every controller, three nodes, pods Ready at once.
+    fn default() -> Self {
+        ManagerConfig {
+            enabled: CONTROLLERS
+                .iter()
+                .map(|(name, _)| (*name).to_owned())
+                .collect(),
+            kubelet: KubeletConfig::default(),
+        }
+    }
+}
+
+impl ManagerConfig {
+    /// From a `--controllers` list as kube-controller-manager reads it: `*` is every
+    /// controller, `name` enables one, `-name` disables one (names or their short aliases).
+    pub fn from_list(list: &str) -> Result<Self> {
+        let mut enabled = BTreeSet::new();
+        let mut disabled = BTreeSet::new();
+        for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            if item == "*" {
+                enabled.extend(Self::default().enabled);
+                continue;
+            }
+            let (negated, name) = match item.strip_prefix('-') {
+                Some(name) => (true, name),
+                None => (false, item),
+            };
+            let canonical = CONTROLLERS
+                .iter()
+                .find(|(full, alias)| *full == name || *alias == name)
+                .map(|(full, _)| (*full).to_owned())
+                .ok_or_else(|| {
+                    let known: Vec<&str> = CONTROLLERS.iter().map(|(n, _)| *n).collect();
+                    Error::Config(format!(
+                        "unknown controller {name:?} (known: {})",
+                        known.join(", ")
+                    ))
+                })?;
+            if negated {
+                disabled.insert(canonical);
+            } else {
+                enabled.insert(canonical);
+            }
+        }
+        enabled.retain(|name| !disabled.contains(name));
+        Ok(ManagerConfig {
+            enabled,
+            kubelet: KubeletConfig::default(),
+        })
+    }
+
+    /// Sets the simulated nodes.
+    #[must_use]
+    pub fn with_kubelet(mut self, kubelet: KubeletConfig) -> Self {
+        self.kubelet = kubelet;
+        self
+    }
+
+    /// Whether `name` runs.
+    pub fn is_enabled(&self, name: &str) -> bool {
+        self.enabled.contains(name)
+    }
+}
+
+/// Runs the enabled controllers against `client`'s server until `token` is cancelled.
+pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken) {
+    let factory = Arc::new(InformerFactory::new(client.clone()));
+    let mut controllers = JoinSet::new();
+    if config.is_enabled(GARBAGE_COLLECTOR) {
+        let collector = GarbageCollector::new(client.clone(), factory.clone());
+        controllers.spawn(collector.run(token.child_token()));
+    }
+    if config.is_enabled(DEPLOYMENT) {
+        let controller = DeploymentController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(REPLICASET) {
+        let controller = ReplicaSetController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(JOB) {
+        let controller = JobController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(SCHEDULER) {
+        let scheduler = Scheduler::new(client.clone(), &factory);
+        controllers.spawn(scheduler.run(token.child_token()));
+    }
+    if config.is_enabled(KUBELET) {
+        let kubelet = Kubelet::new(client.clone(), &factory, config.kubelet.clone());
+        controllers.spawn(kubelet.run(token.child_token()));
+    }
+    if config.is_enabled(NAMESPACE) {
+        let controller = NamespaceController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    let informers = token.child_token();
+    factory.start(&informers);
+    tracing::info!(controllers = ?config.enabled, server = client.base_url(), "controller manager started");
+    token.cancelled().await;
+    while controllers.join_next().await.is_some() {}
+    informers.cancel();
+    factory.shutdown().await;
+    tracing::info!("controller manager stopped");
+}
+
+/// Where the leader-election lease lives, and who this candidate is.
+#[derive(Debug, Clone)]
+pub struct LeaderElection {
+    /// Namespace of the Lease (`kube-system`).
+    pub namespace: String,
+    /// Name of the Lease (`kube-controller-manager`).
+    pub name: String,
+    /// Timings and this candidate's identity.
+    pub config: LeaderElectionConfig,
+}
+
+impl LeaderElection {
+    /// kube-controller-manager's lease (`kube-system/kube-controller-manager`) for `identity`.
+    pub fn new(identity: &str) -> Self {
+        LeaderElection {
+            namespace: "kube-system".to_owned(),
+            name: "kube-controller-manager".to_owned(),
+            config: LeaderElectionConfig::new(identity),
+        }
+    }
+}
+
+/// Like [`run`], but only while this candidate holds the lease: it campaigns, runs the
+/// controllers while leading, and stops them when leadership ends (then returns, as
+/// kube-controller-manager exits, so a supervisor restarts it as a candidate).
+pub async fn run_with_leader_election(
+    client: Client,
+    config: ManagerConfig,
+    election: LeaderElection,
+    token: CancellationToken,
+) {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &election.namespace);
+    let elector = LeaderElector::new(leases, &election.name, election.config);
+    elector
+        .run(
+            token,
+            move |leading| run(client, config, leading),
+            |event| match event {
+                LeaderEvent::NewLeader(holder) => tracing::info!(%holder, "new leader"),
+                LeaderEvent::StartedLeading => tracing::info!("started leading"),
+                LeaderEvent::StoppedLeading => tracing::info!("stopped leading"),
+            },
+        )
+        .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controller_lists_enable_and_disable_by_name_or_alias() {
+        assert_eq!(
+            ManagerConfig::from_list("*").expect("valid"),
+            ManagerConfig::default()
+        );
+        assert!(
+            ManagerConfig::from_list("namespace")
+                .expect("valid")
+                .is_enabled(NAMESPACE)
+        );
+        assert!(
+            !ManagerConfig::from_list("*,-namespace")
+                .expect("valid")
+                .is_enabled(NAMESPACE)
+        );
+        assert!(
+            ManagerConfig::from_list("")
+                .expect("valid")
+                .enabled
+                .is_empty()
+        );
+        let err = ManagerConfig::from_list("nope").expect_err("unknown");
+        assert!(
+            err.to_string().contains("unknown controller \"nope\""),
+            "{err}"
+        );
+    }
+}

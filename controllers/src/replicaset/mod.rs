@@ -1,0 +1,187 @@
+//! The ReplicaSet controller (issue 6 item 1): keeps `spec.replicas` pods with a controller
+//! reference to each ReplicaSet, adopting matching orphans and releasing pods that no longer
+//! match; creates in slow-start batches and deletes the least valuable pods first; never
+//! resizes again before the informer has shown its last creations and deletions
+//! (expectations); and reports replicas, fullyLabeledReplicas, readyReplicas,
+//! availableReplicas, observedGeneration and the `ReplicaFailure` condition.
+
+mod expectations;
+pub mod pods;
+mod sync;
+
+pub use expectations::{EXPECTATIONS_TTL, Expectations};
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
+use kubemock_client::controller::{controller_of, default_error_policy};
+use kubemock_client::events::Recorder;
+use kubemock_client::informer::Handlers;
+use kubemock_client::{
+    Client, Controller, InformerFactory, ObjectKey, Resource, Selector, SharedInformer, Store,
+    WorkQueue,
+};
+use tokio_util::sync::CancellationToken;
+
+/// Concurrent ReplicaSet syncs (kube-controller-manager's `--concurrent-replicaset-syncs`).
+const WORKERS: usize = 5;
+
+/// At most this many pods are created or deleted in one sync (upstream `BurstReplicas`).
+pub const BURST_REPLICAS: usize = 500;
+
+/// What a sync needs.
+pub(crate) struct Context {
+    pub(crate) client: Client,
+    pub(crate) replicasets: Store<ReplicaSet>,
+    pub(crate) pods: Store<Pod>,
+    pub(crate) expectations: Arc<Expectations>,
+    pub(crate) recorder: Recorder,
+}
+
+/// The ReplicaSet controller.
+pub struct ReplicaSetController {
+    client: Client,
+    replicasets: SharedInformer<ReplicaSet>,
+    pods: SharedInformer<Pod>,
+}
+
+impl ReplicaSetController {
+    /// A controller on `factory`'s shared ReplicaSet and Pod informers.
+    pub fn new(client: Client, factory: &InformerFactory) -> Self {
+        ReplicaSetController {
+            client,
+            replicasets: factory.informer::<ReplicaSet>(),
+            pods: factory.informer::<Pod>(),
+        }
+    }
+
+    /// Runs until `token` is cancelled.
+    pub async fn run(self, token: CancellationToken) {
+        let expectations = Arc::new(Expectations::default());
+        let ctx = Arc::new(Context {
+            client: self.client.clone(),
+            replicasets: self.replicasets.store(),
+            pods: self.pods.store(),
+            expectations: expectations.clone(),
+            recorder: Recorder::new(self.client.clone(), "replicaset-controller"),
+        });
+        let replicasets = self.replicasets.store();
+        // Pods map to their controller, or (orphans) to every ReplicaSet that selects them.
+        let controller = Controller::new("replicaset", self.replicasets).workers(WORKERS);
+        let controller =
+            controller.watches(&self.pods, move |pod: &Pod| owners_of(&replicasets, pod));
+        observe_expectations(
+            &self.pods,
+            controller.queue(),
+            ctx.replicasets.clone(),
+            expectations,
+        );
+        controller
+            .run(
+                move |key| sync::sync(key, ctx.clone()),
+                default_error_policy,
+                token,
+            )
+            .await;
+    }
+}
+
+/// The ReplicaSet controlling `pod` (by name; its uid checked when cached).
+fn controlling_replicaset(replicasets: &Store<ReplicaSet>, pod: &Pod) -> Option<ObjectKey> {
+    let owner = controller_of(&pod.metadata)?;
+    if owner.kind != "ReplicaSet" || !owner.api_version.starts_with("apps/") {
+        return None;
+    }
+    let namespace = pod.metadata.namespace.as_deref();
+    if let Some(rs) = replicasets.get_by(namespace, &owner.name)
+        && rs.metadata.uid.as_deref() != Some(owner.uid.as_str())
+    {
+        return None; // a ReplicaSet of that name, but not the owner
+    }
+    Some(ObjectKey::new(namespace, &owner.name))
+}
+
+/// The ReplicaSets a change of `pod` concerns: its controller, or for an orphan every
+/// ReplicaSet of its namespace that selects it (to adopt it).
+fn owners_of(replicasets: &Store<ReplicaSet>, pod: &Pod) -> Vec<ObjectKey> {
+    if controller_of(&pod.metadata).is_some() {
+        return controlling_replicaset(replicasets, pod)
+            .into_iter()
+            .collect();
+    }
+    if pod.metadata.deletion_timestamp.is_some() {
+        return Vec::new();
+    }
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    replicasets
+        .list_namespace(&namespace)
+        .iter()
+        .filter(|rs| {
+            rs.spec
+                .as_ref()
+                .and_then(|s| Selector::from_label_selector(&s.selector).ok())
+                .is_some_and(|selector| !selector_is_empty(&rs.spec) && selector.matches(&labels))
+        })
+        .map(|rs| rs.key())
+        .collect()
+}
+
+/// An empty selector selects nothing for a controller (upstream refuses to adopt with it).
+fn selector_is_empty(spec: &Option<k8s_openapi::api::apps::v1::ReplicaSetSpec>) -> bool {
+    spec.as_ref().is_none_or(|s| {
+        s.selector
+            .match_labels
+            .as_ref()
+            .is_none_or(|m| m.is_empty())
+            && s.selector
+                .match_expressions
+                .as_ref()
+                .is_none_or(|e| e.is_empty())
+    })
+}
+
+/// Records observed creations and deletions of pods (upstream `addPod`, `updatePod`,
+/// `deletePod`), then queues the owner so that it syncs with the expectation met.
+fn observe_expectations(
+    pods: &SharedInformer<Pod>,
+    queue: WorkQueue<ObjectKey>,
+    replicasets: Store<ReplicaSet>,
+    expectations: Arc<Expectations>,
+) {
+    let (q1, q2, q3) = (queue.clone(), queue.clone(), queue);
+    let (r1, r2, r3) = (replicasets.clone(), replicasets.clone(), replicasets);
+    let (e1, e2, e3) = (expectations.clone(), expectations.clone(), expectations);
+    pods.add_handler(
+        Handlers::new()
+            .on_add(move |pod: &Arc<Pod>| {
+                let Some(owner) = controlling_replicaset(&r1, pod) else {
+                    return;
+                };
+                if pod.metadata.deletion_timestamp.is_some() {
+                    e1.deletion_observed(&owner, &pod.key());
+                } else {
+                    e1.creation_observed(&owner);
+                }
+                q1.add(owner);
+            })
+            .on_update(move |old: &Arc<Pod>, new: &Arc<Pod>| {
+                // A graceful deletion counts when it starts, not when the kubelet ends it.
+                if old.metadata.deletion_timestamp.is_none()
+                    && new.metadata.deletion_timestamp.is_some()
+                    && let Some(owner) = controlling_replicaset(&r2, new)
+                {
+                    e2.deletion_observed(&owner, &new.key());
+                    q2.add(owner);
+                }
+            })
+            .on_delete(move |pod: &Arc<Pod>| {
+                let Some(owner) = controlling_replicaset(&r3, pod) else {
+                    return;
+                };
+                e3.deletion_observed(&owner, &pod.key());
+                q3.add(owner);
+            }),
+    );
+}

@@ -1,0 +1,299 @@
+//! One sync of one ReplicaSet (upstream `syncReplicaSet`): claim its pods, create or delete
+//! one step's worth when expectations allow, then write the status the pods add up to.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
+use kubemock_client::controller::{controller_of, controller_reference};
+use kubemock_client::events::{EventType, object_reference};
+use kubemock_client::{
+    Action, Api, ApiResource, DeleteParams, ObjectKey, Patch, PatchParams, PostParams, Resource,
+    Selector,
+};
+use serde_json::json;
+
+use super::pods::{self, ManageFailure};
+use super::{BURST_REPLICAS, Context};
+use crate::error::Result;
+
+/// Syncs the ReplicaSet `key`.
+pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
+    let Some(rs) = ctx.replicasets.get(&key) else {
+        ctx.expectations.forget(&key);
+        return Ok(Action::AwaitChange);
+    };
+    let namespace = key.namespace.clone().unwrap_or_default();
+    let spec = rs.spec.clone().unwrap_or_default();
+    let selector = match Selector::from_label_selector(&spec.selector) {
+        Ok(selector) => selector,
+        Err(err) => {
+            // Validation refuses such objects; nothing to do until it changes.
+            tracing::warn!(replicaset = %key, error = %err, "invalid selector");
+            return Ok(Action::AwaitChange);
+        }
+    };
+    // Before reading the pods: expectations met now stay met for what is read next.
+    let satisfied = ctx.expectations.satisfied(&key);
+    let active: Vec<Pod> = ctx
+        .pods
+        .list_namespace(&namespace)
+        .iter()
+        .filter(|p| pods::is_active(p))
+        .map(|p| (**p).clone())
+        .collect();
+    let owned = claim_pods(&ctx, &rs, &selector, active).await?;
+
+    let mut failure = None;
+    if satisfied && rs.metadata.deletion_timestamp.is_none() {
+        let wanted = usize::try_from(spec.replicas.unwrap_or(1).max(0)).unwrap_or(0);
+        if let Err(message) = manage_replicas(&ctx, &rs, &key, &owned, wanted).await {
+            let reason = if owned.len() < wanted {
+                "FailedCreate"
+            } else {
+                "FailedDelete"
+            };
+            failure = Some(ManageFailure { reason, message });
+        }
+    }
+
+    let now = kubemock_client::resource::now();
+    let status = pods::compute_status(&rs, &owned, failure.as_ref(), now);
+    if rs.status.as_ref() != Some(&status) {
+        let mut updated = (*rs).clone();
+        updated.status = Some(status.clone());
+        let api: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &namespace);
+        api.replace_status(&key.name, &PostParams::default(), &updated)
+            .await?;
+    }
+    if let Some(failure) = failure {
+        return Err(crate::Error::Manage(failure.message));
+    }
+    let replicas = spec.replicas.unwrap_or(1);
+    let min_ready = spec.min_ready_seconds.unwrap_or(0);
+    if min_ready > 0
+        && status.ready_replicas.unwrap_or(0) == replicas
+        && status.available_replicas.unwrap_or(0) != replicas
+    {
+        return Ok(Action::RequeueAfter(Duration::from_secs(
+            u64::try_from(min_ready).unwrap_or(0),
+        )));
+    }
+    Ok(Action::AwaitChange)
+}
+
+/// Upstream `ClaimPods`: the pods `rs` controls after adopting matching orphans and
+/// releasing owned pods that no longer match.
+async fn claim_pods(
+    ctx: &Context,
+    rs: &ReplicaSet,
+    selector: &Selector,
+    active: Vec<Pod>,
+) -> Result<Vec<Pod>> {
+    let uid = rs.metadata.uid.clone().unwrap_or_default();
+    let namespace = rs.metadata.namespace.clone().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let deleting = rs.metadata.deletion_timestamp.is_some();
+    let mut owned = Vec::new();
+    // Adoption checks the ReplicaSet afresh once (it may be being deleted already).
+    let mut may_adopt: Option<bool> = None;
+    for pod in active {
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        let matches = selector.matches(&labels);
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        match controller_of(&pod.metadata) {
+            Some(owner) if owner.uid == uid => {
+                if matches || deleting {
+                    owned.push(pod);
+                    continue;
+                }
+                let patch = json!({"metadata": {
+                    "ownerReferences": [{"$patch": "delete", "uid": uid}],
+                    "uid": pod.metadata.uid,
+                }});
+                match api
+                    .patch(&name, &PatchParams::default(), &Patch::Strategic(patch))
+                    .await
+                {
+                    Ok(_) => tracing::info!(pod = %name, "released a pod that no longer matches"),
+                    Err(err) if err.is_not_found() || err.is_conflict() => {}
+                    Err(err) => return Err(err.into()),
+                }
+            }
+            Some(_) => {} // another controller's
+            None => {
+                if deleting || !matches || pod.metadata.deletion_timestamp.is_some() {
+                    continue;
+                }
+                let allowed = match may_adopt {
+                    Some(allowed) => allowed,
+                    None => {
+                        let rs_api: Api<ReplicaSet> =
+                            Api::namespaced(ctx.client.clone(), &namespace);
+                        let fresh = rs_api
+                            .get_opt(rs.metadata.name.as_deref().unwrap_or(""))
+                            .await?;
+                        let allowed = fresh.is_some_and(|f| {
+                            f.metadata.uid.as_deref() == Some(uid.as_str())
+                                && f.metadata.deletion_timestamp.is_none()
+                        });
+                        may_adopt = Some(allowed);
+                        allowed
+                    }
+                };
+                if !allowed {
+                    continue;
+                }
+                let Some(reference) = controller_reference(rs) else {
+                    continue;
+                };
+                let patch = json!({"metadata": {
+                    "ownerReferences": [reference],
+                    "uid": pod.metadata.uid,
+                }});
+                match api
+                    .patch(&name, &PatchParams::default(), &Patch::Strategic(patch))
+                    .await
+                {
+                    Ok(adopted) => {
+                        tracing::info!(pod = %name, "adopted an orphan pod");
+                        owned.push(adopted);
+                    }
+                    Err(err) if err.is_not_found() => {}
+                    Err(err) => return Err(err.into()),
+                }
+            }
+        }
+    }
+    Ok(owned)
+}
+
+/// Upstream `manageReplicas`: one step toward `wanted` pods. The error message, if any part
+/// failed.
+async fn manage_replicas(
+    ctx: &Context,
+    rs: &ReplicaSet,
+    key: &ObjectKey,
+    owned: &[Pod],
+    wanted: usize,
+) -> Result<(), String> {
+    let namespace = key.namespace.clone().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let reference = object_reference(rs, &ApiResource::of::<ReplicaSet>());
+    if owned.len() < wanted {
+        let missing = (wanted - owned.len()).min(BURST_REPLICAS);
+        let Some(controller) = controller_reference(rs) else {
+            return Ok(());
+        };
+        let template = pods::pod_from_template(rs, controller);
+        let post = PostParams::default();
+        ctx.expectations.expect_creations(key, missing);
+        let mut created = 0;
+        let mut error = None;
+        for batch in pods::slow_start_batches(missing) {
+            let results =
+                futures_util::future::join_all((0..batch).map(|_| api.create(&post, &template)))
+                    .await;
+            for result in results {
+                match result {
+                    Ok(pod) => {
+                        created += 1;
+                        let name = pod.metadata.name.unwrap_or_default();
+                        ctx.recorder
+                            .publish(
+                                &reference,
+                                EventType::Normal,
+                                "SuccessfulCreate",
+                                &format!("Created pod: {name}"),
+                            )
+                            .await;
+                    }
+                    // A terminating namespace refuses every create: nothing to report.
+                    Err(err) if is_namespace_terminating(&err) => created += 1,
+                    Err(err) => {
+                        ctx.recorder
+                            .publish(
+                                &reference,
+                                EventType::Warning,
+                                "FailedCreate",
+                                &format!("Error creating: {err}"),
+                            )
+                            .await;
+                        error.get_or_insert(err.to_string());
+                    }
+                }
+            }
+            if error.is_some() {
+                break;
+            }
+        }
+        for _ in created..missing {
+            ctx.expectations.creation_observed(key); // never coming
+        }
+        return error.map_or(Ok(()), Err);
+    }
+    if owned.len() > wanted {
+        let excess = (owned.len() - wanted).min(BURST_REPLICAS);
+        let victims: Vec<Pod> = pods::pods_to_delete(owned, owned, excess)
+            .into_iter()
+            .cloned()
+            .collect();
+        ctx.expectations
+            .expect_deletions(key, victims.iter().map(Resource::key));
+        let results = futures_util::future::join_all(victims.iter().map(|pod| {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let api = api.clone();
+            async move {
+                (
+                    name.clone(),
+                    api.delete(&name, &DeleteParams::default()).await,
+                )
+            }
+        }))
+        .await;
+        let mut error = None;
+        for ((name, result), pod) in results.into_iter().zip(&victims) {
+            match result {
+                Ok(_) => {
+                    ctx.recorder
+                        .publish(
+                            &reference,
+                            EventType::Normal,
+                            "SuccessfulDelete",
+                            &format!("Deleted pod: {name}"),
+                        )
+                        .await;
+                }
+                Err(err) => {
+                    ctx.expectations.deletion_observed(key, &pod.key());
+                    if !err.is_not_found() {
+                        ctx.recorder
+                            .publish(
+                                &reference,
+                                EventType::Warning,
+                                "FailedDelete",
+                                &format!("Error deleting: {err}"),
+                            )
+                            .await;
+                        error.get_or_insert(err.to_string());
+                    }
+                }
+            }
+        }
+        return error.map_or(Ok(()), Err);
+    }
+    Ok(())
+}
+
+/// Whether a create failed because the namespace is terminating (§3.4).
+fn is_namespace_terminating(err: &kubemock_client::Error) -> bool {
+    err.status()
+        .and_then(|s| s.details.as_ref())
+        .and_then(|d| d.causes.as_ref())
+        .is_some_and(|causes| {
+            causes
+                .iter()
+                .any(|c| c.reason.as_deref() == Some("NamespaceTerminating"))
+        })
+}

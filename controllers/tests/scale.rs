@@ -1,0 +1,85 @@
+//! The issue's benchmark, as an ignored test that prints its figure: a Deployment of 1,000
+//! replicas from create to every pod Running and Ready, against an in-process server with
+//! the controllers (target: 5 s). Run it with
+//! `cargo test --release -p kubemock-controllers --test scale -- --ignored --nocapture`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::Cluster;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kubemock_client::{Api, ListParams, PostParams};
+use kubemock_controllers::ManagerConfig;
+use kubemock_controllers::kubelet::KubeletConfig;
+use serde_json::json;
+
+const REPLICAS: usize = 1_000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run explicitly"]
+async fn a_deployment_of_1000_replicas_becomes_ready() {
+    // 110 pods per node: ten nodes hold 1,000 pods.
+    let config = ManagerConfig::default().with_kubelet(KubeletConfig {
+        nodes: 10,
+        ready_delay: Duration::ZERO,
+    });
+    let cluster = Cluster::start_with(config).await;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), "default");
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "big"},
+        "spec": {"replicas": REPLICAS, "selector": {"matchLabels": {"app": "big"}},
+            "template": {"metadata": {"labels": {"app": "big"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}
+    }))
+    .expect("a deployment");
+    let start = Instant::now();
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("create");
+    let deadline = start + Duration::from_secs(300);
+    let (mut created_at, mut bound_at) = (None, None);
+    loop {
+        let list = pods
+            .list(&ListParams::default().labels("app=big"))
+            .await
+            .expect("list")
+            .items;
+        if created_at.is_none() && list.len() == REPLICAS {
+            created_at = Some(start.elapsed());
+        }
+        let bound = list
+            .iter()
+            .filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some()))
+            .count();
+        if bound_at.is_none() && bound == REPLICAS {
+            bound_at = Some(start.elapsed());
+        }
+        let ready = list
+            .iter()
+            .filter(|p| {
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+            .count();
+        if ready == REPLICAS {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {ready} of {REPLICAS} ready"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let elapsed = start.elapsed();
+    println!(
+        "deployment of {REPLICAS} replicas: all pods created after {created_at:?}, bound after \
+         {bound_at:?}, Running and Ready after {elapsed:?}"
+    );
+    cluster.stop().await;
+}
