@@ -920,7 +920,9 @@ async fn kubectl_patch_types_json_merge_and_strategic() {
 
 #[tokio::test]
 async fn kubectl_run_create_deployment_and_expose_show_the_servers_defaults() {
-    let cluster = Cluster::start().await;
+    // Without controllers: the objects as the API server stores them (a kubelet would run the
+    // pod to completion at once).
+    let cluster = Cluster::start_with(&["--no-controllers"]).await;
     let out = cluster
         .kubectl(&[
             "run",
