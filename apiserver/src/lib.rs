@@ -29,9 +29,10 @@
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //!
-//! Status: discovery, CRUD, list, watch, JSON/merge/strategic PATCH, OpenAPI, field
-//! validation, Table output, protobuf request bodies and answers, and the deletion lifecycle
-//! (without namespace termination) are served; server-side apply, custom resources and defaulting are being built.
+//! Status: discovery, CRUD, list, watch, JSON/merge/strategic PATCH, server-side apply and
+//! managedFields, OpenAPI, field validation, Table output, protobuf request bodies and
+//! answers, the deletion lifecycle (namespace termination with the controllers), custom
+//! resources, and the defaulting and validation of the kinds controllers drive are served.
 
 mod accept;
 mod admission;
