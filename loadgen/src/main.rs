@@ -114,6 +114,10 @@ struct SuiteArgs {
     /// Also write the report as JSON to this file (`-` for stdout, after the table).
     #[arg(long)]
     json: Option<PathBuf>,
+    /// An extra argument for every `kubemock serve` (repeatable), e.g. `--serve-arg=--no-controllers`
+    /// to measure the API server alone.
+    #[arg(long = "serve-arg", allow_hyphen_values = true)]
+    serve_args: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -145,6 +149,9 @@ struct StartupArgs {
     /// Timed starts (after one untimed start).
     #[arg(long, default_value_t = 20)]
     runs: usize,
+    /// An extra argument for `kubemock serve` (repeatable).
+    #[arg(long = "serve-arg", allow_hyphen_values = true)]
+    serve_args: Vec<String>,
     /// Also write the report as JSON to this file (`-` for stdout).
     #[arg(long)]
     json: Option<PathBuf>,
@@ -193,6 +200,7 @@ async fn run(command: Command, client_threads: usize) -> anyhow::Result<()> {
                 rounds: args.rounds.max(1),
                 startup_runs: args.startup_runs,
                 client_threads,
+                serve_args: args.serve_args,
             };
             let report = suite::run(&config).await?;
             let mut stdout = std::io::stdout().lock();
@@ -233,7 +241,9 @@ async fn run(command: Command, client_threads: usize) -> anyhow::Result<()> {
             }
         }
         Command::Startup(args) => {
-            let report = startup::measure_isolated(&args.kubemock, args.mode, args.runs).await?;
+            let report =
+                startup::measure_isolated(&args.kubemock, args.mode, args.runs, &args.serve_args)
+                    .await?;
             let mut stdout = std::io::stdout().lock();
             writeln!(
                 stdout,

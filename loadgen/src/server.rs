@@ -191,13 +191,15 @@ fn tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
-/// Arguments for `kubemock serve --port 0`, durable in `data_dir` when given.
-pub(crate) fn kubemock_args(data_dir: Option<&Path>) -> Vec<OsString> {
+/// Arguments for `kubemock serve --port 0`, durable in `data_dir` when given, with `extra`
+/// (`--no-controllers`, ...) appended.
+pub(crate) fn kubemock_args(data_dir: Option<&Path>, extra: &[String]) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["serve".into(), "--port".into(), "0".into()];
     if let Some(dir) = data_dir {
         args.push("--data-dir".into());
         args.push(PathBuf::from(dir).into_os_string());
     }
+    args.extend(extra.iter().map(OsString::from));
     args
 }
 

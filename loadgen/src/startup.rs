@@ -101,14 +101,16 @@ pub(crate) async fn measure_isolated(
     kubemock: &Path,
     mode: StartupMode,
     runs: usize,
+    extra: &[String],
 ) -> anyhow::Result<StartupReport> {
     let kubemock = kubemock.to_owned();
+    let extra = extra.to_vec();
     tokio::task::spawn_blocking(move || {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("starting a runtime for the startup series")?
-            .block_on(measure(&kubemock, mode, runs))
+            .block_on(measure(&kubemock, mode, runs, &extra))
     })
     .await
     .context("the startup series failed")?
@@ -119,6 +121,7 @@ pub(crate) async fn measure(
     kubemock: &Path,
     mode: StartupMode,
     runs: usize,
+    extra: &[String],
 ) -> anyhow::Result<StartupReport> {
     let reopened = tempfile::tempdir().context("creating a data directory")?;
     let mut first_ok = Vec::with_capacity(runs);
@@ -130,7 +133,7 @@ pub(crate) async fn measure(
             StartupMode::DurableFresh => Some(fresh.path()),
             StartupMode::DurableReopen => Some(reopened.path()),
         };
-        let (line, ok) = start_once(kubemock, data_dir).await?;
+        let (line, ok) = start_once(kubemock, data_dir, extra).await?;
         if run > 0 {
             ready_line.push(line);
             first_ok.push(ok);
@@ -148,8 +151,9 @@ pub(crate) async fn measure(
 async fn start_once(
     kubemock: &Path,
     data_dir: Option<&Path>,
+    extra: &[String],
 ) -> anyhow::Result<(Duration, Duration)> {
-    let server = ServerProcess::start(kubemock, &kubemock_args(data_dir)).await?;
+    let server = ServerProcess::start(kubemock, &kubemock_args(data_dir, extra)).await?;
     let ready = first_ready(server.addr()).await;
     let spawned = server.spawned_at();
     let line = server.ready_line_at() - spawned;

@@ -43,6 +43,8 @@ pub(crate) struct SuiteConfig {
     pub(crate) startup_runs: usize,
     /// Worker threads of the load generator's runtime (for the report).
     pub(crate) client_threads: usize,
+    /// Extra `kubemock serve` arguments (`--no-controllers`).
+    pub(crate) serve_args: Vec<String>,
 }
 
 /// Everything the suite measured.
@@ -111,9 +113,13 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
     // from elsewhere then skews both alike, and rounds show how much it moved.
     let data_dir = tempfile::tempdir().context("creating a data directory")?;
     let mut baseline = ServerProcess::start(&config.baseline, &[]).await?;
-    let mut ephemeral = ServerProcess::start(&config.kubemock, &kubemock_args(None)).await?;
-    let mut durable =
-        ServerProcess::start(&config.kubemock, &kubemock_args(Some(data_dir.path()))).await?;
+    let mut ephemeral =
+        ServerProcess::start(&config.kubemock, &kubemock_args(None, &config.serve_args)).await?;
+    let mut durable = ServerProcess::start(
+        &config.kubemock,
+        &kubemock_args(Some(data_dir.path()), &config.serve_args),
+    )
+    .await?;
     let mut rounds = Vec::with_capacity(config.rounds);
     for round in 1..=config.rounds {
         progress(&format!("round {round} of {}", config.rounds));
@@ -143,7 +149,15 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
         StartupMode::DurableReopen,
     ] {
         progress(&format!("startup {} x{}", mode.name(), config.startup_runs));
-        startup.push(startup::measure_isolated(&config.kubemock, mode, config.startup_runs).await?);
+        startup.push(
+            startup::measure_isolated(
+                &config.kubemock,
+                mode,
+                config.startup_runs,
+                &config.serve_args,
+            )
+            .await?,
+        );
     }
 
     let targets = evaluate(&rounds, &startup);
