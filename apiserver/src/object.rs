@@ -91,8 +91,16 @@ pub(crate) fn with_type_meta(object: Object, resource: &Resource) -> Object {
 
 /// The object's metadata, created empty if absent or not an object.
 pub(crate) fn metadata_mut(object: &mut Object) -> &mut Map<String, Value> {
-    let entry = object
-        .entry("metadata")
+    child_object(object, "metadata")
+}
+
+/// The object at `key` of `map`, created (or replaced, if not an object) empty.
+pub(crate) fn child_object<'a>(
+    map: &'a mut Map<String, Value>,
+    key: &str,
+) -> &'a mut Map<String, Value> {
+    let entry = map
+        .entry(key.to_owned())
         .or_insert_with(|| Value::Object(Map::new()));
     if !entry.is_object() {
         *entry = Value::Object(Map::new());

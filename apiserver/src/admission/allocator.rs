@@ -439,24 +439,24 @@ mod tests {
 
     fn allocator(cidr: &str, ports: &str) -> ServiceAllocator {
         ServiceAllocator {
-            cidr: cidr.parse().unwrap(),
-            node_ports: ports.parse().unwrap(),
+            cidr: cidr.parse().expect("a valid range"),
+            node_ports: ports.parse().expect("a valid port range"),
             used: Mutex::new(Used::default()),
         }
     }
 
     #[test]
     fn ranges_parse_and_print() {
-        let cidr: ServiceCidr = "10.96.0.0/12".parse().unwrap();
+        let cidr: ServiceCidr = "10.96.0.0/12".parse().expect("a valid range");
         assert_eq!(cidr, ServiceCidr::default());
         assert_eq!(cidr.first(), Ipv4Addr::new(10, 96, 0, 1));
         assert_eq!(cidr.to_string(), "10.96.0.0/12");
-        let sloppy: ServiceCidr = "10.100.7.9/16".parse().unwrap();
+        let sloppy: ServiceCidr = "10.100.7.9/16".parse().expect("a valid range");
         assert_eq!(sloppy.to_string(), "10.100.0.0/16");
         assert!("fd00::/108".parse::<ServiceCidr>().is_err());
         assert!("10.0.0.0".parse::<ServiceCidr>().is_err());
         assert!("10.0.0.0/31".parse::<ServiceCidr>().is_err());
-        let ports: NodePortRange = "30000-32767".parse().unwrap();
+        let ports: NodePortRange = "30000-32767".parse().expect("a valid range");
         assert_eq!(ports, NodePortRange::default());
         assert!("32767-30000".parse::<NodePortRange>().is_err());
     }
@@ -467,7 +467,7 @@ mod tests {
         // 16 addresses, minus network and broadcast.
         let mut got = HashSet::new();
         for _ in 0..14 {
-            let ip = a.allocate_next_ip(false).unwrap();
+            let ip = a.allocate_next_ip(false).expect("a free address");
             assert!(a.cidr.offset(ip).is_some(), "{ip}");
             assert!(got.insert(ip), "{ip} twice");
         }
@@ -497,8 +497,11 @@ mod tests {
             Err(AllocError::NotInRange)
         );
         // Dynamic addresses stay out of the static band (the first 256) while there is room.
-        let next = a.allocate_next_ip(false).unwrap();
-        assert!(a.cidr.offset(next).unwrap() >= 257, "{next}");
+        let next = a.allocate_next_ip(false).expect("a free address");
+        assert!(
+            a.cidr.offset(next).expect("inside the range") >= 257,
+            "{next}"
+        );
     }
 
     #[test]

@@ -199,16 +199,7 @@ pub(super) fn obj_at<'a>(object: &'a Object, path: &[&str]) -> Option<&'a Value>
 
 /// The object at `key` of `map`, created (or replaced, if not an object) empty.
 pub(super) fn child<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
-    let entry = map
-        .entry(key.to_owned())
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !entry.is_object() {
-        *entry = Value::Object(Map::new());
-    }
-    match entry {
-        Value::Object(map) => map,
-        _ => unreachable!("just made an object"),
-    }
+    crate::object::child_object(map, key)
 }
 
 /// The object at `key` of `map`, if there is one.

@@ -92,14 +92,7 @@ pub(crate) fn set_replicas(resource: &Resource, parent: &mut Object, replicas: i
     };
     let mut current = parent;
     for key in parents {
-        let next = current.entry(*key).or_insert_with(|| json!({}));
-        if !next.is_object() {
-            *next = json!({});
-        }
-        let Value::Object(next) = next else {
-            return;
-        };
-        current = next;
+        current = crate::object::child_object(current, key);
     }
     current.insert((*last).to_owned(), json!(replicas));
 }
