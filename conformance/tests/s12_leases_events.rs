@@ -3,27 +3,8 @@
 //! sequences those clients send, their MicroTime timestamps, and the validation that rejects
 //! what they must not write.
 
-use kubemock_conformance::Harness;
+use kubemock_conformance::{Harness, causes};
 use serde_json::{Value, json};
-
-/// The causes of a 422 as `field: message`.
-fn causes(body: &Value) -> Vec<String> {
-    body["details"]["causes"]
-        .as_array()
-        .map(|causes| {
-            causes
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}: {}",
-                        c["field"].as_str().unwrap_or(""),
-                        c["message"].as_str().unwrap_or("")
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 fn lease(holder: &str, time: &str) -> Value {
     json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",

@@ -2,27 +2,8 @@
 //! the validation of the kinds controllers drive (422 Invalid, one cause per field, in the real
 //! wording), immutable fields included.
 
-use kubemock_conformance::{Harness, deployment};
+use kubemock_conformance::{Harness, causes, deployment};
 use serde_json::{Value, json};
-
-/// The causes of a 422 as `field: message`.
-fn causes(body: &Value) -> Vec<String> {
-    body["details"]["causes"]
-        .as_array()
-        .map(|causes| {
-            causes
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}: {}",
-                        c["field"].as_str().unwrap_or(""),
-                        c["message"].as_str().unwrap_or("")
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 fn pod(name: &str, containers: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},

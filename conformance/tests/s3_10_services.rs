@@ -8,27 +8,8 @@ use std::collections::HashSet;
 use std::net::Ipv4Addr;
 
 use kubemock_apiserver::{ServerConfig, TestServer};
-use kubemock_conformance::Harness;
+use kubemock_conformance::{Harness, causes};
 use serde_json::{Value, json};
-
-/// The causes of a 422 as `field: message`.
-fn causes(body: &Value) -> Vec<String> {
-    body["details"]["causes"]
-        .as_array()
-        .map(|causes| {
-            causes
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}: {}",
-                        c["field"].as_str().unwrap_or(""),
-                        c["message"].as_str().unwrap_or("")
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 fn service(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec})

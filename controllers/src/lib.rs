@@ -20,6 +20,7 @@
 //! - Every controller is level-driven: a sync reads the current state and moves it one step.
 //! - Writes carry the resourceVersion they were computed from; a Conflict means "requeue".
 
+mod claim;
 pub mod deployment;
 pub mod discovery;
 pub mod error;

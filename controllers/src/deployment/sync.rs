@@ -10,10 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kubemock_client::controller::{controller_of, controller_reference};
 use kubemock_client::events::{EventType, object_reference};
 use kubemock_client::{
-    Action, Api, ApiResource, DeleteParams, ObjectKey, Patch, PatchParams, PostParams, Resource,
-    Selector,
+    Action, Api, ApiResource, DeleteParams, ObjectKey, PostParams, Resource, Selector,
 };
-use serde_json::json;
 
 use super::Context;
 use super::util::{self, replicas, rs_replicas};
@@ -102,75 +100,13 @@ async fn claim_replicasets(
     selector: &Selector,
 ) -> Result<Vec<ReplicaSet>> {
     let namespace = d.metadata.namespace.clone().unwrap_or_default();
-    let uid = d.metadata.uid.clone().unwrap_or_default();
-    let api: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &namespace);
-    let deleting = d.metadata.deletion_timestamp.is_some();
-    let mut owned = Vec::new();
-    let mut may_adopt: Option<bool> = None;
-    for rs in ctx.replicasets.list_namespace(&namespace) {
-        let labels = rs.metadata.labels.clone().unwrap_or_default();
-        let matches = selector.matches(&labels);
-        let name = rs.metadata.name.clone().unwrap_or_default();
-        match controller_of(&rs.metadata) {
-            Some(owner) if owner.uid == uid => {
-                if matches || deleting {
-                    owned.push((*rs).clone());
-                    continue;
-                }
-                let patch = json!({"metadata": {
-                    "ownerReferences": [{"$patch": "delete", "uid": uid}],
-                    "uid": rs.metadata.uid,
-                }});
-                match api
-                    .patch(&name, &PatchParams::default(), &Patch::Strategic(patch))
-                    .await
-                {
-                    Ok(_) => {}
-                    Err(err) if err.is_not_found() || err.is_conflict() => {}
-                    Err(err) => return Err(err.into()),
-                }
-            }
-            Some(_) => {}
-            None => {
-                if deleting || !matches || rs.metadata.deletion_timestamp.is_some() {
-                    continue;
-                }
-                let allowed = match may_adopt {
-                    Some(allowed) => allowed,
-                    None => {
-                        let deployments: Api<Deployment> =
-                            Api::namespaced(ctx.client.clone(), &namespace);
-                        let fresh = deployments
-                            .get_opt(d.metadata.name.as_deref().unwrap_or(""))
-                            .await?;
-                        let allowed = fresh.is_some_and(|f| {
-                            f.metadata.uid.as_deref() == Some(uid.as_str())
-                                && f.metadata.deletion_timestamp.is_none()
-                        });
-                        may_adopt = Some(allowed);
-                        allowed
-                    }
-                };
-                if !allowed {
-                    continue;
-                }
-                let Some(reference) = controller_reference(d) else {
-                    continue;
-                };
-                let patch =
-                    json!({"metadata": {"ownerReferences": [reference], "uid": rs.metadata.uid}});
-                match api
-                    .patch(&name, &PatchParams::default(), &Patch::Strategic(patch))
-                    .await
-                {
-                    Ok(adopted) => owned.push(adopted),
-                    Err(err) if err.is_not_found() => {}
-                    Err(err) => return Err(err.into()),
-                }
-            }
-        }
-    }
-    Ok(owned)
+    let candidates: Vec<ReplicaSet> = ctx
+        .replicasets
+        .list_namespace(&namespace)
+        .iter()
+        .map(|rs| (**rs).clone())
+        .collect();
+    crate::claim::claim(&ctx.client, d, selector, candidates).await
 }
 
 /// Upstream `getAllReplicaSetsAndSyncRevision`: the new ReplicaSet (created when asked and

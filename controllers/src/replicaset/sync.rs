@@ -6,13 +6,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
-use kubemock_client::controller::{controller_of, controller_reference};
+use kubemock_client::controller::controller_reference;
 use kubemock_client::events::{EventType, object_reference};
 use kubemock_client::{
-    Action, Api, ApiResource, DeleteParams, ObjectKey, Patch, PatchParams, PostParams, Resource,
-    Selector,
+    Action, Api, ApiResource, DeleteParams, ObjectKey, PostParams, Resource, Selector,
 };
-use serde_json::json;
 
 use super::pods::{self, ManageFailure};
 use super::{BURST_REPLICAS, Context};
@@ -91,82 +89,7 @@ async fn claim_pods(
     selector: &Selector,
     active: Vec<Pod>,
 ) -> Result<Vec<Pod>> {
-    let uid = rs.metadata.uid.clone().unwrap_or_default();
-    let namespace = rs.metadata.namespace.clone().unwrap_or_default();
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let deleting = rs.metadata.deletion_timestamp.is_some();
-    let mut owned = Vec::new();
-    // Adoption checks the ReplicaSet afresh once (it may be being deleted already).
-    let mut may_adopt: Option<bool> = None;
-    for pod in active {
-        let labels = pod.metadata.labels.clone().unwrap_or_default();
-        let matches = selector.matches(&labels);
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        match controller_of(&pod.metadata) {
-            Some(owner) if owner.uid == uid => {
-                if matches || deleting {
-                    owned.push(pod);
-                    continue;
-                }
-                let patch = json!({"metadata": {
-                    "ownerReferences": [{"$patch": "delete", "uid": uid}],
-                    "uid": pod.metadata.uid,
-                }});
-                match api
-                    .patch(&name, &PatchParams::default(), &Patch::Strategic(patch))
-                    .await
-                {
-                    Ok(_) => tracing::info!(pod = %name, "released a pod that no longer matches"),
-                    Err(err) if err.is_not_found() || err.is_conflict() => {}
-                    Err(err) => return Err(err.into()),
-                }
-            }
-            Some(_) => {} // another controller's
-            None => {
-                if deleting || !matches || pod.metadata.deletion_timestamp.is_some() {
-                    continue;
-                }
-                let allowed = match may_adopt {
-                    Some(allowed) => allowed,
-                    None => {
-                        let rs_api: Api<ReplicaSet> =
-                            Api::namespaced(ctx.client.clone(), &namespace);
-                        let fresh = rs_api
-                            .get_opt(rs.metadata.name.as_deref().unwrap_or(""))
-                            .await?;
-                        let allowed = fresh.is_some_and(|f| {
-                            f.metadata.uid.as_deref() == Some(uid.as_str())
-                                && f.metadata.deletion_timestamp.is_none()
-                        });
-                        may_adopt = Some(allowed);
-                        allowed
-                    }
-                };
-                if !allowed {
-                    continue;
-                }
-                let Some(reference) = controller_reference(rs) else {
-                    continue;
-                };
-                let patch = json!({"metadata": {
-                    "ownerReferences": [reference],
-                    "uid": pod.metadata.uid,
-                }});
-                match api
-                    .patch(&name, &PatchParams::default(), &Patch::Strategic(patch))
-                    .await
-                {
-                    Ok(adopted) => {
-                        tracing::info!(pod = %name, "adopted an orphan pod");
-                        owned.push(adopted);
-                    }
-                    Err(err) if err.is_not_found() => {}
-                    Err(err) => return Err(err.into()),
-                }
-            }
-        }
-    }
-    Ok(owned)
+    crate::claim::claim(&ctx.client, rs, selector, active).await
 }
 
 /// Upstream `manageReplicas`: one step toward `wanted` pods. The error message, if any part
