@@ -8,8 +8,7 @@ mod common;
 
 use common::{Cluster, wait_for};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet};
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kubemock_client::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
@@ -23,19 +22,7 @@ struct Fixture {
 impl Fixture {
     async fn start(namespace: &str) -> Self {
         let cluster = Cluster::start().await;
-        Api::<Namespace>::all(cluster.client.clone())
-            .create(
-                &PostParams::default(),
-                &Namespace {
-                    metadata: ObjectMeta {
-                        name: Some(namespace.to_owned()),
-                        ..ObjectMeta::default()
-                    },
-                    ..Namespace::default()
-                },
-            )
-            .await
-            .expect("create the namespace");
+        cluster.namespace(namespace).await;
         Fixture {
             deployments: Api::namespaced(cluster.client.clone(), namespace),
             replicasets: Api::namespaced(cluster.client.clone(), namespace),

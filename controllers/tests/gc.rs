@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Cluster, wait_for};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kubemock_client::{
@@ -18,19 +18,7 @@ use serde_json::json;
 async fn start(namespace: &str) -> (Cluster, Api<ConfigMap>) {
     let cluster =
         Cluster::start_with(ManagerConfig::from_list("garbagecollector").expect("valid")).await;
-    Api::<Namespace>::all(cluster.client.clone())
-        .create(
-            &PostParams::default(),
-            &Namespace {
-                metadata: ObjectMeta {
-                    name: Some(namespace.to_owned()),
-                    ..ObjectMeta::default()
-                },
-                ..Namespace::default()
-            },
-        )
-        .await
-        .expect("create the namespace");
+    cluster.namespace(namespace).await;
     let configmaps = Api::namespaced(cluster.client.clone(), namespace);
     (cluster, configmaps)
 }

@@ -9,26 +9,13 @@ use std::collections::BTreeMap;
 
 use common::{Cluster, wait_for};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kubemock_client::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 async fn start(namespace: &str) -> (Cluster, Api<Pod>) {
     let cluster = Cluster::start().await;
-    Api::<Namespace>::all(cluster.client.clone())
-        .create(
-            &PostParams::default(),
-            &Namespace {
-                metadata: ObjectMeta {
-                    name: Some(namespace.to_owned()),
-                    ..ObjectMeta::default()
-                },
-                ..Namespace::default()
-            },
-        )
-        .await
-        .expect("create the namespace");
+    cluster.namespace(namespace).await;
     let pods = Api::namespaced(cluster.client.clone(), namespace);
     (cluster, pods)
 }

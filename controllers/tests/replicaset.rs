@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use common::{Cluster, wait_for};
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod, PodCondition, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::api::core::v1::{Event, Pod, PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubemock_client::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kubemock_controllers::ManagerConfig;
 use serde_json::json;
@@ -18,19 +18,7 @@ use serde_json::json;
 async fn start(namespace: &str) -> (Cluster, Api<ReplicaSet>, Api<Pod>) {
     let config = ManagerConfig::from_list("*,-scheduler,-kubelet").expect("valid");
     let cluster = Cluster::start_with(config).await;
-    Api::<Namespace>::all(cluster.client.clone())
-        .create(
-            &PostParams::default(),
-            &Namespace {
-                metadata: ObjectMeta {
-                    name: Some(namespace.to_owned()),
-                    ..ObjectMeta::default()
-                },
-                ..Namespace::default()
-            },
-        )
-        .await
-        .expect("create the namespace");
+    cluster.namespace(namespace).await;
     let replicasets = Api::namespaced(cluster.client.clone(), namespace);
     let pods = Api::namespaced(cluster.client.clone(), namespace);
     (cluster, replicasets, pods)

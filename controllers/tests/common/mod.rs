@@ -7,8 +7,10 @@
 use std::future::Future;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubemock_apiserver::TestServer;
-use kubemock_client::{Client, Config};
+use kubemock_client::{Api, Client, Config, PostParams};
 use kubemock_controllers::ManagerConfig;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -48,6 +50,23 @@ impl Cluster {
             token,
             manager: Some(manager),
         }
+    }
+
+    /// Creates the namespace `name`.
+    pub async fn namespace(&self, name: &str) {
+        Api::<Namespace>::all(self.client.clone())
+            .create(
+                &PostParams::default(),
+                &Namespace {
+                    metadata: ObjectMeta {
+                        name: Some(name.to_owned()),
+                        ..ObjectMeta::default()
+                    },
+                    ..Namespace::default()
+                },
+            )
+            .await
+            .expect("create the namespace");
     }
 
     /// Stops the controllers, then the server.
