@@ -87,6 +87,26 @@ impl Cluster {
     }
 }
 
+/// Reads `kubectl get -w --output-watch-events` lines until one shows `event` for `name`.
+async fn expect_watch_line(
+    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    event: &str,
+    name: &str,
+) {
+    let seen = tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await.expect("read kubectl") {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.first() == Some(&event) && fields.get(1) == Some(&name) {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .expect("kubectl printed the event before the deadline");
+    assert!(seen, "kubectl get -w ended without printing {event} {name}");
+}
+
 #[tokio::test]
 async fn kubectl_get_raw_version_and_version() {
     let cluster = Cluster::start().await;
@@ -172,18 +192,7 @@ async fn kubectl_get_watch_sees_an_object_created_meanwhile() {
         .await
         .expect("create");
     assert_eq!(created.status(), 201);
-    let seen = tokio::time::timeout(WAIT, async {
-        while let Some(line) = lines.next_line().await.expect("read kubectl") {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            if fields.first() == Some(&"ADDED") && fields.get(1) == Some(&"hello") {
-                return true;
-            }
-        }
-        false
-    })
-    .await
-    .expect("kubectl printed the event before the deadline");
-    assert!(seen, "kubectl get -w ended without printing ADDED hello");
+    expect_watch_line(&mut lines, "ADDED", "hello").await;
 }
 
 #[tokio::test]
@@ -782,18 +791,7 @@ async fn kubectl_applies_a_crd_and_manages_its_custom_objects() {
     );
     let out = cluster.kubectl(&["apply", "-f", &widget]).await;
     assert!(out.contains("widget.example.com/w1 created"), "{out}");
-    let seen = tokio::time::timeout(WAIT, async {
-        while let Some(line) = lines.next_line().await.expect("read kubectl") {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            if fields.first() == Some(&"ADDED") && fields.get(1) == Some(&"w1") {
-                return true;
-            }
-        }
-        false
-    })
-    .await
-    .expect("kubectl printed the event before the deadline");
-    assert!(seen, "kubectl get -w ended without ADDED w1");
+    expect_watch_line(&mut lines, "ADDED", "w1").await;
 
     // Printed with the printer columns, the schema default applied.
     let out = cluster.kubectl(&["get", "wd"]).await;

@@ -54,18 +54,22 @@ pub(crate) async fn process(shared: &Shared, item: &ObjectRef) -> Result<()> {
         }
         Decision::Delete(policy) => {
             tracing::info!(object = %item.key, kind = %item.resource.kind, ?policy, "deleting an object whose owners are gone");
+            // The decision was made on the cached object: the delete holds only if the object
+            // is still that one. Upstream re-reads the object first; a resourceVersion
+            // precondition closes the window entirely (a dependent released from its owner
+            // just now, which the cache has not seen yet, is never deleted).
             let params = DeleteParams {
                 propagation_policy: Some(policy),
                 preconditions: Some(Preconditions {
                     uid: Some(uid),
-                    resource_version: None,
+                    resource_version: obj.meta().resource_version.clone(),
                 }),
                 ..DeleteParams::default()
             };
             match api_for(shared, item).delete(&item.key.name, &params).await {
                 Ok(_) => Ok(()),
-                // Gone already, or replaced by a new object of that name: nothing to do.
-                Err(err) if err.is_not_found() || err.is_conflict() => Ok(()),
+                Err(err) if err.is_not_found() => Ok(()), // gone already
+                // Changed or replaced since the cache saw it: decide again on the new state.
                 Err(err) => Err(err.into()),
             }
         }
