@@ -85,6 +85,23 @@ impl Cluster {
         assert!(output.status.success(), "kubectl {args:?} failed: {stderr}");
         String::from_utf8(output.stdout).expect("utf-8 output")
     }
+
+    /// Runs kubectl until its output satisfies `done` (failing the test after [`WAIT`]);
+    /// returns that output.
+    async fn kubectl_until(&self, args: &[&str], done: impl Fn(&str) -> bool) -> String {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let out = self.kubectl(args).await;
+            if done(&out) {
+                return out;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "kubectl {args:?} never gave the awaited output; last: {out}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
 }
 
 /// Reads `kubectl get -w --output-watch-events` lines until one shows `event` for `name`.
@@ -1163,15 +1180,101 @@ async fn kubectl_deployment_rollout_scale_undo_describe_and_delete_with_the_cont
 
     // Background deletion: the garbage collector removes the ReplicaSets and their pods.
     cluster.kubectl(&["delete", "deployment", "web"]).await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let out = cluster
-            .kubectl(&["get", "pods,replicasets", "-l", "app=web", "-o", "name"])
-            .await;
-        if out.trim().is_empty() {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "left: {out}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    cluster
+        .kubectl_until(
+            &["get", "pods,replicasets", "-l", "app=web", "-o", "name"],
+            |out| out.trim().is_empty(),
+        )
+        .await;
+}
+
+#[tokio::test]
+async fn kubectl_expose_gives_a_service_endpoints_of_its_ready_pods() {
+    let cluster = Cluster::start().await;
+    cluster
+        .kubectl(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx:1.27",
+            "--replicas=2",
+            "--port=8080",
+        ])
+        .await;
+    let out = cluster
+        .kubectl(&[
+            "expose",
+            "deployment",
+            "web",
+            "--port=80",
+            "--target-port=8080",
+        ])
+        .await;
+    assert_eq!(out.trim(), "service/web exposed");
+    cluster
+        .kubectl(&["rollout", "status", "deployment/web", "--timeout=50s"])
+        .await;
+    let ips = cluster
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            "jsonpath={.items[*].status.podIP}",
+        ])
+        .await;
+    let mut expected: Vec<String> = ips
+        .split_whitespace()
+        .map(|ip| format!("{ip}:8080"))
+        .collect();
+    expected.sort();
+    assert_eq!(expected.len(), 2, "{ips}");
+    cluster
+        .kubectl_until(
+            &[
+                "get",
+                "endpoints",
+                "web",
+                "-o",
+                "jsonpath={.subsets[*].addresses[*].ip}",
+            ],
+            |out| {
+                let mut listed: Vec<String> = out
+                    .split_whitespace()
+                    .map(|ip| format!("{ip}:8080"))
+                    .collect();
+                listed.sort();
+                listed == expected
+            },
+        )
+        .await;
+    let ports = cluster
+        .kubectl(&[
+            "get",
+            "endpoints",
+            "web",
+            "-o",
+            "jsonpath={.subsets[*].ports[*].port}",
+        ])
+        .await;
+    assert_eq!(ports.trim(), "8080");
+    // `describe service` reads the EndpointSlices.
+    let out = cluster
+        .kubectl_until(&["describe", "service", "web"], |out| {
+            expected.iter().all(|e| out.contains(e.as_str()))
+        })
+        .await;
+    assert!(out.contains("Endpoints:"), "{out}");
+    let out = cluster
+        .kubectl(&[
+            "get",
+            "endpointslices",
+            "-l",
+            "kubernetes.io/service-name=web",
+            "-o",
+            "jsonpath={.items[*].addressType} {.items[*].ports[*].port}",
+        ])
+        .await;
+    assert_eq!(out, "IPv4 8080");
 }

@@ -10,6 +10,7 @@
 //! - [`deployment`]: ReplicaSets per template, rolling and recreate rollouts, conditions.
 //! - [`replicaset`]: pods for ReplicaSets: adoption, expectations, slow start, status.
 //! - [`job`]: Jobs run pods to completion (NonIndexed), fail past limits, expire by TTL.
+//! - [`endpoints`]: Endpoints and EndpointSlices of Services, from the pods they select.
 //! - [`scheduler`]: binds pending pods to nodes that fit them.
 //! - [`kubelet`]: simulated nodes, and pods on them Running and Ready.
 //! - [`gc`]: the garbage collector: ownerReferences, background, foreground and orphan
@@ -23,6 +24,7 @@
 mod claim;
 pub mod deployment;
 pub mod discovery;
+pub mod endpoints;
 pub mod error;
 pub mod gc;
 pub mod job;

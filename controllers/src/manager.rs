@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::deployment::DeploymentController;
+use crate::endpoints::{EndpointSliceController, EndpointsController};
 use crate::error::{Error, Result};
 use crate::gc::GarbageCollector;
 use crate::job::JobController;
@@ -30,6 +31,12 @@ pub const GARBAGE_COLLECTOR: &str = "garbage-collector-controller";
 /// The Deployment controller's name (kube-controller-manager's, with its old alias).
 pub const DEPLOYMENT: &str = "deployment-controller";
 
+/// The Endpoints controller's name (kube-controller-manager's, with its old alias).
+pub const ENDPOINTS: &str = "endpoints-controller";
+
+/// The EndpointSlice controller's name (kube-controller-manager's, with its old alias).
+pub const ENDPOINTSLICE: &str = "endpointslice-controller";
+
 /// The scheduler's name (kube-scheduler's component name).
 pub const SCHEDULER: &str = "scheduler";
 
@@ -46,6 +53,8 @@ pub const REPLICASET: &str = "replicaset-controller";
 /// still accepts.
 pub const CONTROLLERS: &[(&str, &str)] = &[
     (DEPLOYMENT, "deployment"),
+    (ENDPOINTS, "endpoint"),
+    (ENDPOINTSLICE, "endpointslice"),
     (GARBAGE_COLLECTOR, "garbagecollector"),
     (JOB, "job"),
     (KUBELET, "nodes"),
@@ -146,6 +155,14 @@ pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken
     }
     if config.is_enabled(JOB) {
         let controller = JobController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(ENDPOINTS) {
+        let controller = EndpointsController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(ENDPOINTSLICE) {
+        let controller = EndpointSliceController::new(client.clone(), &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(SCHEDULER) {
