@@ -1278,3 +1278,96 @@ async fn kubectl_expose_gives_a_service_endpoints_of_its_ready_pods() {
         .await;
     assert_eq!(out, "IPv4 8080");
 }
+
+/// A headless service and a StatefulSet of three for it.
+const STATEFULSET: &str = r#"apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  clusterIP: None
+  selector:
+    app: web
+  ports:
+  - port: 80
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: web
+spec:
+  serviceName: web
+  replicas: 3
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+"#;
+
+#[tokio::test]
+async fn kubectl_applies_a_statefulset_and_its_rollout_completes_with_the_controllers() {
+    let cluster = Cluster::start().await;
+    let file = cluster.dir.path().join("web.yaml");
+    std::fs::write(&file, STATEFULSET).expect("write the manifests");
+    let file = file.to_str().expect("a utf-8 path");
+    let out = cluster.kubectl(&["apply", "-f", file]).await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["service/web created", "statefulset.apps/web created"]
+    );
+    let rollout = ["rollout", "status", "statefulset/web", "--timeout=50s"];
+    let out = cluster.kubectl(&rollout).await;
+    assert!(
+        out.contains("partitioned roll out complete: 3 new pods have been updated"),
+        "{out}"
+    );
+    let out = cluster
+        .kubectl(&["get", "pods", "-l", "app=web", "-o", "name"])
+        .await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["pod/web-0", "pod/web-1", "pod/web-2"]
+    );
+    let out = cluster.kubectl(&["get", "pods", "-l", "app=web"]).await;
+    assert_eq!(out.matches("1/1     Running").count(), 3, "{out}");
+
+    // A new image rolls through; the history has both revisions.
+    let out = cluster
+        .kubectl(&["set", "image", "statefulset/web", "nginx=nginx:1.28"])
+        .await;
+    assert_eq!(out.trim(), "statefulset.apps/web image updated");
+    cluster.kubectl(&rollout).await;
+    let images = r#"{range .items[*]}{.spec.containers[0].image}{"\n"}{end}"#;
+    let out = cluster
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            &format!("jsonpath={images}"),
+        ])
+        .await;
+    assert_eq!(out.lines().collect::<Vec<_>>(), vec!["nginx:1.28"; 3]);
+    let out = cluster
+        .kubectl(&["rollout", "history", "statefulset/web"])
+        .await;
+    assert!(out.contains('1') && out.contains('2'), "{out}");
+    let status = "jsonpath={.status.readyReplicas} {.status.updatedReplicas} {.status.currentRevision} {.status.updateRevision}";
+    let out = cluster
+        .kubectl(&["get", "statefulset", "web", "-o", status])
+        .await;
+    let fields: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(fields[..2], ["3", "3"], "{out}");
+    assert_eq!(
+        fields[2], fields[3],
+        "the update revision is current: {out}"
+    );
+}

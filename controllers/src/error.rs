@@ -23,6 +23,12 @@ pub enum Error {
     /// Creating or deleting a controller's pods failed (the message of the first failure).
     #[error("managing replicas failed: {0}")]
     Manage(String),
+    /// A ControllerRevision's data is not the template patch its controller stores.
+    #[error("controller revision {name} holds no pod template")]
+    InvalidRevision {
+        /// The revision.
+        name: String,
+    },
     /// The caches a decision needs have not synced yet (retried).
     #[error("informer caches not synced yet")]
     NotSynced,

@@ -9,6 +9,8 @@
 //! - [`namespace`]: empties terminating namespaces, then finalizes them (§6.7).
 //! - [`deployment`]: ReplicaSets per template, rolling and recreate rollouts, conditions.
 //! - [`replicaset`]: pods for ReplicaSets: adoption, expectations, slow start, status.
+//! - [`statefulset`]: pods with stable names and claims, ordered or parallel, revisions,
+//!   rolling and on-delete updates.
 //! - [`job`]: Jobs run pods to completion (NonIndexed), fail past limits, expire by TTL.
 //! - [`endpoints`]: Endpoints and EndpointSlices of Services, from the pods they select.
 //! - [`scheduler`]: binds pending pods to nodes that fit them.
@@ -33,6 +35,7 @@ pub mod manager;
 pub mod namespace;
 pub mod replicaset;
 pub mod scheduler;
+pub mod statefulset;
 
 pub use error::{Error, Result};
 pub use manager::{LeaderElection, ManagerConfig, run, run_with_leader_election};

@@ -21,6 +21,7 @@ use crate::kubelet::{Kubelet, KubeletConfig};
 use crate::namespace::NamespaceController;
 use crate::replicaset::ReplicaSetController;
 use crate::scheduler::Scheduler;
+use crate::statefulset::StatefulSetController;
 
 /// The namespace controller's name (kube-controller-manager's, with its old alias).
 pub const NAMESPACE: &str = "namespace-controller";
@@ -49,6 +50,9 @@ pub const JOB: &str = "job-controller";
 /// The ReplicaSet controller's name (kube-controller-manager's, with its old alias).
 pub const REPLICASET: &str = "replicaset-controller";
 
+/// The StatefulSet controller's name (kube-controller-manager's, with its old alias).
+pub const STATEFULSET: &str = "statefulset-controller";
+
 /// Every controller this manager knows, with the old short aliases kube-controller-manager
 /// still accepts.
 pub const CONTROLLERS: &[(&str, &str)] = &[
@@ -61,6 +65,7 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     (NAMESPACE, "namespace"),
     (REPLICASET, "replicaset"),
     (SCHEDULER, "default-scheduler"),
+    (STATEFULSET, "statefulset"),
 ];
 
 /// Which controllers run, and how the simulated nodes behave.
@@ -151,6 +156,10 @@ pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken
     }
     if config.is_enabled(REPLICASET) {
         let controller = ReplicaSetController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(STATEFULSET) {
+        let controller = StatefulSetController::new(client.clone(), &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(JOB) {

@@ -174,7 +174,7 @@ pub fn template_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -
 }
 
 /// Upstream `rand.SafeEncodeString`: characters that cannot spell words.
-fn safe_encode(text: &str) -> String {
+pub fn safe_encode(text: &str) -> String {
     const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     text.bytes()
         .map(|b| char::from(ALPHANUMS[usize::from(b) % ALPHANUMS.len()]))
