@@ -11,6 +11,8 @@
 //! - [`replicaset`]: pods for ReplicaSets: adoption, expectations, slow start, status.
 //! - [`statefulset`]: pods with stable names and claims, ordered or parallel, revisions,
 //!   rolling and on-delete updates.
+//! - [`cronjob`]: Jobs on cron schedules, concurrency policies, history limits.
+//! - [`clock`]: the time source of time-driven controllers (system, or fake in tests).
 //! - [`job`]: Jobs run pods to completion (NonIndexed), fail past limits, expire by TTL.
 //! - [`endpoints`]: Endpoints and EndpointSlices of Services, from the pods they select.
 //! - [`scheduler`]: binds pending pods to nodes that fit them.
@@ -24,6 +26,8 @@
 //! - Writes carry the resourceVersion they were computed from; a Conflict means "requeue".
 
 mod claim;
+pub mod clock;
+pub mod cronjob;
 pub mod deployment;
 pub mod discovery;
 pub mod endpoints;
