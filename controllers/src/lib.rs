@@ -9,6 +9,8 @@
 //! - [`namespace`]: empties terminating namespaces, then finalizes them (§6.7).
 //! - [`deployment`]: ReplicaSets per template, rolling and recreate rollouts, conditions.
 //! - [`replicaset`]: pods for ReplicaSets: adoption, expectations, slow start, status.
+//! - [`cronjob`]: Jobs on cron schedules, concurrency policies, history limits.
+//! - [`clock`]: the time source of time-driven controllers (system, or fake in tests).
 //! - [`job`]: Jobs run pods to completion (NonIndexed), fail past limits, expire by TTL.
 //! - [`scheduler`]: binds pending pods to nodes that fit them.
 //! - [`kubelet`]: simulated nodes, and pods on them Running and Ready.
@@ -21,6 +23,8 @@
 //! - Writes carry the resourceVersion they were computed from; a Conflict means "requeue".
 
 mod claim;
+pub mod clock;
+pub mod cronjob;
 pub mod deployment;
 pub mod discovery;
 pub mod error;

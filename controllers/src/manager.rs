@@ -12,6 +12,8 @@ use kubemock_client::{Api, Client, InformerFactory};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
+use crate::cronjob::CronJobController;
 use crate::deployment::DeploymentController;
 use crate::error::{Error, Result};
 use crate::gc::GarbageCollector;
@@ -39,12 +41,16 @@ pub const KUBELET: &str = "kubelet";
 /// The Job controller's name (kube-controller-manager's, with its old alias).
 pub const JOB: &str = "job-controller";
 
+/// The CronJob controller's name (kube-controller-manager's, with its old alias).
+pub const CRONJOB: &str = "cronjob-controller";
+
 /// The ReplicaSet controller's name (kube-controller-manager's, with its old alias).
 pub const REPLICASET: &str = "replicaset-controller";
 
 /// Every controller this manager knows, with the old short aliases kube-controller-manager
 /// still accepts.
 pub const CONTROLLERS: &[(&str, &str)] = &[
+    (CRONJOB, "cronjob"),
     (DEPLOYMENT, "deployment"),
     (GARBAGE_COLLECTOR, "garbagecollector"),
     (JOB, "job"),
@@ -61,6 +67,9 @@ pub struct ManagerConfig {
     pub enabled: BTreeSet<String>,
     /// The simulated nodes (when [`KUBELET`] is enabled).
     pub kubelet: KubeletConfig,
+    /// Where time-driven controllers ([`CRONJOB`]) read the time: the system clock unless
+    /// a test sets a fake one.
+    pub clock: Clock,
 }
 
 impl Default for ManagerConfig {
@@ -72,6 +81,7 @@ impl Default for ManagerConfig {
                 .map(|(name, _)| (*name).to_owned())
                 .collect(),
             kubelet: KubeletConfig::default(),
+            clock: Clock::system(),
         }
     }
 }
@@ -112,6 +122,7 @@ impl ManagerConfig {
         Ok(ManagerConfig {
             enabled,
             kubelet: KubeletConfig::default(),
+            clock: Clock::system(),
         })
     }
 
@@ -119,6 +130,13 @@ impl ManagerConfig {
     #[must_use]
     pub fn with_kubelet(mut self, kubelet: KubeletConfig) -> Self {
         self.kubelet = kubelet;
+        self
+    }
+
+    /// Sets the clock of the time-driven controllers (a fake one in tests).
+    #[must_use]
+    pub fn with_clock(mut self, clock: impl Into<Clock>) -> Self {
+        self.clock = clock.into();
         self
     }
 
@@ -146,6 +164,10 @@ pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken
     }
     if config.is_enabled(JOB) {
         let controller = JobController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(CRONJOB) {
+        let controller = CronJobController::new(client.clone(), &factory, config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(SCHEDULER) {
