@@ -11,7 +11,8 @@
 //! - [`replicaset`]: pods for ReplicaSets: adoption, expectations, slow start, status.
 //! - [`cronjob`]: Jobs on cron schedules, concurrency policies, history limits.
 //! - [`clock`]: the time source of time-driven controllers (system, or fake in tests).
-//! - [`job`]: Jobs run pods to completion (NonIndexed), fail past limits, expire by TTL.
+//! - [`job`]: Jobs run pods to completion (NonIndexed and Indexed), fail past limits,
+//!   expire by TTL.
 //! - [`scheduler`]: binds pending pods to nodes that fit them.
 //! - [`kubelet`]: simulated nodes, and pods on them Running and Ready.
 //! - [`gc`]: the garbage collector: ownerReferences, background, foreground and orphan
