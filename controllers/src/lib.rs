@@ -13,7 +13,8 @@
 //!   rolling and on-delete updates.
 //! - [`cronjob`]: Jobs on cron schedules, concurrency policies, history limits.
 //! - [`clock`]: the time source of time-driven controllers (system, or fake in tests).
-//! - [`job`]: Jobs run pods to completion (NonIndexed), fail past limits, expire by TTL.
+//! - [`job`]: Jobs run pods to completion (NonIndexed and Indexed), fail past limits,
+//!   expire by TTL.
 //! - [`endpoints`]: Endpoints and EndpointSlices of Services, from the pods they select.
 //! - [`scheduler`]: binds pending pods to nodes that fit them.
 //! - [`kubelet`]: simulated nodes, and pods on them Running and Ready.

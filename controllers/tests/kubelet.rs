@@ -94,6 +94,16 @@ async fn pods_are_bound_to_ready_nodes_spread_and_run() {
     })
     .await;
 
+    // The scheduler's own node cache may still lag the API: a pod pinned to each node, once
+    // bound, shows that it knows all three before the spreading is tested.
+    for i in 0..3 {
+        let hostname = format!("kubemock-node-{i}");
+        let selector = json!({"nodeSelector": {"kubernetes.io/hostname": hostname}});
+        create_pod(&pods, &format!("probe-{i}"), selector).await;
+    }
+    for i in 0..3 {
+        wait_running_ready(&pods, &format!("probe-{i}")).await;
+    }
     for i in 0..6 {
         create_pod(&pods, &format!("p{i}"), json!({})).await;
     }
@@ -175,19 +185,20 @@ async fn pods_are_bound_to_ready_nodes_spread_and_run() {
 async fn an_impossible_node_selector_stays_pending_until_a_node_matches() {
     let (cluster, pods) = start("kubelet-pending").await;
     create_pod(&pods, "picky", json!({"nodeSelector": {"disk": "ssd"}})).await;
-    let pod = wait_for("the Unschedulable condition", || async {
+    // The scheduler may first try while not every node is registered; it tries again as
+    // each node arrives, so wait for the verdict on all three.
+    let expected = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.";
+    let pod = wait_for("the Unschedulable condition on all three nodes", || async {
         let pod = pods.get("picky").await.expect("get");
         condition(&pod, "PodScheduled")
-            .is_some_and(|c| c.0 == "False" && c.1.as_deref() == Some("Unschedulable"))
+            .is_some_and(|c| {
+                c.0 == "False"
+                    && c.1.as_deref() == Some("Unschedulable")
+                    && c.2.as_deref() == Some(expected)
+            })
             .then_some(pod)
     })
     .await;
-    assert_eq!(
-        condition(&pod, "PodScheduled").and_then(|c| c.2).as_deref(),
-        Some(
-            "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
-        )
-    );
     assert_eq!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Pending")
