@@ -23,6 +23,13 @@ pub enum Error {
     /// Creating or deleting a controller's pods failed (the message of the first failure).
     #[error("managing replicas failed: {0}")]
     Manage(String),
+    /// A ControllerRevision's name is taken by another template (hash collision): the
+    /// owner's collision count was raised, and the next sync names the revision anew.
+    #[error("controller revision {name} exists with another template")]
+    RevisionCollision {
+        /// The revision's name.
+        name: String,
+    },
     /// The caches a decision needs have not synced yet (retried).
     #[error("informer caches not synced yet")]
     NotSynced,

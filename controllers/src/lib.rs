@@ -8,6 +8,7 @@
 //!   every resource.
 //! - [`namespace`]: empties terminating namespaces, then finalizes them (§6.7).
 //! - [`deployment`]: ReplicaSets per template, rolling and recreate rollouts, conditions.
+//! - [`daemonset`]: one pod per eligible node, revisions, rolling and OnDelete updates.
 //! - [`replicaset`]: pods for ReplicaSets: adoption, expectations, slow start, status.
 //! - [`job`]: Jobs run pods to completion (NonIndexed), fail past limits, expire by TTL.
 //! - [`scheduler`]: binds pending pods to nodes that fit them.
@@ -21,6 +22,7 @@
 //! - Writes carry the resourceVersion they were computed from; a Conflict means "requeue".
 
 mod claim;
+pub mod daemonset;
 pub mod deployment;
 pub mod discovery;
 pub mod error;

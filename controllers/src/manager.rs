@@ -12,6 +12,7 @@ use kubemock_client::{Api, Client, InformerFactory};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::daemonset::DaemonSetController;
 use crate::deployment::DeploymentController;
 use crate::error::{Error, Result};
 use crate::gc::GarbageCollector;
@@ -26,6 +27,9 @@ pub const NAMESPACE: &str = "namespace-controller";
 
 /// The garbage collector's name (kube-controller-manager's, with its old alias).
 pub const GARBAGE_COLLECTOR: &str = "garbage-collector-controller";
+
+/// The DaemonSet controller's name (kube-controller-manager's, with its old alias).
+pub const DAEMONSET: &str = "daemonset-controller";
 
 /// The Deployment controller's name (kube-controller-manager's, with its old alias).
 pub const DEPLOYMENT: &str = "deployment-controller";
@@ -45,6 +49,7 @@ pub const REPLICASET: &str = "replicaset-controller";
 /// Every controller this manager knows, with the old short aliases kube-controller-manager
 /// still accepts.
 pub const CONTROLLERS: &[(&str, &str)] = &[
+    (DAEMONSET, "daemonset"),
     (DEPLOYMENT, "deployment"),
     (GARBAGE_COLLECTOR, "garbagecollector"),
     (JOB, "job"),
@@ -138,6 +143,10 @@ pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken
     }
     if config.is_enabled(DEPLOYMENT) {
         let controller = DeploymentController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(DAEMONSET) {
+        let controller = DaemonSetController::new(client.clone(), &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(REPLICASET) {
