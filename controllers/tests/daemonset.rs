@@ -465,3 +465,91 @@ async fn a_template_change_rolls_out_within_max_unavailable() {
     assert_eq!(numbers, vec![1, 2]);
     f.cluster.stop().await;
 }
+
+#[tokio::test]
+async fn on_delete_updates_only_pods_that_are_deleted() {
+    let f = Fixture::start(2, Duration::ZERO).await;
+    f.create("agent", json!({"updateStrategy": {"type": "OnDelete"}}))
+        .await;
+    let before = f
+        .wait_one_ready_pod_on("agent", &["kubemock-node-0", "kubemock-node-1"])
+        .await;
+    f.wait_status_converged("agent", 2).await;
+    let changed = f
+        .daemonsets
+        .patch(
+            "agent",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"template": {"spec": {"containers":
+                [{"name": "agent", "image": "agent:2"}]}}}})),
+        )
+        .await
+        .expect("change the template");
+    // The new template is observed (a second revision), but no pod is replaced.
+    wait_for("the new template to be observed", || async {
+        let status = f.daemonsets.get("agent").await.expect("get").status?;
+        (status.observed_generation == changed.metadata.generation
+            && status.updated_number_scheduled.is_none())
+        .then_some(())
+    })
+    .await;
+    let revisions: Api<ControllerRevision> = Api::namespaced(f.cluster.client.clone(), "default");
+    wait_for("a second revision", || async {
+        let count = revisions
+            .list(&ListParams::default())
+            .await
+            .expect("revisions")
+            .items
+            .len();
+        (count == 2).then_some(())
+    })
+    .await;
+    let still = f.pods_by_node("agent").await;
+    for (node, pod) in &before {
+        let names: Vec<_> = still[node]
+            .iter()
+            .map(|p| p.metadata.name.clone())
+            .collect();
+        assert_eq!(
+            names,
+            vec![pod.metadata.name.clone()],
+            "{node} keeps its pod"
+        );
+    }
+
+    let victim = pod_of(&before, "kubemock-node-1");
+    f.pods
+        .delete(
+            victim.metadata.name.as_deref().expect("name"),
+            &DeleteParams::default(),
+        )
+        .await
+        .expect("delete a pod");
+    let after = wait_for("node-1's replacement from the new template", || async {
+        let by_node = f.pods_by_node("agent").await;
+        let replacement = by_node.get("kubemock-node-1")?.first()?.clone();
+        (replacement.metadata.name != victim.metadata.name && is_ready(&replacement))
+            .then_some(by_node)
+    })
+    .await;
+    let image = |pod: &Pod| {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.containers[0].image.clone())
+    };
+    assert_eq!(
+        image(&after["kubemock-node-1"][0]).as_deref(),
+        Some("agent:2")
+    );
+    assert_eq!(
+        image(&after["kubemock-node-0"][0]).as_deref(),
+        Some("agent:1")
+    );
+    wait_for("one updated pod in the status", || async {
+        let status = f.daemonsets.get("agent").await.expect("get").status?;
+        (status.updated_number_scheduled == Some(1) && status.number_available == Some(2))
+            .then_some(())
+    })
+    .await;
+    f.cluster.stop().await;
+}
