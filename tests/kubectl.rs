@@ -1371,3 +1371,129 @@ async fn kubectl_applies_a_statefulset_and_its_rollout_completes_with_the_contro
         "the update revision is current: {out}"
     );
 }
+
+const DAEMONSET: &str = "\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+spec:
+  selector:
+    matchLabels: {app: agent}
+  template:
+    metadata:
+      labels: {app: agent}
+    spec:
+      containers:
+      - name: agent
+        image: fluentd:1.16
+";
+
+#[tokio::test]
+async fn kubectl_daemonset_rollout_status_history_undo_and_a_pod_on_every_node() {
+    let cluster = Cluster::start_with(&["--nodes", "4"]).await;
+    let file = cluster.dir.path().join("agent.yaml");
+    std::fs::write(&file, DAEMONSET).expect("write the manifest");
+    let file = file.to_str().expect("a utf-8 path");
+    let out = cluster.kubectl(&["apply", "-f", file]).await;
+    assert_eq!(out.trim(), "daemonset.apps/agent created");
+    // kubectl's DaemonSetStatusViewer: observedGeneration, then updated and available
+    // against desiredNumberScheduled.
+    let rollout = ["rollout", "status", "daemonset/agent", "--timeout=50s"];
+    let out = cluster.kubectl(&rollout).await;
+    assert!(
+        out.contains("daemon set \"agent\" successfully rolled out"),
+        "{out}"
+    );
+    let nodes = cluster
+        .kubectl(&["get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"])
+        .await;
+    let mut nodes: Vec<&str> = nodes.split_whitespace().collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes.len(), 4, "{nodes:?}");
+    let placement = r#"{range .items[*]}{.spec.nodeName} {.status.phase}{"\n"}{end}"#;
+    let pods_by_node = || async {
+        let out = cluster
+            .kubectl(&[
+                "get",
+                "pods",
+                "-l",
+                "app=agent",
+                "-o",
+                &format!("jsonpath={placement}"),
+            ])
+            .await;
+        let mut lines: Vec<String> = out.lines().map(str::to_owned).collect();
+        lines.sort_unstable();
+        lines
+    };
+    let every_node: Vec<String> = nodes.iter().map(|n| format!("{n} Running")).collect();
+    assert_eq!(pods_by_node().await, every_node);
+    let counts = "jsonpath={.status.desiredNumberScheduled} {.status.currentNumberScheduled} \
+        {.status.numberReady} {.status.updatedNumberScheduled} {.status.numberAvailable}";
+    let out = cluster
+        .kubectl(&["get", "daemonset", "agent", "-o", counts])
+        .await;
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        vec!["4"; 5],
+        "{out}"
+    );
+
+    let out = cluster
+        .kubectl(&["set", "image", "daemonset/agent", "agent=fluentd:1.17"])
+        .await;
+    assert_eq!(out.trim(), "daemonset.apps/agent image updated");
+    let out = cluster.kubectl(&rollout).await;
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let images = cluster
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=agent",
+            "-o",
+            "jsonpath={.items[*].spec.containers[0].image}",
+        ])
+        .await;
+    let images: Vec<&str> = images.split_whitespace().collect();
+    assert_eq!(images, vec!["fluentd:1.17"; 4], "terminated pods are gone");
+    assert_eq!(pods_by_node().await, every_node);
+    // The history is the DaemonSet's ControllerRevisions.
+    let out = cluster
+        .kubectl(&["rollout", "history", "daemonset/agent"])
+        .await;
+    assert_eq!(history_revisions(&out), vec!["1", "2"], "{out}");
+    // Undo patches the template back from revision 1, which becomes revision 3.
+    let out = cluster
+        .kubectl(&["rollout", "undo", "daemonset/agent"])
+        .await;
+    assert_eq!(out.trim(), "daemonset.apps/agent rolled back");
+    cluster.kubectl(&rollout).await;
+    let images = cluster
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=agent",
+            "-o",
+            "jsonpath={.items[*].spec.containers[0].image}",
+        ])
+        .await;
+    assert_eq!(
+        images.split_whitespace().collect::<Vec<_>>(),
+        vec!["fluentd:1.16"; 4]
+    );
+    let out = cluster
+        .kubectl(&["rollout", "history", "daemonset/agent"])
+        .await;
+    assert_eq!(history_revisions(&out), vec!["2", "3"], "{out}");
+}
+
+/// The revision numbers of `kubectl rollout history` output.
+fn history_revisions(out: &str) -> Vec<&str> {
+    out.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.chars().all(|c| c.is_ascii_digit()))
+        .collect()
+}

@@ -8,6 +8,7 @@
 //!   every resource.
 //! - [`namespace`]: empties terminating namespaces, then finalizes them (§6.7).
 //! - [`deployment`]: ReplicaSets per template, rolling and recreate rollouts, conditions.
+//! - [`daemonset`]: one pod per eligible node, revisions, rolling and OnDelete updates.
 //! - [`replicaset`]: pods for ReplicaSets: adoption, expectations, slow start, status.
 //! - [`statefulset`]: pods with stable names and claims, ordered or parallel, revisions,
 //!   rolling and on-delete updates.
@@ -29,6 +30,7 @@
 mod claim;
 pub mod clock;
 pub mod cronjob;
+pub mod daemonset;
 pub mod deployment;
 pub mod discovery;
 pub mod endpoints;

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::cronjob::CronJobController;
+use crate::daemonset::DaemonSetController;
 use crate::deployment::DeploymentController;
 use crate::endpoints::{EndpointSliceController, EndpointsController};
 use crate::error::{Error, Result};
@@ -30,6 +31,9 @@ pub const NAMESPACE: &str = "namespace-controller";
 
 /// The garbage collector's name (kube-controller-manager's, with its old alias).
 pub const GARBAGE_COLLECTOR: &str = "garbage-collector-controller";
+
+/// The DaemonSet controller's name (kube-controller-manager's, with its old alias).
+pub const DAEMONSET: &str = "daemonset-controller";
 
 /// The Deployment controller's name (kube-controller-manager's, with its old alias).
 pub const DEPLOYMENT: &str = "deployment-controller";
@@ -62,6 +66,7 @@ pub const STATEFULSET: &str = "statefulset-controller";
 /// still accepts.
 pub const CONTROLLERS: &[(&str, &str)] = &[
     (CRONJOB, "cronjob"),
+    (DAEMONSET, "daemonset"),
     (DEPLOYMENT, "deployment"),
     (ENDPOINTS, "endpoint"),
     (ENDPOINTSLICE, "endpointslice"),
@@ -170,6 +175,10 @@ pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken
     }
     if config.is_enabled(DEPLOYMENT) {
         let controller = DeploymentController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(DAEMONSET) {
+        let controller = DaemonSetController::new(client.clone(), &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(REPLICASET) {

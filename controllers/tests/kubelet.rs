@@ -266,3 +266,70 @@ async fn pods_that_do_not_restart_succeed() {
     );
     cluster.stop().await;
 }
+
+#[tokio::test]
+async fn a_user_created_node_that_opts_in_is_simulated() {
+    let (cluster, pods) = start("kubelet-extra").await;
+    let nodes: Api<Node> = Api::all(cluster.client.clone());
+    let node = |name: &str, annotations: Value| -> Node {
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "annotations": annotations,
+            "labels": {"pool": name}}}),
+        )
+        .expect("a node")
+    };
+    let simulated = json!({kubemock_controllers::kubelet::SIMULATED_ANNOTATION: "true"});
+    nodes
+        .create(&PostParams::default(), &node("fake", simulated))
+        .await
+        .expect("create the simulated node");
+    nodes
+        .create(&PostParams::default(), &node("real", json!({})))
+        .await
+        .expect("create a node nobody runs");
+    let ready = wait_for("the simulated node to be Ready", || async {
+        let node = nodes.get("fake").await.expect("get");
+        let status = node.status.clone()?;
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+            .then_some(status)
+    })
+    .await;
+    assert!(ready.allocatable.is_some_and(|a| a.contains_key("pods")));
+    let hostname = ready
+        .addresses
+        .iter()
+        .flatten()
+        .find(|a| a.type_ == "Hostname")
+        .map(|a| a.address.clone());
+    assert_eq!(hostname.as_deref(), Some("fake"));
+
+    create_pod(&pods, "on-fake", json!({"nodeSelector": {"pool": "fake"}})).await;
+    let pod = wait_running_ready(&pods, "on-fake").await;
+    assert_eq!(pod.spec.and_then(|s| s.node_name).as_deref(), Some("fake"));
+
+    // A node without the annotation is left alone: never Ready, so nothing is bound to it.
+    create_pod(&pods, "on-real", json!({"nodeSelector": {"pool": "real"}})).await;
+    wait_for(
+        "the pod for the unsimulated node to be unschedulable",
+        || async {
+            let pod = pods.get("on-real").await.expect("get");
+            condition(&pod, "PodScheduled")
+                .is_some_and(|c| c.1.as_deref() == Some("Unschedulable"))
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(
+        nodes
+            .get("real")
+            .await
+            .expect("get")
+            .status
+            .is_none_or(|s| s.conditions.is_none())
+    );
+    cluster.stop().await;
+}
