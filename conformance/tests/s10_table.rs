@@ -375,3 +375,325 @@ async fn s10_8_10_watch_events_are_tables_with_column_definitions_first_only() {
     assert_eq!(deleted["type"], "DELETED");
     assert_eq!(first_cells(&deleted["object"]), ["after"]);
 }
+
+// ----- the printers of the other built-in kinds ----------------------------------------------
+
+/// Creates `object` in `collection` and answers the Table kubectl gets for it.
+async fn table_of_new(h: &Harness, collection: &str, object: &Value) -> Value {
+    let created = post_ok(h, collection, object).await;
+    let name = created["metadata"]["name"].as_str().expect("a name");
+    table_of(h, &format!("{collection}/{name}")).await
+}
+
+/// The Table kubectl gets at `path`.
+async fn table_of(h: &Harness, path: &str) -> Value {
+    let reply = h.get_accepting(path, KUBECTL_TABLE).await;
+    assert_eq!(reply.status, 200, "GET {path}: {:?}", reply.body);
+    reply.body
+}
+
+/// Replaces the status of the object at `item` with `status` (PUT of `status`).
+async fn put_status(h: &Harness, item: &str, status: Value) {
+    let mut object = h.get(item).await.body;
+    object["status"] = status;
+    let reply = h.put(&format!("{item}/status"), &object).await;
+    assert_eq!(reply.status, 200, "PUT {item}/status: {:?}", reply.body);
+}
+
+/// The cells of a one-row Table.
+fn only_cells(table: &Value) -> Vec<Value> {
+    let rows = rows(table);
+    assert_eq!(rows.len(), 1, "{table}");
+    rows[0]["cells"].as_array().expect("cells").clone()
+}
+
+/// The names of the `-o wide` (priority 1) columns.
+fn wide_columns(table: &Value) -> Vec<&str> {
+    table["columnDefinitions"]
+        .as_array()
+        .expect("columnDefinitions is an array")
+        .iter()
+        .filter(|c| c["priority"] == 1)
+        .map(|c| c["name"].as_str().expect("a column name"))
+        .collect()
+}
+
+/// An age cell of a just-created object (`0s`, `1s`, ...).
+fn assert_fresh_age(cell: &Value) {
+    let age = cell.as_str().expect("an age string");
+    assert!(age.ends_with('s'), "{age}");
+}
+
+/// A pod template with one container, labelled `app: name`.
+fn pod_template(name: &str, image: &str, restart: &str) -> Value {
+    json!({
+        "metadata": {"labels": {"app": name}},
+        "spec": {"restartPolicy": restart, "containers": [{"name": name, "image": image}]},
+    })
+}
+
+#[tokio::test]
+async fn s10_endpoints_print_ip_ports_the_first_three_then_how_many_more() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-endpoints").await;
+    let path = format!("/api/v1/namespaces/{ns}/endpoints");
+    let endpoints = json!({
+        "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web"},
+        "subsets": [{
+            "addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}],
+            "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}],
+        }],
+    });
+    let table = table_of_new(&h, &path, &endpoints).await;
+    assert_eq!(column_names(&table), ["Name", "Endpoints", "Age"]);
+    let cells = only_cells(&table);
+    assert_eq!(
+        cells[..2],
+        [
+            json!("web"),
+            json!("10.0.0.1:80,10.0.0.2:80,10.0.0.1:443 + 1 more...")
+        ]
+    );
+    assert_fresh_age(&cells[2]);
+    let empty = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "none"}});
+    assert_eq!(
+        only_cells(&table_of_new(&h, &path, &empty).await)[1],
+        "<none>"
+    );
+}
+
+#[tokio::test]
+async fn s10_endpoint_slices_print_address_type_ports_and_endpoints() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-slices").await;
+    let path = format!("/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices");
+    let slice = json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "web-abc12"}, "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 80, "protocol": "TCP"}, {"name": "any", "protocol": "TCP"}],
+        "endpoints": [
+            {"addresses": ["10.0.0.1"]}, {"addresses": ["10.0.0.2"]},
+            {"addresses": ["10.0.0.3"]}, {"addresses": ["10.0.0.4"]},
+        ],
+    });
+    let table = table_of_new(&h, &path, &slice).await;
+    assert_eq!(
+        column_names(&table),
+        ["Name", "AddressType", "Ports", "Endpoints", "Age"]
+    );
+    let cells = only_cells(&table);
+    assert_eq!(
+        cells[..4],
+        [
+            json!("web-abc12"),
+            json!("IPv4"),
+            json!("80,any"),
+            json!("10.0.0.1,10.0.0.2,10.0.0.3 + 1 more...")
+        ]
+    );
+    let bare = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                      "metadata": {"name": "bare"}, "addressType": "FQDN", "endpoints": []});
+    assert_eq!(
+        only_cells(&table_of_new(&h, &path, &bare).await)[1..4],
+        [json!("FQDN"), json!("<unset>"), json!("<unset>")]
+    );
+}
+
+#[tokio::test]
+async fn s10_stateful_sets_print_ready_of_desired() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-sts").await;
+    let path = format!("/apis/apps/v1/namespaces/{ns}/statefulsets");
+    let set = json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {"replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                 "template": pod_template("db", "postgres:16", "Always")},
+    });
+    let table = table_of_new(&h, &path, &set).await;
+    assert_eq!(
+        column_names(&table),
+        ["Name", "Ready", "Age", "Containers", "Images"]
+    );
+    assert_eq!(wide_columns(&table), ["Containers", "Images"]);
+    assert_eq!(only_cells(&table)[1], "0/2");
+    put_status(
+        &h,
+        &format!("{path}/db"),
+        json!({"replicas": 2, "readyReplicas": 1, "availableReplicas": 1}),
+    )
+    .await;
+    let cells = only_cells(&table_of(&h, &format!("{path}/db")).await);
+    assert_eq!(cells[..2], [json!("db"), json!("1/2")]);
+    assert_eq!(cells[3..], [json!("db"), json!("postgres:16")]);
+}
+
+#[tokio::test]
+async fn s10_daemon_sets_print_node_counts_and_node_selector() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-ds").await;
+    let path = format!("/apis/apps/v1/namespaces/{ns}/daemonsets");
+    let mut template = pod_template("agent", "agent:2", "Always");
+    template["spec"]["nodeSelector"] = json!({"kubernetes.io/os": "linux"});
+    let set = json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": template},
+    });
+    let table = table_of_new(&h, &path, &set).await;
+    assert_eq!(
+        column_names(&table),
+        [
+            "Name",
+            "Desired",
+            "Current",
+            "Ready",
+            "Up-to-date",
+            "Available",
+            "Node Selector",
+            "Age",
+            "Containers",
+            "Images",
+            "Selector"
+        ]
+    );
+    put_status(
+        &h,
+        &format!("{path}/agent"),
+        json!({"desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 2,
+               "updatedNumberScheduled": 3, "numberAvailable": 2, "numberMisscheduled": 0}),
+    )
+    .await;
+    let cells = only_cells(&table_of(&h, &format!("{path}/agent")).await);
+    assert_eq!(
+        cells[..7],
+        [
+            json!("agent"),
+            json!(3),
+            json!(3),
+            json!(2),
+            json!(3),
+            json!(2),
+            json!("kubernetes.io/os=linux")
+        ]
+    );
+    assert_eq!(
+        cells[8..],
+        [json!("agent"), json!("agent:2"), json!("app=agent")]
+    );
+}
+
+#[tokio::test]
+async fn s10_jobs_print_status_completions_and_duration() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-job").await;
+    let path = format!("/apis/batch/v1/namespaces/{ns}/jobs");
+    let job = json!({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pi"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+                                       "containers": [{"name": "pi", "image": "perl:5"}]}}},
+    });
+    let created = post_ok(&h, &path, &job).await;
+    let uid = created["metadata"]["uid"].as_str().expect("a uid");
+    let table = table_of(&h, &format!("{path}/pi")).await;
+    assert_eq!(
+        column_names(&table),
+        [
+            "Name",
+            "Status",
+            "Completions",
+            "Duration",
+            "Age",
+            "Containers",
+            "Images",
+            "Selector"
+        ]
+    );
+    assert_eq!(wide_columns(&table), ["Containers", "Images", "Selector"]);
+    let cells = only_cells(&table);
+    assert_eq!(
+        cells[..4],
+        [json!("pi"), json!("Running"), json!("0/1"), json!("")]
+    );
+    assert_eq!(
+        cells[5..],
+        [
+            json!("pi"),
+            json!("perl:5"),
+            json!(format!("batch.kubernetes.io/controller-uid={uid}"))
+        ]
+    );
+    put_status(
+        &h,
+        &format!("{path}/pi"),
+        json!({
+            "startTime": "2024-05-01T12:00:00Z", "completionTime": "2024-05-01T12:03:10Z",
+            "succeeded": 1, "ready": 0, "terminating": 0,
+            "conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True"},
+                {"type": "Complete", "status": "True"},
+            ],
+        }),
+    )
+    .await;
+    let cells = only_cells(&table_of(&h, &format!("{path}/pi")).await);
+    assert_eq!(
+        cells[1..4],
+        [json!("Complete"), json!("1/1"), json!("3m10s")]
+    );
+}
+
+#[tokio::test]
+async fn s10_cron_jobs_print_schedule_timezone_suspend_active_and_last_schedule() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-cronjob").await;
+    let path = format!("/apis/batch/v1/namespaces/{ns}/cronjobs");
+    let cron_job = json!({
+        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "nightly"},
+        "spec": {"schedule": "0 3 * * *", "timeZone": "Etc/UTC",
+                 "jobTemplate": {"spec": {"template": pod_template("backup", "backup:1", "OnFailure")}}},
+    });
+    let table = table_of_new(&h, &path, &cron_job).await;
+    assert_eq!(
+        column_names(&table),
+        [
+            "Name",
+            "Schedule",
+            "Timezone",
+            "Suspend",
+            "Active",
+            "Last Schedule",
+            "Age",
+            "Containers",
+            "Images",
+            "Selector"
+        ]
+    );
+    let cells = only_cells(&table);
+    assert_eq!(
+        cells[..6],
+        [
+            json!("nightly"),
+            json!("0 3 * * *"),
+            json!("Etc/UTC"),
+            json!("False"),
+            json!(0),
+            json!("<none>")
+        ]
+    );
+    assert_eq!(
+        cells[7..],
+        [json!("backup"), json!("backup:1"), json!("<none>")]
+    );
+    let created = h.get(&format!("{path}/nightly")).await.body;
+    put_status(
+        &h,
+        &format!("{path}/nightly"),
+        json!({
+            "active": [{"kind": "Job", "apiVersion": "batch/v1", "namespace": ns, "name": "nightly-1"}],
+            "lastScheduleTime": created["metadata"]["creationTimestamp"],
+        }),
+    )
+    .await;
+    let cells = only_cells(&table_of(&h, &format!("{path}/nightly")).await);
+    assert_eq!(cells[4], 1);
+    assert_fresh_age(&cells[5]);
+}

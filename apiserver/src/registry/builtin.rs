@@ -160,7 +160,8 @@ const V1: &str = "v1";
 const ENTRIES: &[Entry] = &[
     // core/v1
     entry(CORE, V1, "configmaps", "ConfigMap", NS).short(&["cm"]).admit(Admission::ConfigMap).printer(Printer::ConfigMap),
-    entry(CORE, V1, "endpoints", "Endpoints", NS).short(&["ep"]).create_on_update(),
+    entry(CORE, V1, "endpoints", "Endpoints", NS).short(&["ep"]).create_on_update()
+        .printer(Printer::Endpoints),
     entry(CORE, V1, "events", "Event", NS).short(&["ev"]).create_on_update()
         .admit(Admission::Event)
         .printer(Printer::Event),
@@ -190,7 +191,7 @@ const ENTRIES: &[Entry] = &[
     // apps/v1
     entry(APPS, V1, "controllerrevisions", "ControllerRevision", NS),
     entry(APPS, V1, "daemonsets", "DaemonSet", NS).short(&["ds"]).all().sub(&["status"])
-        .generation(SPEC).admit(Admission::DaemonSet),
+        .generation(SPEC).admit(Admission::DaemonSet).printer(Printer::DaemonSet),
     entry(APPS, V1, "deployments", "Deployment", NS).short(&["deploy"]).all()
         .sub(&["scale", "status"]).generation(GenerationPolicy::SpecAndAnnotations)
         .printer(Printer::Deployment).admit(Admission::Deployment),
@@ -198,7 +199,8 @@ const ENTRIES: &[Entry] = &[
         .sub(&["scale", "status"]).generation(SPEC).printer(Printer::ReplicaSet)
         .admit(Admission::ReplicaSet),
     entry(APPS, V1, "statefulsets", "StatefulSet", NS).short(&["sts"]).all()
-        .sub(&["scale", "status"]).generation(SPEC).admit(Admission::StatefulSet),
+        .sub(&["scale", "status"]).generation(SPEC).admit(Admission::StatefulSet)
+        .printer(Printer::StatefulSet),
     // events.k8s.io/v1
     entry("events.k8s.io", V1, "events", "Event", NS).short(&["ev"]).create_on_update()
         .printer(Printer::EventV1).admit(Admission::EventV1),
@@ -209,9 +211,9 @@ const ENTRIES: &[Entry] = &[
         .short(&["hpa"]).all().sub(&["status"]),
     // batch/v1
     entry(BATCH, V1, "cronjobs", "CronJob", NS).short(&["cj"]).all().sub(&["status"])
-        .generation(SPEC).admit(Admission::CronJob),
+        .generation(SPEC).admit(Admission::CronJob).printer(Printer::CronJob),
     entry(BATCH, V1, "jobs", "Job", NS).all().sub(&["status"]).generation(SPEC)
-        .admit(Admission::Job),
+        .admit(Admission::Job).printer(Printer::Job),
     // networking.k8s.io/v1
     entry(NETWORKING, V1, "ingressclasses", "IngressClass", CLUSTER),
     entry(NETWORKING, V1, "ingresses", "Ingress", NS).short(&["ing"]).sub(&["status"]),
@@ -238,7 +240,8 @@ const ENTRIES: &[Entry] = &[
     entry("coordination.k8s.io", V1, "leases", "Lease", NS).conditional_update_only()
         .create_on_update().printer(Printer::Lease).admit(Admission::Lease),
     // discovery.k8s.io/v1
-    entry("discovery.k8s.io", V1, "endpointslices", "EndpointSlice", NS),
+    entry("discovery.k8s.io", V1, "endpointslices", "EndpointSlice", NS)
+        .printer(Printer::EndpointSlice),
 ];
 
 fn strings(items: &[&str]) -> Vec<String> {

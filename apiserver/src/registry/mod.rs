@@ -97,6 +97,20 @@ pub enum Printer {
     Lease,
     /// autoscaling/v1 Scale (the `scale` subresource): Name, Desired, Available, Age.
     Scale,
+    /// Name, Endpoints (`ip:port`, the first three), Age.
+    Endpoints,
+    /// Name, AddressType, Ports, Endpoints, Age.
+    EndpointSlice,
+    /// Name, Ready, Age; wide: Containers, Images.
+    StatefulSet,
+    /// Name, Desired, Current, Ready, Up-to-date, Available, Node Selector, Age; wide:
+    /// Containers, Images, Selector.
+    DaemonSet,
+    /// Name, Status, Completions, Duration, Age; wide: Containers, Images, Selector.
+    Job,
+    /// Name, Schedule, Timezone, Suspend, Active, Last Schedule, Age; wide: Containers, Images,
+    /// Selector.
+    CronJob,
 }
 
 /// Which kind-specific admission (defaulting, validation, allocation: the `admission` module)
@@ -429,7 +443,7 @@ mod tests {
         assert_eq!(printer("", "pods"), Printer::Pod);
         assert_eq!(printer("", "namespaces"), Printer::Namespace);
         assert_eq!(printer("events.k8s.io", "events"), Printer::EventV1);
-        assert_eq!(printer("batch", "jobs"), Printer::Default);
+        assert_eq!(printer("batch", "jobs"), Printer::Job);
         assert_eq!(
             printer("apiextensions.k8s.io", "customresourcedefinitions"),
             Printer::Default

@@ -142,7 +142,7 @@ pub(super) const CONTAINERS: &str = "Names of each container in the template.";
 /// Images column of workloads.
 pub(super) const IMAGES: &str = "Images referenced by each container in the template.";
 
-/// Deployment Ready column.
+/// Deployment and StatefulSet Ready column.
 pub(super) const DEPLOYMENT_READY: &str = "Number of the pod with ready state";
 
 /// Namespace Status column.
@@ -153,3 +153,65 @@ pub(super) const NODE_STATUS: &str = "The status of the node";
 
 /// Node Roles column.
 pub(super) const NODE_ROLES: &str = "The roles of the node";
+
+/// core/v1 `Endpoints` `subsets`.
+pub(super) const ENDPOINTS_SUBSETS: &str = "The set of all endpoints is the union of all subsets. Addresses are placed into subsets according to the IPs they share. A single address with multiple ports, some of which are ready and some of which are not (because they come from different containers) will result in the address being displayed in different subsets for the different ports. No address will appear in both Addresses and NotReadyAddresses in the same subset. Sets of addresses and ports that comprise a service.";
+
+/// discovery/v1beta1 `EndpointSlice` `addressType`.
+pub(super) const ENDPOINT_SLICE_ADDRESS_TYPE: &str = "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type. This field is immutable after creation. The following address types are currently supported: * IPv4: Represents an IPv4 Address. * IPv6: Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain Name.";
+
+/// discovery/v1beta1 `EndpointSlice` `ports`.
+pub(super) const ENDPOINT_SLICE_PORTS: &str = "ports specifies the list of network ports exposed by each endpoint in this slice. Each port must have a unique name. When ports is empty, it indicates that there are no defined ports. When a port is defined with a nil port value, it indicates \"all ports\". Each slice may include a maximum of 100 ports.";
+
+/// discovery/v1beta1 `EndpointSlice` `endpoints`.
+pub(super) const ENDPOINT_SLICE_ENDPOINTS: &str = "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints.";
+
+/// extensions/v1beta1 `DaemonSetStatus` `desiredNumberScheduled`.
+pub(super) const DS_DESIRED: &str = "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/";
+
+/// extensions/v1beta1 `DaemonSetStatus` `currentNumberScheduled`.
+pub(super) const DS_CURRENT: &str = "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/";
+
+/// extensions/v1beta1 `DaemonSetStatus` `numberReady`.
+pub(super) const DS_READY: &str = "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition.";
+
+/// extensions/v1beta1 `DaemonSetStatus` `updatedNumberScheduled`.
+pub(super) const DS_UPDATED: &str = "The total number of nodes that are running updated daemon pod";
+
+/// extensions/v1beta1 `DaemonSetStatus` `numberAvailable`.
+pub(super) const DS_AVAILABLE: &str = "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)";
+
+/// `PodSpec` `nodeSelector`.
+pub(super) const POD_NODE_SELECTOR: &str = "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/";
+
+/// extensions/v1beta1 `DaemonSetSpec` `selector`.
+pub(super) const DS_SELECTOR: &str = "A label query over pods that are managed by the daemon set. Must match in order to be controlled. If empty, defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
+
+/// Job Status column.
+pub(super) const JOB_STATUS: &str = "Status of the job.";
+
+/// batch/v1 `JobStatus` `succeeded`.
+pub(super) const JOB_SUCCEEDED: &str = "The number of pods which reached phase Succeeded. The value increases monotonically for a given spec. However, it may decrease in reaction to scale down of elastic indexed jobs.";
+
+/// Job Duration column.
+pub(super) const JOB_DURATION: &str = "Time required to complete the job.";
+
+/// batch/v1 `JobSpec` `selector`.
+pub(super) const JOB_SELECTOR: &str = "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
+
+/// batch/v1beta1 `CronJobSpec` `schedule`.
+pub(super) const CRONJOB_SCHEDULE: &str =
+    "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron.";
+
+/// batch/v1beta1 `CronJobSpec` `timeZone`.
+pub(super) const CRONJOB_TIME_ZONE: &str = "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. If not specified, this will default to the time zone of the kube-controller-manager process. The set of valid time zone names and the time zone offset is loaded from the system-wide time zone database by the API server during CronJob validation and the controller manager during execution. If no system-wide time zone database can be found a bundled version of the database is used instead. If the time zone name becomes invalid during the lifetime of a CronJob or due to a change in host configuration, the controller will stop creating new new Jobs and will create a system event with the reason UnknownTimeZone. More information can be found in https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones";
+
+/// batch/v1beta1 `CronJobSpec` `suspend`.
+pub(super) const CRONJOB_SUSPEND: &str = "This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.  Defaults to false.";
+
+/// batch/v1beta1 `CronJobStatus` `active`.
+pub(super) const CRONJOB_ACTIVE: &str = "A list of pointers to currently running jobs.";
+
+/// batch/v1beta1 `CronJobStatus` `lastScheduleTime`.
+pub(super) const CRONJOB_LAST_SCHEDULE: &str =
+    "Information when was the last time the job was successfully scheduled.";

@@ -16,10 +16,13 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 
 use super::docs;
-use super::duration::{human_duration, since, zero_time};
+use super::duration::{go_duration, human_duration, since, zero_time};
 use crate::meta;
 use crate::registry::Printer;
 use crate::selector::label_selector_string;
+
+mod networking;
+mod workloads;
 
 /// One column (`metav1.TableColumnDefinition`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,6 +201,12 @@ pub(super) fn columns(printer: &Printer) -> &'static [Column] {
         Printer::Event | Printer::EventV1 => EVENT_COLUMNS,
         Printer::Lease => LEASE_COLUMNS,
         Printer::Scale => SCALE_COLUMNS,
+        Printer::Endpoints => networking::ENDPOINTS_COLUMNS,
+        Printer::EndpointSlice => networking::ENDPOINT_SLICE_COLUMNS,
+        Printer::StatefulSet => workloads::STATEFUL_SET_COLUMNS,
+        Printer::DaemonSet => workloads::DAEMON_SET_COLUMNS,
+        Printer::Job => workloads::JOB_COLUMNS,
+        Printer::CronJob => workloads::CRON_JOB_COLUMNS,
     }
 }
 
@@ -257,6 +266,12 @@ pub(super) fn row(printer: &Printer, object: &Value, now: i128) -> Row {
             json!(int(object, &["status", "replicas"])),
             json!(age(object, now)),
         ]),
+        Printer::Endpoints => Row::plain(networking::endpoints(object, now)),
+        Printer::EndpointSlice => Row::plain(networking::endpoint_slice(object, now)),
+        Printer::StatefulSet => Row::plain(workloads::stateful_set(object, now)),
+        Printer::DaemonSet => Row::plain(workloads::daemon_set(object, now)),
+        Printer::Job => Row::plain(workloads::job(object, now)),
+        Printer::CronJob => Row::plain(workloads::cron_job(object, now)),
     }
 }
 
@@ -371,6 +386,57 @@ fn selector_string(selector: Option<&Value>) -> Result<String, ()> {
     Ok(label_selector_string(selector))
 }
 
+/// `metav1.FormatLabelSelector`: the selector's string, `<none>` for an empty or absent one,
+/// `<error>` for one that does not convert.
+fn format_label_selector(selector: Option<&Value>) -> String {
+    match selector_string(selector) {
+        Ok(text) if text.is_empty() => "<none>".to_owned(),
+        Ok(text) => text,
+        Err(()) => "<error>".to_owned(),
+    }
+}
+
+/// The list cells' truncation: what is shown, then ` + N more...` when `hidden` items are not.
+fn more(shown: String, hidden: usize) -> String {
+    if hidden == 0 {
+        shown
+    } else {
+        format!("{shown} + {hidden} more...")
+    }
+}
+
+/// The first `shown` of `items` joined with `separator`, then ` + N more...` for the rest (the
+/// `max`/`more`/`count` loops of `formatEndpoints`, `listWithMoreString` and
+/// `formatHPAMetrics`).
+fn first_of(items: impl Iterator<Item = String>, shown: usize, separator: &str) -> String {
+    let mut kept = Vec::new();
+    let mut count = 0;
+    for item in items {
+        if kept.len() < shown {
+            kept.push(item);
+        }
+        count += 1;
+    }
+    more(kept.join(separator), count - kept.len())
+}
+
+/// The containers and images of the pod template at `path` (`spec.template`), as
+/// [`containers`] lays them out.
+fn template_containers(object: &Value, path: &[&str]) -> (String, String) {
+    let mut spec_path = path.to_vec();
+    spec_path.push("spec");
+    containers(field(object, &spec_path))
+}
+
+/// Whether the first of `conditions` of type `kind` has status `True` (the printers'
+/// `hasJobCondition`, the pod printer's initialized and readiness-gate checks).
+fn condition_true(conditions: &[Value], kind: &str) -> bool {
+    conditions
+        .iter()
+        .find(|c| text(c, &["type"]) == kind)
+        .is_some_and(|c| text(c, &["status"]) == "True")
+}
+
 /// `layoutContainerCells`: container names and images, comma-separated.
 fn containers(pod_spec: Option<&Value>) -> (String, String) {
     let containers = pod_spec.map_or(&[][..], |spec| list(spec, &["containers"]));
@@ -469,11 +535,7 @@ fn pod(pod: &Value, now: i128) -> Row {
         break;
     }
 
-    let initialized = conditions
-        .iter()
-        .find(|c| text(c, &["type"]) == "Initialized")
-        .is_some_and(|c| text(c, &["status"]) == "True");
-    if !initializing || initialized {
+    if !initializing || condition_true(conditions, "Initialized") {
         restarts = restartable_restarts;
         last_restart = last_restartable_restart;
         let mut has_running = false;
@@ -519,7 +581,7 @@ fn pod(pod: &Value, now: i128) -> Row {
     }
 
     let restarts_cell = if restarts != 0 && last_restart != zero_time() {
-        let ago = human_duration(i64::try_from(now - last_restart).unwrap_or(i64::MAX));
+        let ago = human_duration(go_duration(now - last_restart));
         format!("{restarts} ({ago} ago)")
     } else {
         restarts.to_string()
@@ -538,13 +600,7 @@ fn pod(pod: &Value, now: i128) -> Row {
     } else {
         let true_gates = gates
             .iter()
-            .filter(|gate| {
-                let wanted = text(gate, &["conditionType"]);
-                conditions
-                    .iter()
-                    .find(|c| text(c, &["type"]) == wanted)
-                    .is_some_and(|c| text(c, &["status"]) == "True")
-            })
+            .filter(|gate| condition_true(conditions, text(gate, &["conditionType"])))
             .count();
         format!("{true_gates}/{}", gates.len())
     };
@@ -573,7 +629,7 @@ fn or_none(value: &str) -> &str {
 fn deployment(deployment: &Value, now: i128) -> Vec<Value> {
     let desired = int_or(deployment, &["spec", "replicas"], 1);
     let ready = int(deployment, &["status", "readyReplicas"]);
-    let (names, images) = containers(field(deployment, &["spec", "template", "spec"]));
+    let (names, images) = template_containers(deployment, &["spec", "template"]);
     let selector = selector_string(field(deployment, &["spec", "selector"]))
         .unwrap_or_else(|()| "<invalid>".to_owned());
     vec![
@@ -590,13 +646,8 @@ fn deployment(deployment: &Value, now: i128) -> Vec<Value> {
 
 /// `printReplicaSet`.
 fn replica_set(replica_set: &Value, now: i128) -> Vec<Value> {
-    let (names, images) = containers(field(replica_set, &["spec", "template", "spec"]));
-    // `metav1.FormatLabelSelector`.
-    let selector = match selector_string(field(replica_set, &["spec", "selector"])) {
-        Ok(text) if text.is_empty() => "<none>".to_owned(),
-        Ok(text) => text,
-        Err(()) => "<error>".to_owned(),
-    };
+    let (names, images) = template_containers(replica_set, &["spec", "template"]);
+    let selector = format_label_selector(field(replica_set, &["spec", "selector"]));
     vec![
         json!(name(replica_set)),
         json!(int_or(replica_set, &["spec", "replicas"], 1)),
@@ -821,14 +872,16 @@ mod tests {
     use super::*;
 
     const SECOND: i128 = 1_000_000_000;
-    const CREATED: &str = "2024-05-01T12:00:00Z";
+    /// The creation time of the test objects.
+    pub(super) const CREATED: &str = "2024-05-01T12:00:00Z";
 
     /// Now: ten minutes after [`CREATED`].
-    fn now() -> i128 {
+    pub(super) fn now() -> i128 {
         meta::parse_rfc3339(CREATED).unwrap() + 600 * SECOND
     }
 
-    fn cells(printer: Printer, object: Value) -> Vec<Value> {
+    /// The cells `printer` prints for `object` at [`now`], one per column.
+    pub(super) fn cells(printer: Printer, object: Value) -> Vec<Value> {
         let row = row(&printer, &object, now());
         assert_eq!(
             row.cells.len(),
@@ -868,6 +921,12 @@ mod tests {
             Printer::EventV1,
             Printer::Lease,
             Printer::Scale,
+            Printer::Endpoints,
+            Printer::EndpointSlice,
+            Printer::StatefulSet,
+            Printer::DaemonSet,
+            Printer::Job,
+            Printer::CronJob,
         ] {
             let columns = columns(&printer);
             assert!(columns.iter().any(|c| c.name == "Name"), "{printer:?}");
