@@ -697,3 +697,491 @@ async fn s10_cron_jobs_print_schedule_timezone_suspend_active_and_last_schedule(
     assert_eq!(cells[4], 1);
     assert_fresh_age(&cells[5]);
 }
+
+#[tokio::test]
+async fn s10_replication_controllers_print_replicas_and_label_selector() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-rc").await;
+    let path = format!("/api/v1/namespaces/{ns}/replicationcontrollers");
+    let controller = json!({
+        "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"app": "web"},
+                 "template": pod_template("web", "nginx:1.27", "Always")},
+    });
+    let table = table_of_new(&h, &path, &controller).await;
+    assert_eq!(
+        column_names(&table),
+        [
+            "Name",
+            "Desired",
+            "Current",
+            "Ready",
+            "Age",
+            "Containers",
+            "Images",
+            "Selector"
+        ]
+    );
+    let cells = only_cells(&table);
+    assert_eq!(cells[..4], [json!("web"), json!(2), json!(0), json!(0)]);
+    assert_eq!(
+        cells[5..],
+        [json!("web"), json!("nginx:1.27"), json!("app=web")]
+    );
+}
+
+#[tokio::test]
+async fn s10_controller_revisions_print_their_controller_and_revision() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-revision").await;
+    let path = format!("/apis/apps/v1/namespaces/{ns}/controllerrevisions");
+    let revision = json!({
+        "apiVersion": "apps/v1", "kind": "ControllerRevision",
+        "metadata": {"name": "web-5d8f", "ownerReferences": [{
+            "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web",
+            "uid": "6f1c1d6e-0000-4000-8000-000000000001", "controller": true,
+        }]},
+        "data": {}, "revision": 4,
+    });
+    let table = table_of_new(&h, &path, &revision).await;
+    assert_eq!(
+        column_names(&table),
+        ["Name", "Controller", "Revision", "Age"]
+    );
+    let cells = only_cells(&table);
+    assert_eq!(
+        cells[..3],
+        [json!("web-5d8f"), json!("statefulset.apps/web"), json!(4)]
+    );
+}
+
+#[tokio::test]
+async fn s10_pod_templates_print_containers_images_and_labels() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-podtemplate").await;
+    let path = format!("/api/v1/namespaces/{ns}/podtemplates");
+    let template = json!({
+        "apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "tmpl"},
+        "template": pod_template("worker", "busybox:1.36", "Always"),
+    });
+    let table = table_of_new(&h, &path, &template).await;
+    assert_eq!(
+        column_names(&table),
+        ["Name", "Containers", "Images", "Pod Labels"],
+        "no Age column"
+    );
+    assert_eq!(
+        only_cells(&table),
+        [
+            json!("tmpl"),
+            json!("worker"),
+            json!("busybox:1.36"),
+            json!("app=worker")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn s10_ingresses_print_class_hosts_address_and_ports() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-ingress").await;
+    let path = format!("/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses");
+    let backend = json!({"service": {"name": "web", "port": {"number": 80}}});
+    let rule = |host: &str| json!({"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]}});
+    let ingress = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"},
+        "spec": {"ingressClassName": "nginx", "tls": [{"hosts": ["a.example"], "secretName": "tls"}],
+                 "rules": [rule("a.example"), rule("b.example"), rule("c.example"), rule("d.example")]},
+    });
+    let table = table_of_new(&h, &path, &ingress).await;
+    assert_eq!(
+        column_names(&table),
+        ["Name", "Class", "Hosts", "Address", "Ports", "Age"]
+    );
+    assert_eq!(
+        only_cells(&table)[..5],
+        [
+            json!("web"),
+            json!("nginx"),
+            json!("a.example,b.example,c.example + 1 more..."),
+            json!(""),
+            json!("80, 443")
+        ]
+    );
+    put_status(
+        &h,
+        &format!("{path}/web"),
+        json!({"loadBalancer": {"ingress": [{"hostname": "lb.example"}, {"ip": "172.18.0.5"}]}}),
+    )
+    .await;
+    let cells = only_cells(&table_of(&h, &format!("{path}/web")).await);
+    assert_eq!(cells[3], "172.18.0.5,lb.example");
+}
+
+#[tokio::test]
+async fn s10_ingress_classes_print_controller_and_parameters() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-ingressclass").await;
+    let path = "/apis/networking.k8s.io/v1/ingressclasses";
+    let class = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": {"name": ns},
+        "spec": {"controller": "example.com/ingress",
+                 "parameters": {"apiGroup": "k8s.example.com", "kind": "IngressParameters", "name": "external"}},
+    });
+    let table = table_of_new(&h, path, &class).await;
+    assert_eq!(
+        column_names(&table),
+        ["Name", "Controller", "Parameters", "Age"]
+    );
+    assert_eq!(
+        only_cells(&table)[..3],
+        [
+            json!(ns),
+            json!("example.com/ingress"),
+            json!("IngressParameters.k8s.example.com/external")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn s10_network_policies_print_the_pod_selector() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-netpol").await;
+    let path = format!("/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies");
+    let policy = |name: &str, selector: Value| {
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+               "metadata": {"name": name}, "spec": {"podSelector": selector}})
+    };
+    let table = table_of_new(
+        &h,
+        &path,
+        &policy("db", json!({"matchLabels": {"role": "db"}})),
+    )
+    .await;
+    assert_eq!(column_names(&table), ["Name", "Pod-Selector", "Age"]);
+    assert_eq!(only_cells(&table)[..2], [json!("db"), json!("role=db")]);
+    let all = table_of_new(&h, &path, &policy("all", json!({}))).await;
+    assert_eq!(only_cells(&all)[1], "<none>");
+}
+
+#[tokio::test]
+async fn s10_persistent_volumes_print_capacity_modes_policy_and_claim() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-pv").await;
+    let path = "/api/v1/persistentvolumes";
+    let volume = json!({
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": ns},
+        "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteMany", "ReadWriteOnce"],
+                 "storageClassName": "manual", "hostPath": {"path": "/data"},
+                 "claimRef": {"namespace": ns, "name": "data"}},
+    });
+    let table = table_of_new(&h, path, &volume).await;
+    assert_eq!(
+        column_names(&table),
+        [
+            "Name",
+            "Capacity",
+            "Access Modes",
+            "Reclaim Policy",
+            "Status",
+            "Claim",
+            "StorageClass",
+            "VolumeAttributesClass",
+            "Reason",
+            "Age",
+            "VolumeMode"
+        ]
+    );
+    assert_eq!(wide_columns(&table), ["VolumeMode"]);
+    let cells = only_cells(&table);
+    assert_eq!(
+        cells[..9],
+        [
+            json!(ns),
+            json!("5Gi"),
+            json!("RWO,RWX"),
+            json!("Retain"),
+            json!("Pending"),
+            json!(format!("{ns}/data")),
+            json!("manual"),
+            json!("<unset>"),
+            json!("")
+        ]
+    );
+    assert_eq!(cells[10], "Filesystem");
+}
+
+#[tokio::test]
+async fn s10_persistent_volume_claims_print_capacity_once_bound() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-pvc").await;
+    let path = format!("/api/v1/namespaces/{ns}/persistentvolumeclaims");
+    let claim = json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "standard",
+                 "resources": {"requests": {"storage": "1Gi"}}},
+    });
+    let table = table_of_new(&h, &path, &claim).await;
+    assert_eq!(
+        column_names(&table),
+        [
+            "Name",
+            "Status",
+            "Volume",
+            "Capacity",
+            "Access Modes",
+            "StorageClass",
+            "VolumeAttributesClass",
+            "Age",
+            "VolumeMode"
+        ]
+    );
+    assert_eq!(
+        only_cells(&table)[..7],
+        [
+            json!("data"),
+            json!("Pending"),
+            json!(""),
+            json!(""),
+            json!(""),
+            json!("standard"),
+            json!("<unset>")
+        ]
+    );
+    let item = format!("{path}/data");
+    let mut bound = h.get(&item).await.body;
+    bound["spec"]["volumeName"] = json!("pv-data");
+    assert_eq!(h.put(&item, &bound).await.status, 200);
+    put_status(
+        &h,
+        &item,
+        json!({"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "2Gi"}}),
+    )
+    .await;
+    let cells = only_cells(&table_of(&h, &item).await);
+    assert_eq!(
+        cells[1..5],
+        [json!("Bound"), json!("pv-data"), json!("2Gi"), json!("RWO")]
+    );
+}
+
+#[tokio::test]
+async fn s10_storage_classes_mark_the_default_class() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-sc").await;
+    let path = "/apis/storage.k8s.io/v1/storageclasses";
+    let class = json!({
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": ns, "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+        "provisioner": "rancher.io/local-path", "volumeBindingMode": "WaitForFirstConsumer",
+    });
+    let table = table_of_new(&h, path, &class).await;
+    assert_eq!(
+        column_names(&table),
+        [
+            "Name",
+            "Provisioner",
+            "ReclaimPolicy",
+            "VolumeBindingMode",
+            "AllowVolumeExpansion",
+            "Age"
+        ]
+    );
+    assert_eq!(
+        only_cells(&table)[..5],
+        [
+            json!(format!("{ns} (default)")),
+            json!("rancher.io/local-path"),
+            json!("Delete"),
+            json!("WaitForFirstConsumer"),
+            json!(false)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn s10_service_accounts_print_their_secret_count() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-sa").await;
+    let path = format!("/api/v1/namespaces/{ns}/serviceaccounts");
+    let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ci"},
+                         "secrets": [{"name": "ci-token"}]});
+    let table = table_of_new(&h, &path, &account).await;
+    assert_eq!(column_names(&table), ["Name", "Secrets", "Age"]);
+    assert_eq!(only_cells(&table)[..2], [json!("ci"), json!(1)]);
+}
+
+#[tokio::test]
+async fn s10_role_bindings_print_the_role_and_wide_subjects() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-rolebinding").await;
+    let subjects = json!([
+        {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"},
+        {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "devs"},
+        {"kind": "ServiceAccount", "name": "ci", "namespace": ns},
+        {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "bob"},
+    ]);
+    let binding = |kind: &str, name: &str| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": {"name": name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+               "subjects": subjects})
+    };
+    let namespaced = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings");
+    let cluster = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
+    for (path, kind, name) in [
+        (namespaced.as_str(), "RoleBinding", "viewers"),
+        (cluster, "ClusterRoleBinding", ns.as_str()),
+    ] {
+        let table = table_of_new(&h, path, &binding(kind, name)).await;
+        assert_eq!(
+            column_names(&table),
+            ["Name", "Role", "Age", "Users", "Groups", "ServiceAccounts"],
+            "{kind}"
+        );
+        assert_eq!(wide_columns(&table), ["Users", "Groups", "ServiceAccounts"]);
+        let cells = only_cells(&table);
+        assert_eq!(cells[..2], [json!(name), json!("ClusterRole/view")]);
+        assert_eq!(
+            cells[3..],
+            [
+                json!("alice, bob"),
+                json!("devs"),
+                json!(format!("{ns}/ci"))
+            ],
+            "{kind}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn s10_autoscalers_print_targets_in_both_versions() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-hpa").await;
+    let v2 = format!("/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers");
+    let v1 = format!("/apis/autoscaling/v1/namespaces/{ns}/horizontalpodautoscalers");
+    let target = json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"});
+    let hpa = json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+        "spec": {"scaleTargetRef": target, "minReplicas": 2, "maxReplicas": 8, "metrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}},
+            {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "500Mi"}}},
+        ]},
+    });
+    let table = table_of_new(&h, &v2, &hpa).await;
+    assert_eq!(
+        column_names(&table),
+        [
+            "Name",
+            "Reference",
+            "Targets",
+            "MinPods",
+            "MaxPods",
+            "Replicas",
+            "Age"
+        ]
+    );
+    assert_eq!(
+        only_cells(&table)[..6],
+        [
+            json!("web"),
+            json!("Deployment/web"),
+            json!("cpu: <unknown>/60%, memory: <unknown>/500Mi"),
+            json!("2"),
+            json!(8),
+            json!(0)
+        ]
+    );
+    let legacy = json!({
+        "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "api"},
+        "spec": {"scaleTargetRef": target, "maxReplicas": 4, "targetCPUUtilizationPercentage": 75},
+    });
+    let table = table_of_new(&h, &v1, &legacy).await;
+    assert_eq!(
+        only_cells(&table)[2..4],
+        [json!("cpu: <unknown>/75%"), json!("1")]
+    );
+}
+
+#[tokio::test]
+async fn s10_disruption_budgets_print_bounds_and_allowed_disruptions() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-pdb").await;
+    let path = format!("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets");
+    let budget = json!({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+        "spec": {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}},
+    });
+    let table = table_of_new(&h, &path, &budget).await;
+    assert_eq!(
+        column_names(&table),
+        [
+            "Name",
+            "Min Available",
+            "Max Unavailable",
+            "Allowed Disruptions",
+            "Age"
+        ]
+    );
+    assert_eq!(
+        only_cells(&table)[..4],
+        [json!("web"), json!("N/A"), json!("25%"), json!(0)]
+    );
+}
+
+#[tokio::test]
+async fn s10_priority_classes_print_value_default_and_preemption_policy() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-pc").await;
+    let path = "/apis/scheduling.k8s.io/v1/priorityclasses";
+    let class = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                       "metadata": {"name": ns}, "value": 1000});
+    let table = table_of_new(&h, path, &class).await;
+    assert_eq!(
+        column_names(&table),
+        ["Name", "Value", "Global-Default", "Age", "PreemptionPolicy"]
+    );
+    let cells = only_cells(&table);
+    assert_eq!(cells[..3], [json!(ns), json!(1000), json!(false)]);
+    assert_eq!(cells[4], "PreemptLowerPriority");
+}
+
+#[tokio::test]
+async fn s10_resource_quotas_print_requests_and_limits_used_of_hard() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-quota").await;
+    let path = format!("/api/v1/namespaces/{ns}/resourcequotas");
+    let quota = json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "compute"},
+                       "spec": {"hard": {"pods": "10", "requests.cpu": "2", "limits.cpu": "4"}}});
+    let table = table_of_new(&h, &path, &quota).await;
+    assert_eq!(column_names(&table), ["Name", "Request", "Limit", "Age"]);
+    put_status(
+        &h,
+        &format!("{path}/compute"),
+        json!({"hard": {"pods": "10", "requests.cpu": "2", "limits.cpu": "4"},
+               "used": {"pods": "3", "requests.cpu": "500m"}}),
+    )
+    .await;
+    let cells = only_cells(&table_of(&h, &format!("{path}/compute")).await);
+    assert_eq!(
+        cells[..3],
+        [
+            json!("compute"),
+            json!("pods: 3/10, requests.cpu: 500m/2"),
+            json!("limits.cpu: 0/4")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn s10_roles_limit_ranges_and_definitions_keep_name_and_created_at() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-defaults").await;
+    for path in [
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles".to_owned(),
+        format!("/api/v1/namespaces/{ns}/limitranges"),
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions".to_owned(),
+    ] {
+        let table = table_of(&h, &path).await;
+        assert_eq!(column_names(&table), ["Name", "Created At"], "{path}");
+    }
+}

@@ -21,7 +21,10 @@ use crate::meta;
 use crate::registry::Printer;
 use crate::selector::label_selector_string;
 
+mod access;
 mod networking;
+mod policy;
+mod storage;
 mod workloads;
 
 /// One column (`metav1.TableColumnDefinition`).
@@ -207,6 +210,22 @@ pub(super) fn columns(printer: &Printer) -> &'static [Column] {
         Printer::DaemonSet => workloads::DAEMON_SET_COLUMNS,
         Printer::Job => workloads::JOB_COLUMNS,
         Printer::CronJob => workloads::CRON_JOB_COLUMNS,
+        Printer::ReplicationController => workloads::REPLICATION_CONTROLLER_COLUMNS,
+        Printer::ControllerRevision => workloads::CONTROLLER_REVISION_COLUMNS,
+        Printer::PodTemplate => workloads::POD_TEMPLATE_COLUMNS,
+        Printer::Ingress => networking::INGRESS_COLUMNS,
+        Printer::IngressClass => networking::INGRESS_CLASS_COLUMNS,
+        Printer::NetworkPolicy => networking::NETWORK_POLICY_COLUMNS,
+        Printer::PersistentVolume => storage::PERSISTENT_VOLUME_COLUMNS,
+        Printer::PersistentVolumeClaim => storage::PERSISTENT_VOLUME_CLAIM_COLUMNS,
+        Printer::StorageClass => storage::STORAGE_CLASS_COLUMNS,
+        Printer::ServiceAccount => access::SERVICE_ACCOUNT_COLUMNS,
+        Printer::RoleBinding => access::ROLE_BINDING_COLUMNS,
+        Printer::ClusterRoleBinding => access::CLUSTER_ROLE_BINDING_COLUMNS,
+        Printer::HorizontalPodAutoscaler => policy::HORIZONTAL_POD_AUTOSCALER_COLUMNS,
+        Printer::PodDisruptionBudget => policy::POD_DISRUPTION_BUDGET_COLUMNS,
+        Printer::PriorityClass => policy::PRIORITY_CLASS_COLUMNS,
+        Printer::ResourceQuota => policy::RESOURCE_QUOTA_COLUMNS,
     }
 }
 
@@ -272,6 +291,27 @@ pub(super) fn row(printer: &Printer, object: &Value, now: i128) -> Row {
         Printer::DaemonSet => Row::plain(workloads::daemon_set(object, now)),
         Printer::Job => Row::plain(workloads::job(object, now)),
         Printer::CronJob => Row::plain(workloads::cron_job(object, now)),
+        Printer::ReplicationController => {
+            Row::plain(workloads::replication_controller(object, now))
+        }
+        Printer::ControllerRevision => Row::plain(workloads::controller_revision(object, now)),
+        Printer::PodTemplate => Row::plain(workloads::pod_template(object)),
+        Printer::Ingress => Row::plain(networking::ingress(object, now)),
+        Printer::IngressClass => Row::plain(networking::ingress_class(object, now)),
+        Printer::NetworkPolicy => Row::plain(networking::network_policy(object, now)),
+        Printer::PersistentVolume => Row::plain(storage::persistent_volume(object, now)),
+        Printer::PersistentVolumeClaim => Row::plain(storage::persistent_volume_claim(object, now)),
+        Printer::StorageClass => Row::plain(storage::storage_class(object, now)),
+        Printer::ServiceAccount => Row::plain(access::service_account(object, now)),
+        Printer::RoleBinding | Printer::ClusterRoleBinding => {
+            Row::plain(access::binding(object, now))
+        }
+        Printer::HorizontalPodAutoscaler => {
+            Row::plain(policy::horizontal_pod_autoscaler(object, now))
+        }
+        Printer::PodDisruptionBudget => Row::plain(policy::pod_disruption_budget(object, now)),
+        Printer::PriorityClass => Row::plain(policy::priority_class(object, now)),
+        Printer::ResourceQuota => Row::plain(policy::resource_quota(object, now)),
     }
 }
 
@@ -316,6 +356,16 @@ fn list<'a>(value: &'a Value, path: &[&str]) -> &'a [Value] {
 /// The map at `path`, if any.
 fn map<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Map<String, Value>> {
     field(value, path).and_then(Value::as_object)
+}
+
+/// The `resource.Quantity` at `path`, as stored (the real server prints the canonical form,
+/// `1Gi` for `1024Mi`; clients usually send that form).
+fn quantity(value: &Value, path: &[&str]) -> Option<String> {
+    match field(value, path)? {
+        Value::String(quantity) => Some(quantity.clone()),
+        Value::Number(quantity) => Some(quantity.to_string()),
+        _ => None,
+    }
 }
 
 /// The number of entries of the map at `path`.
@@ -679,16 +729,7 @@ fn service(service: &Value, now: i128) -> Vec<Value> {
         "ClusterIP" | "NodePort" if external_ips.is_empty() => "<none>".to_owned(),
         "ClusterIP" | "NodePort" => external_ips.join(","),
         "LoadBalancer" => {
-            // `loadBalancerStatusStringer`, wide (unclipped): unique, sorted.
-            let ingress: BTreeSet<&str> = list(service, &["status", "loadBalancer", "ingress"])
-                .iter()
-                .map(|i| match text(i, &["ip"]) {
-                    "" => text(i, &["hostname"]),
-                    ip => ip,
-                })
-                .filter(|s| !s.is_empty())
-                .collect();
-            let mut all: Vec<&str> = ingress.into_iter().collect();
+            let mut all = load_balancer_ingress(service);
             if external_ips.is_empty() && all.is_empty() {
                 "<pending>".to_owned()
             } else {
@@ -723,6 +764,21 @@ fn service(service: &Value, now: i128) -> Vec<Value> {
         json!(age(service, now)),
         json!(format_labels(map(service, &["spec", "selector"]))),
     ]
+}
+
+/// `loadBalancerStatusStringer` (Services) and `ingressLoadBalancerStatusStringer` (Ingresses),
+/// wide (unclipped): the IP, else the hostname, of each `status.loadBalancer.ingress`, unique
+/// and sorted.
+fn load_balancer_ingress(object: &Value) -> Vec<&str> {
+    let ingress: BTreeSet<&str> = list(object, &["status", "loadBalancer", "ingress"])
+        .iter()
+        .map(|i| match text(i, &["ip"]) {
+            "" => text(i, &["hostname"]),
+            ip => ip,
+        })
+        .filter(|s| !s.is_empty())
+        .collect();
+    ingress.into_iter().collect()
 }
 
 /// `printSecret`: `stringData` counts as `data`, as the v1 conversion merges it.
@@ -927,6 +983,22 @@ mod tests {
             Printer::DaemonSet,
             Printer::Job,
             Printer::CronJob,
+            Printer::ReplicationController,
+            Printer::ControllerRevision,
+            Printer::PodTemplate,
+            Printer::Ingress,
+            Printer::IngressClass,
+            Printer::NetworkPolicy,
+            Printer::PersistentVolume,
+            Printer::PersistentVolumeClaim,
+            Printer::StorageClass,
+            Printer::ServiceAccount,
+            Printer::RoleBinding,
+            Printer::ClusterRoleBinding,
+            Printer::HorizontalPodAutoscaler,
+            Printer::PodDisruptionBudget,
+            Printer::PriorityClass,
+            Printer::ResourceQuota,
         ] {
             let columns = columns(&printer);
             assert!(columns.iter().any(|c| c.name == "Name"), "{printer:?}");

@@ -1,9 +1,14 @@
-//! The printers of the networking kinds: core/v1 Endpoints and discovery.k8s.io EndpointSlices
-//! (`printEndpoints`, `printEndpointSlice` and their `format*` helpers).
+//! The printers of the networking kinds: core/v1 Endpoints, discovery.k8s.io EndpointSlices and
+//! networking.k8s.io Ingresses, IngressClasses and NetworkPolicies (`printEndpoints`,
+//! `printEndpointSlice`, `printIngress`, `printIngressClass`, `printNetworkPolicy` and their
+//! `format*` helpers).
 
 use serde_json::{Value, json};
 
-use super::{AGE, Column, NAME, age, column, docs, field, first_of, int, list, name, text};
+use super::{
+    AGE, Column, NAME, age, column, docs, field, first_of, format_label_selector, int, list,
+    load_balancer_ingress, more, name, text,
+};
 
 /// How many addresses (or ports) the list cells show before ` + N more...`.
 const SHOWN: usize = 3;
@@ -104,6 +109,102 @@ fn or_unset(cell: String) -> String {
     }
 }
 
+pub(super) const INGRESS_COLUMNS: &[Column] = &[
+    NAME,
+    column("Class", "string", docs::INGRESS_CLASS),
+    column("Hosts", "string", docs::INGRESS_HOSTS),
+    column("Address", "string", docs::INGRESS_ADDRESS),
+    column("Ports", "string", docs::INGRESS_PORTS),
+    AGE,
+];
+
+pub(super) const INGRESS_CLASS_COLUMNS: &[Column] = &[
+    NAME,
+    column("Controller", "string", docs::INGRESS_CLASS_CONTROLLER),
+    column("Parameters", "string", docs::INGRESS_CLASS_PARAMETERS),
+    AGE,
+];
+
+pub(super) const NETWORK_POLICY_COLUMNS: &[Column] = &[
+    NAME,
+    column("Pod-Selector", "string", docs::NETWORK_POLICY_POD_SELECTOR),
+    AGE,
+];
+
+/// `printIngress`.
+pub(super) fn ingress(ingress: &Value, now: i128) -> Vec<Value> {
+    let class = field(ingress, &["spec", "ingressClassName"])
+        .and_then(Value::as_str)
+        .unwrap_or("<none>");
+    // `formatHosts`: the first three hosts; once three are listed, any further rule (with a
+    // host or not) makes ` + N more...` of all the rules not among the first three.
+    let rules = list(ingress, &["spec", "rules"]);
+    let mut hosts = Vec::new();
+    let mut more_rules = false;
+    for rule in rules {
+        if hosts.len() == SHOWN {
+            more_rules = true;
+            break;
+        }
+        match text(rule, &["host"]) {
+            "" => {}
+            host => hosts.push(host),
+        }
+    }
+    let hosts = if hosts.is_empty() {
+        "*".to_owned()
+    } else {
+        let hidden = if more_rules { rules.len() - SHOWN } else { 0 };
+        more(hosts.join(","), hidden)
+    };
+    let ports = if list(ingress, &["spec", "tls"]).is_empty() {
+        "80"
+    } else {
+        "80, 443"
+    };
+    vec![
+        json!(name(ingress)),
+        json!(class),
+        json!(hosts),
+        json!(load_balancer_ingress(ingress).join(",")),
+        json!(ports),
+        json!(age(ingress, now)),
+    ]
+}
+
+/// `printIngressClass`: the parameters as `Kind[.apiGroup]/name`.
+pub(super) fn ingress_class(class: &Value, now: i128) -> Vec<Value> {
+    let parameters = match field(class, &["spec", "parameters"]) {
+        None => "<none>".to_owned(),
+        Some(parameters) => {
+            let kind = text(parameters, &["kind"]);
+            let name = text(parameters, &["name"]);
+            match field(parameters, &["apiGroup"]).and_then(Value::as_str) {
+                Some(group) => format!("{kind}.{group}/{name}"),
+                None => format!("{kind}/{name}"),
+            }
+        }
+    };
+    vec![
+        json!(name(class)),
+        json!(text(class, &["spec", "controller"])),
+        json!(parameters),
+        json!(age(class, now)),
+    ]
+}
+
+/// `printNetworkPolicy`.
+pub(super) fn network_policy(policy: &Value, now: i128) -> Vec<Value> {
+    vec![
+        json!(name(policy)),
+        json!(format_label_selector(field(
+            policy,
+            &["spec", "podSelector"]
+        ))),
+        json!(age(policy, now)),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::{CREATED, cells};
@@ -189,5 +290,82 @@ mod tests {
             cells(Printer::EndpointSlice, empty)[1..4],
             [json!("IPv6"), json!("<unset>"), json!("<unset>")]
         );
+    }
+
+    #[test]
+    fn ingresses_print_class_hosts_address_and_ports() {
+        let ingress = json!({
+            "metadata": {"name": "web", "creationTimestamp": CREATED},
+            "spec": {"ingressClassName": "nginx", "tls": [{"hosts": ["a.example"]}],
+                     "rules": [{"host": "a.example"}, {"host": "b.example"}]},
+            "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.9"}, {"hostname": "lb.example"}, {"ip": "10.0.0.9"}]}},
+        });
+        assert_eq!(
+            cells(Printer::Ingress, ingress),
+            [
+                json!("web"),
+                json!("nginx"),
+                json!("a.example,b.example"),
+                json!("10.0.0.9,lb.example"),
+                json!("80, 443"),
+                json!("10m")
+            ]
+        );
+        let bare = json!({"metadata": {"name": "w"}, "spec": {"rules": [{}]}});
+        assert_eq!(
+            cells(Printer::Ingress, bare)[1..5],
+            [json!("<none>"), json!("*"), json!(""), json!("80")]
+        );
+    }
+
+    #[test]
+    fn ingress_hosts_count_every_rule_past_the_first_three_hosts() {
+        let hosts = |rules: Value| {
+            cells(
+                Printer::Ingress,
+                json!({"metadata": {"name": "w"}, "spec": {"rules": rules}}),
+            )[2]
+            .clone()
+        };
+        assert_eq!(
+            hosts(json!([{"host": "a"}, {}, {"host": "b"}, {"host": "c"}, {}])),
+            "a,b,c + 2 more...",
+            "rules without a host count once three hosts are listed"
+        );
+        assert_eq!(
+            hosts(json!([{}, {}, {}, {}, {"host": "a"}])),
+            "a",
+            "not before"
+        );
+        assert_eq!(
+            hosts(json!([{"host": "a"}, {"host": "b"}, {"host": "c"}])),
+            "a,b,c"
+        );
+    }
+
+    #[test]
+    fn ingress_classes_and_network_policies() {
+        let class = json!({"metadata": {"name": "nginx"}, "spec": {"controller": "k8s.io/ingress-nginx",
+            "parameters": {"apiGroup": "k8s.example.com", "kind": "IngressParameters", "name": "external"}}});
+        assert_eq!(
+            cells(Printer::IngressClass, class)[1..3],
+            [
+                json!("k8s.io/ingress-nginx"),
+                json!("IngressParameters.k8s.example.com/external")
+            ]
+        );
+        let core = json!({"metadata": {"name": "c"}, "spec": {"controller": "x",
+            "parameters": {"kind": "ConfigMap", "name": "cfg"}}});
+        assert_eq!(cells(Printer::IngressClass, core)[2], "ConfigMap/cfg");
+        let none = json!({"metadata": {"name": "n"}, "spec": {"controller": "x"}});
+        assert_eq!(cells(Printer::IngressClass, none)[2], "<none>");
+        let policy = json!({"metadata": {"name": "deny", "creationTimestamp": CREATED},
+                            "spec": {"podSelector": {"matchLabels": {"role": "db"}}}});
+        assert_eq!(
+            cells(Printer::NetworkPolicy, policy),
+            [json!("deny"), json!("role=db"), json!("10m")]
+        );
+        let all = json!({"metadata": {"name": "all"}, "spec": {"podSelector": {}}});
+        assert_eq!(cells(Printer::NetworkPolicy, all)[1], "<none>");
     }
 }

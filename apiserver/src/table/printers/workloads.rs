@@ -1,11 +1,12 @@
 //! The printers of the workload kinds beyond Deployments and ReplicaSets: StatefulSets,
-//! DaemonSets, Jobs and CronJobs (`printStatefulSet`, `printDaemonSet`, `printJob`,
-//! `printCronJob`).
+//! DaemonSets, Jobs, CronJobs, ReplicationControllers, ControllerRevisions and PodTemplates
+//! (`printStatefulSet`, `printDaemonSet`, `printJob`, `printCronJob`,
+//! `printReplicationController`, `printControllerRevision`, `printPodTemplate`).
 
 use serde_json::{Value, json};
 
 use super::{
-    AGE, Column, NAME, age, column, condition_true, docs, field, format_label_selector,
+    AGE, Column, NAME, age, column, condition_true, docs, field, flag, format_label_selector,
     format_labels, go_duration, human_duration, int, int_or, list, map, meta, name, since,
     template_containers, text, wide,
 };
@@ -175,6 +176,90 @@ pub(super) fn cron_job(cron_job: &Value, now: i128) -> Vec<Value> {
         json!(format_label_selector(field(
             cron_job,
             &["spec", "jobTemplate", "spec", "selector"]
+        ))),
+    ]
+}
+
+pub(super) const REPLICATION_CONTROLLER_COLUMNS: &[Column] = &[
+    NAME,
+    column("Desired", "integer", docs::RC_SPEC_REPLICAS),
+    column("Current", "integer", docs::RC_STATUS_REPLICAS),
+    column("Ready", "integer", docs::RC_READY_REPLICAS),
+    AGE,
+    wide("Containers", docs::CONTAINERS),
+    wide("Images", docs::IMAGES),
+    wide("Selector", docs::RC_SELECTOR),
+];
+
+pub(super) const CONTROLLER_REVISION_COLUMNS: &[Column] = &[
+    NAME,
+    column("Controller", "string", docs::REVISION_CONTROLLER),
+    column("Revision", "string", docs::REVISION),
+    AGE,
+];
+
+/// No Age column (as upstream).
+pub(super) const POD_TEMPLATE_COLUMNS: &[Column] = &[
+    NAME,
+    column("Containers", "string", docs::CONTAINERS),
+    column("Images", "string", docs::IMAGES),
+    column("Pod Labels", "string", docs::POD_TEMPLATE_LABELS),
+];
+
+/// `printReplicationController`: the selector is a plain label map.
+pub(super) fn replication_controller(controller: &Value, now: i128) -> Vec<Value> {
+    let (names, images) = template_containers(controller, &["spec", "template"]);
+    vec![
+        json!(name(controller)),
+        json!(int_or(controller, &["spec", "replicas"], 1)),
+        json!(int(controller, &["status", "replicas"])),
+        json!(int(controller, &["status", "readyReplicas"])),
+        json!(age(controller, now)),
+        json!(names),
+        json!(images),
+        json!(format_labels(map(controller, &["spec", "selector"]))),
+    ]
+}
+
+/// `printControllerRevision`: the controller as `kind.group/name` (lower-cased kind and group).
+pub(super) fn controller_revision(revision: &Value, now: i128) -> Vec<Value> {
+    let controller = list(revision, &["metadata", "ownerReferences"])
+        .iter()
+        .find(|owner| flag(owner, &["controller"]))
+        .map_or_else(
+            || "<none>".to_owned(),
+            |owner| {
+                // `schema.ParseGroupVersion`: the group is what comes before the slash.
+                let group = text(owner, &["apiVersion"])
+                    .split_once('/')
+                    .map_or("", |(group, _)| group);
+                let kind = text(owner, &["kind"]);
+                let name = text(owner, &["name"]);
+                match (group, kind) {
+                    ("", "") => name.to_owned(),
+                    ("", kind) => format!("{}/{name}", kind.to_lowercase()),
+                    (group, kind) => format!("{}/{name}", format!("{kind}.{group}").to_lowercase()),
+                }
+            },
+        );
+    vec![
+        json!(name(revision)),
+        json!(controller),
+        json!(int(revision, &["revision"])),
+        json!(age(revision, now)),
+    ]
+}
+
+/// `printPodTemplate`.
+pub(super) fn pod_template(template: &Value) -> Vec<Value> {
+    let (names, images) = template_containers(template, &["template"]);
+    vec![
+        json!(name(template)),
+        json!(names),
+        json!(images),
+        json!(format_labels(map(
+            template,
+            &["template", "metadata", "labels"]
         ))),
     ]
 }
@@ -381,6 +466,84 @@ mod tests {
                 json!("<none>")
             ],
             "no time zone, suspend defaulted to false, never scheduled"
+        );
+    }
+
+    #[test]
+    fn replication_controllers_print_replicas_and_a_label_map_selector() {
+        let controller = json!({
+            "metadata": {"name": "rc", "creationTimestamp": CREATED},
+            "spec": {"selector": {"tier": "web", "app": "x"}, "template": template()},
+            "status": {"replicas": 1, "readyReplicas": 1},
+        });
+        assert_eq!(
+            cells(Printer::ReplicationController, controller),
+            [
+                json!("rc"),
+                json!(1),
+                json!(1),
+                json!(1),
+                json!("10m"),
+                json!("web,log"),
+                json!("nginx:1,busybox"),
+                json!("app=x,tier=web")
+            ],
+            "replicas default to 1"
+        );
+        let bare = cells(
+            Printer::ReplicationController,
+            json!({"metadata": {"name": "rc"}}),
+        );
+        assert_eq!(
+            (bare[5].clone(), bare[7].clone()),
+            (json!(""), json!("<none>"))
+        );
+    }
+
+    #[test]
+    fn controller_revisions_print_their_controller_as_kind_dot_group() {
+        let revision = |owners: Value| {
+            cells(
+                Printer::ControllerRevision,
+                json!({"metadata": {"name": "web-7d9", "creationTimestamp": CREATED,
+                                    "ownerReferences": owners}, "revision": 3}),
+            )
+        };
+        assert_eq!(
+            revision(json!([
+                {"apiVersion": "v1", "kind": "Pod", "name": "other"},
+                {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "controller": true},
+            ])),
+            [
+                json!("web-7d9"),
+                json!("statefulset.apps/web"),
+                json!(3),
+                json!("10m")
+            ]
+        );
+        assert_eq!(
+            revision(
+                json!([{"apiVersion": "v1", "kind": "ReplicationController", "name": "rc", "controller": true}])
+            )[1],
+            "replicationcontroller/rc",
+            "the core group adds nothing"
+        );
+        assert_eq!(revision(json!([]))[1], "<none>");
+    }
+
+    #[test]
+    fn pod_templates_print_containers_images_and_pod_labels_without_age() {
+        let mut spec_template = template();
+        spec_template["metadata"] = json!({"labels": {"run": "x", "app": "y"}});
+        let template = json!({"metadata": {"name": "t"}, "template": spec_template});
+        assert_eq!(
+            cells(Printer::PodTemplate, template),
+            [
+                json!("t"),
+                json!("web,log"),
+                json!("nginx:1,busybox"),
+                json!("app=y,run=x")
+            ]
         );
     }
 }
