@@ -8,8 +8,22 @@
 //! stored JSON, so where the real server would have defaulted a field before storing it
 //! (`spec.replicas`, a Service's `type`, a port's `protocol`, a Secret's `type`) the printer
 //! reads the default when the field is absent, and a field another version spells differently
-//! (`podIP` and `podIPs`, a Secret's `stringData`, events.k8s.io's field names) is read as the
-//! conversion would have left it.
+//! (`podIP` and `podIPs`, a Secret's `stringData`, events.k8s.io's field names, an
+//! autoscaling/v1 HPA's CPU fields) is read as the conversion would have left it. Quantities
+//! print as stored, where the real server prints their canonical form.
+//!
+//! # Layout
+//! This file holds the shared cell helpers (`text`, `int`, `age`, `format_labels`,
+//! `format_label_selector`, `containers`, `first_of` ...), the dispatch, and the printers of
+//! the core kinds kubectl shows most (pods, deployments, replica sets, services, config maps,
+//! secrets, namespaces, nodes, events, leases, scale); the other kinds are in submodules:
+//! - `workloads`: stateful sets, daemon sets, jobs, cron jobs, replication controllers,
+//!   controller revisions, pod templates;
+//! - `networking`: endpoints, endpoint slices, ingresses, ingress classes, network policies;
+//! - `storage`: persistent volumes and claims, storage classes;
+//! - `access`: service accounts, role bindings and cluster role bindings;
+//! - `policy`: horizontal pod autoscalers, pod disruption budgets, priority classes, resource
+//!   quotas.
 
 use std::collections::BTreeSet;
 
