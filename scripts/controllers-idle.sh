@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The controller manager's cost while a cluster sits idle (issue 6's benchmark figure): starts
-# `kubemock serve --no-controllers` and `kubemock controller-manager` as two processes, creates a
-# Deployment of N replicas (default 1000) on 10 simulated nodes, waits for every pod to be Ready,
-# then samples the manager's CPU time and resident memory over an idle window.
+# `kubemock serve --no-controllers` and `kubemock controller-manager` as two processes (or, with
+# IN_PROCESS=1, one `kubemock serve` running both), creates a Deployment of N replicas (default
+# 1000) on 10 simulated nodes, times `kubectl rollout status` to every pod Ready, then samples
+# the manager's (or the single process's) CPU time and resident memory over an idle window.
 #
 #   cargo build --release && scripts/controllers-idle.sh [REPLICAS] [IDLE_SECONDS]
 set -euo pipefail
@@ -13,11 +14,20 @@ bin=target/release/kubemock
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
-"$bin" serve --port 0 --no-controllers --kubeconfig-out "$work/kubeconfig" >"$work/serve.out" 2>/dev/null &
+if [ "${IN_PROCESS:-0}" = 1 ]; then
+  "$bin" serve --port 0 --nodes 10 --kubeconfig-out "$work/kubeconfig" >"$work/serve.out" 2>/dev/null &
+  manager=$!
+  mode="one process"
+else
+  "$bin" serve --port 0 --no-controllers --kubeconfig-out "$work/kubeconfig" >"$work/serve.out" 2>/dev/null &
+  mode="two processes, HTTP between them"
+fi
 for _ in $(seq 100); do grep -q serving "$work/serve.out" && break; sleep 0.1; done
-"$bin" controller-manager --kubeconfig "$work/kubeconfig" --nodes 10 --health-port 0 \
-  >/dev/null 2>"$work/manager.err" &
-manager=$!
+if [ "${IN_PROCESS:-0}" != 1 ]; then
+  "$bin" controller-manager --kubeconfig "$work/kubeconfig" --nodes 10 --health-port 0 \
+    >/dev/null 2>"$work/manager.err" &
+  manager=$!
+fi
 k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/cache" "$@"; }
 for _ in $(seq 100); do [ "$(k get nodes -o name 2>/dev/null | wc -l)" -ge 10 ] && break; sleep 0.2; done
 
@@ -25,8 +35,8 @@ start=$(date +%s.%N)
 k create deployment idle --image=nginx --replicas="$replicas" >/dev/null
 k rollout status deployment/idle --timeout=300s >/dev/null
 ready=$(date +%s.%N)
-printf 'deployment of %s replicas: rolled out in %.2f s (two processes, HTTP between them)\n' \
-  "$replicas" "$(echo "$ready - $start" | bc)"
+printf 'deployment of %s replicas: rolled out in %.2f s (%s)\n' \
+  "$replicas" "$(echo "$ready - $start" | bc)" "$mode"
 
 ticks=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$manager/stat"; }
@@ -34,6 +44,6 @@ rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$manager/status"; }
 before=$(cpu)
 sleep "$idle"
 after=$(cpu)
-printf 'controller manager idle over %s s with %s pods: CPU %.2f %% of one core, RSS %.1f MiB\n' \
-  "$idle" "$replicas" "$(echo "($after - $before) * 100 / $ticks / $idle" | bc -l)" \
+printf 'idle over %s s with %s pods (%s): CPU %.2f %% of one core, RSS %.1f MiB\n' \
+  "$idle" "$replicas" "$mode" "$(echo "($after - $before) * 100 / $ticks / $idle" | bc -l)" \
   "$(echo "$(rss_kib) / 1024" | bc -l)"
