@@ -447,6 +447,66 @@ async fn a_deleted_pod_is_recreated_with_its_name() {
 }
 
 #[tokio::test]
+async fn a_failed_pod_is_replaced_and_an_orphan_is_adopted() {
+    let cluster = cluster(Duration::ZERO).await;
+    let sets: Api<StatefulSet> = Api::namespaced(cluster.client.clone(), "default");
+    let pod_api: Api<Pod> = Api::namespaced(cluster.client.clone(), "default");
+    sets.create(&PostParams::default(), &set(2, json!({})))
+        .await
+        .expect("create the set");
+    let uid = rolled_out(&sets, 2).await.metadata.uid.expect("uid");
+
+    let failed = pod_api
+        .patch_status(
+            "web-0",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Failed"}})),
+        )
+        .await
+        .expect("fail web-0");
+    wait_for("web-0 replaced and ready", || {
+        let (pod_api, failed) = (&pod_api, &failed);
+        async move {
+            let pod = pod_api.get_opt("web-0").await.expect("get")?;
+            (pod.metadata.uid != failed.metadata.uid && is_ready(&pod)).then_some(())
+        }
+    })
+    .await;
+
+    // Orphaned (its ownerReference removed), web-1 is adopted again, not replaced.
+    let orphan = pod_api
+        .patch(
+            "web-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"ownerReferences": null}})),
+        )
+        .await
+        .expect("orphan web-1");
+    assert!(
+        orphan
+            .metadata
+            .owner_references
+            .is_none_or(|r| r.is_empty())
+    );
+    let adopted = wait_for("web-1 adopted", || {
+        let (pod_api, uid) = (&pod_api, &uid);
+        async move {
+            let pod = pod_api.get("web-1").await.expect("get");
+            pod.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|r| r.uid == *uid && r.controller == Some(true))
+                .then_some(pod)
+        }
+    })
+    .await;
+    assert_eq!(adopted.metadata.uid, orphan.metadata.uid);
+    rolled_out(&sets, 2).await;
+    cluster.stop().await;
+}
+
+#[tokio::test]
 async fn each_pod_gets_its_claims_and_the_retention_policy_owns_them() {
     let cluster = cluster(Duration::ZERO).await;
     let sets: Api<StatefulSet> = Api::namespaced(cluster.client.clone(), "default");
