@@ -175,12 +175,21 @@ async fn pods_are_bound_to_ready_nodes_spread_and_run() {
 async fn an_impossible_node_selector_stays_pending_until_a_node_matches() {
     let (cluster, pods) = start("kubelet-pending").await;
     create_pod(&pods, "picky", json!({"nodeSelector": {"disk": "ssd"}})).await;
-    let pod = wait_for("the Unschedulable condition", || async {
-        let pod = pods.get("picky").await.expect("get");
-        condition(&pod, "PodScheduled")
-            .is_some_and(|c| c.0 == "False" && c.1.as_deref() == Some("Unschedulable"))
-            .then_some(pod)
-    })
+    // The nodes register as the cluster starts: a first attempt may have seen fewer than
+    // three, and each node added brings another attempt.
+    let pod = wait_for(
+        "the Unschedulable condition, all three nodes tried",
+        || async {
+            let pod = pods.get("picky").await.expect("get");
+            condition(&pod, "PodScheduled")
+                .is_some_and(|c| {
+                    c.0 == "False"
+                        && c.1.as_deref() == Some("Unschedulable")
+                        && c.2.is_some_and(|m| m.starts_with("0/3 nodes"))
+                })
+                .then_some(pod)
+        },
+    )
     .await;
     assert_eq!(
         condition(&pod, "PodScheduled").and_then(|c| c.2).as_deref(),
