@@ -85,6 +85,23 @@ impl Cluster {
         assert!(output.status.success(), "kubectl {args:?} failed: {stderr}");
         String::from_utf8(output.stdout).expect("utf-8 output")
     }
+
+    /// Runs kubectl until its output satisfies `done` (failing the test after [`WAIT`]);
+    /// returns that output.
+    async fn kubectl_until(&self, args: &[&str], done: impl Fn(&str) -> bool) -> String {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let out = self.kubectl(args).await;
+            if done(&out) {
+                return out;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "kubectl {args:?} never gave the awaited output; last: {out}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
 }
 
 /// Reads `kubectl get -w --output-watch-events` lines until one shows `event` for `name`.
@@ -1163,17 +1180,103 @@ async fn kubectl_deployment_rollout_scale_undo_describe_and_delete_with_the_cont
 
     // Background deletion: the garbage collector removes the ReplicaSets and their pods.
     cluster.kubectl(&["delete", "deployment", "web"]).await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let out = cluster
-            .kubectl(&["get", "pods,replicasets", "-l", "app=web", "-o", "name"])
-            .await;
-        if out.trim().is_empty() {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "left: {out}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    cluster
+        .kubectl_until(
+            &["get", "pods,replicasets", "-l", "app=web", "-o", "name"],
+            |out| out.trim().is_empty(),
+        )
+        .await;
+}
+
+#[tokio::test]
+async fn kubectl_expose_gives_a_service_endpoints_of_its_ready_pods() {
+    let cluster = Cluster::start().await;
+    cluster
+        .kubectl(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx:1.27",
+            "--replicas=2",
+            "--port=8080",
+        ])
+        .await;
+    let out = cluster
+        .kubectl(&[
+            "expose",
+            "deployment",
+            "web",
+            "--port=80",
+            "--target-port=8080",
+        ])
+        .await;
+    assert_eq!(out.trim(), "service/web exposed");
+    cluster
+        .kubectl(&["rollout", "status", "deployment/web", "--timeout=50s"])
+        .await;
+    let ips = cluster
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            "jsonpath={.items[*].status.podIP}",
+        ])
+        .await;
+    let mut expected: Vec<String> = ips
+        .split_whitespace()
+        .map(|ip| format!("{ip}:8080"))
+        .collect();
+    expected.sort();
+    assert_eq!(expected.len(), 2, "{ips}");
+    cluster
+        .kubectl_until(
+            &[
+                "get",
+                "endpoints",
+                "web",
+                "-o",
+                "jsonpath={.subsets[*].addresses[*].ip}",
+            ],
+            |out| {
+                let mut listed: Vec<String> = out
+                    .split_whitespace()
+                    .map(|ip| format!("{ip}:8080"))
+                    .collect();
+                listed.sort();
+                listed == expected
+            },
+        )
+        .await;
+    let ports = cluster
+        .kubectl(&[
+            "get",
+            "endpoints",
+            "web",
+            "-o",
+            "jsonpath={.subsets[*].ports[*].port}",
+        ])
+        .await;
+    assert_eq!(ports.trim(), "8080");
+    // `describe service` reads the EndpointSlices.
+    let out = cluster
+        .kubectl_until(&["describe", "service", "web"], |out| {
+            expected.iter().all(|e| out.contains(e.as_str()))
+        })
+        .await;
+    assert!(out.contains("Endpoints:"), "{out}");
+    let out = cluster
+        .kubectl(&[
+            "get",
+            "endpointslices",
+            "-l",
+            "kubernetes.io/service-name=web",
+            "-o",
+            "jsonpath={.items[*].addressType} {.items[*].ports[*].port}",
+        ])
+        .await;
+    assert_eq!(out, "IPv4 8080");
 }
 
 /// A headless service and a StatefulSet of three for it.
@@ -1297,4 +1400,138 @@ async fn kubectl_applies_a_statefulset_and_its_rollout_completes_with_the_contro
         fields[2], fields[3],
         "the update revision is current: {out}"
     );
+    let out = cluster.kubectl(&["get", "statefulset", "web"]).await;
+    let row: Vec<&str> = out
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(row.get(..2), Some(&["web", "3/3"][..]), "{out}");
+}
+
+const DAEMONSET: &str = "\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+spec:
+  selector:
+    matchLabels: {app: agent}
+  template:
+    metadata:
+      labels: {app: agent}
+    spec:
+      containers:
+      - name: agent
+        image: fluentd:1.16
+";
+
+#[tokio::test]
+async fn kubectl_daemonset_rollout_status_history_undo_and_a_pod_on_every_node() {
+    let cluster = Cluster::start_with(&["--nodes", "4"]).await;
+    let file = cluster.dir.path().join("agent.yaml");
+    std::fs::write(&file, DAEMONSET).expect("write the manifest");
+    let file = file.to_str().expect("a utf-8 path");
+    let out = cluster.kubectl(&["apply", "-f", file]).await;
+    assert_eq!(out.trim(), "daemonset.apps/agent created");
+    // kubectl's DaemonSetStatusViewer: observedGeneration, then updated and available
+    // against desiredNumberScheduled.
+    let rollout = ["rollout", "status", "daemonset/agent", "--timeout=50s"];
+    let out = cluster.kubectl(&rollout).await;
+    assert!(
+        out.contains("daemon set \"agent\" successfully rolled out"),
+        "{out}"
+    );
+    let nodes = cluster
+        .kubectl(&["get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"])
+        .await;
+    let mut nodes: Vec<&str> = nodes.split_whitespace().collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes.len(), 4, "{nodes:?}");
+    let placement = r#"{range .items[*]}{.spec.nodeName} {.status.phase}{"\n"}{end}"#;
+    let pods_by_node = || async {
+        let out = cluster
+            .kubectl(&[
+                "get",
+                "pods",
+                "-l",
+                "app=agent",
+                "-o",
+                &format!("jsonpath={placement}"),
+            ])
+            .await;
+        let mut lines: Vec<String> = out.lines().map(str::to_owned).collect();
+        lines.sort_unstable();
+        lines
+    };
+    let every_node: Vec<String> = nodes.iter().map(|n| format!("{n} Running")).collect();
+    assert_eq!(pods_by_node().await, every_node);
+    let counts = "jsonpath={.status.desiredNumberScheduled} {.status.currentNumberScheduled} \
+        {.status.numberReady} {.status.updatedNumberScheduled} {.status.numberAvailable}";
+    let out = cluster
+        .kubectl(&["get", "daemonset", "agent", "-o", counts])
+        .await;
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        vec!["4"; 5],
+        "{out}"
+    );
+
+    let out = cluster
+        .kubectl(&["set", "image", "daemonset/agent", "agent=fluentd:1.17"])
+        .await;
+    assert_eq!(out.trim(), "daemonset.apps/agent image updated");
+    let out = cluster.kubectl(&rollout).await;
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let images = cluster
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=agent",
+            "-o",
+            "jsonpath={.items[*].spec.containers[0].image}",
+        ])
+        .await;
+    let images: Vec<&str> = images.split_whitespace().collect();
+    assert_eq!(images, vec!["fluentd:1.17"; 4], "terminated pods are gone");
+    assert_eq!(pods_by_node().await, every_node);
+    // The history is the DaemonSet's ControllerRevisions.
+    let out = cluster
+        .kubectl(&["rollout", "history", "daemonset/agent"])
+        .await;
+    assert_eq!(history_revisions(&out), vec!["1", "2"], "{out}");
+    // Undo patches the template back from revision 1, which becomes revision 3.
+    let out = cluster
+        .kubectl(&["rollout", "undo", "daemonset/agent"])
+        .await;
+    assert_eq!(out.trim(), "daemonset.apps/agent rolled back");
+    cluster.kubectl(&rollout).await;
+    let images = cluster
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=agent",
+            "-o",
+            "jsonpath={.items[*].spec.containers[0].image}",
+        ])
+        .await;
+    assert_eq!(
+        images.split_whitespace().collect::<Vec<_>>(),
+        vec!["fluentd:1.16"; 4]
+    );
+    let out = cluster
+        .kubectl(&["rollout", "history", "daemonset/agent"])
+        .await;
+    assert_eq!(history_revisions(&out), vec!["2", "3"], "{out}");
+}
+
+/// The revision numbers of `kubectl rollout history` output.
+fn history_revisions(out: &str) -> Vec<&str> {
+    out.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.chars().all(|c| c.is_ascii_digit()))
+        .collect()
 }

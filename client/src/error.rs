@@ -66,6 +66,11 @@ impl Error {
         self.status().and_then(|s| s.reason.as_deref())
     }
 
+    /// 403 Forbidden (a new object in a terminating namespace, or access denied).
+    pub fn is_forbidden(&self) -> bool {
+        self.code() == Some(403) || self.reason() == Some("Forbidden")
+    }
+
     /// 404 NotFound.
     pub fn is_not_found(&self) -> bool {
         self.code() == Some(404) || self.reason() == Some("NotFound")

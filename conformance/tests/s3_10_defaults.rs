@@ -402,6 +402,34 @@ async fn s3_10_other_workloads_get_their_defaults_and_initial_status() {
         json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
     );
     assert_eq!(ds.body["status"]["desiredNumberScheduled"], 0);
+    // The template generation (the DaemonSet controller's `pod-template-generation` label)
+    // starts at 1 and moves only when the template changes, whatever the client sends.
+    let generation = |reply: &kubemock_conformance::Reply| {
+        reply.body["metadata"]["annotations"]["deprecated.daemonset.template.generation"].clone()
+    };
+    assert_eq!(generation(&ds), "1", "{:?}", ds.body);
+    let ds_path = format!("/apis/apps/v1/namespaces/{ns}/daemonsets/ds");
+    let merge = "application/merge-patch+json";
+    let relabelled = h
+        .patch(
+            &ds_path,
+            merge,
+            &json!({"metadata": {"labels": {"x": "y"},
+            "annotations": {"deprecated.daemonset.template.generation": "7"}}}),
+        )
+        .await;
+    assert_eq!(relabelled.status, 200, "{:?}", relabelled.body);
+    assert_eq!(generation(&relabelled), "1");
+    let changed = h
+        .patch(
+            &ds_path,
+            merge,
+            &json!({"spec": {"template": {"spec": {"containers":
+            [{"name": "c", "image": "busybox:1.37"}]}}}}),
+        )
+        .await;
+    assert_eq!(changed.status, 200, "{:?}", changed.body);
+    assert_eq!(generation(&changed), "2");
     let cron = h
         .post(
             &format!("/apis/batch/v1/namespaces/{ns}/cronjobs"),

@@ -29,6 +29,13 @@ pub enum Error {
         /// The revision.
         name: String,
     },
+    /// A ControllerRevision's name is taken by another template (hash collision): the
+    /// owner's collision count was raised, and the next sync names the revision anew.
+    #[error("controller revision {name} exists with another template")]
+    RevisionCollision {
+        /// The revision's name.
+        name: String,
+    },
     /// The caches a decision needs have not synced yet (retried).
     #[error("informer caches not synced yet")]
     NotSynced,

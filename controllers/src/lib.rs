@@ -8,10 +8,15 @@
 //!   every resource.
 //! - [`namespace`]: empties terminating namespaces, then finalizes them (§6.7).
 //! - [`deployment`]: ReplicaSets per template, rolling and recreate rollouts, conditions.
+//! - [`daemonset`]: one pod per eligible node, revisions, rolling and OnDelete updates.
 //! - [`replicaset`]: pods for ReplicaSets: adoption, expectations, slow start, status.
 //! - [`statefulset`]: pods with stable names and claims, ordered or parallel, revisions,
 //!   rolling and on-delete updates.
-//! - [`job`]: Jobs run pods to completion (NonIndexed), fail past limits, expire by TTL.
+//! - [`cronjob`]: Jobs on cron schedules, concurrency policies, history limits.
+//! - [`clock`]: the time source of time-driven controllers (system, or fake in tests).
+//! - [`job`]: Jobs run pods to completion (NonIndexed and Indexed), fail past limits,
+//!   expire by TTL.
+//! - [`endpoints`]: Endpoints and EndpointSlices of Services, from the pods they select.
 //! - [`scheduler`]: binds pending pods to nodes that fit them.
 //! - [`kubelet`]: simulated nodes, and pods on them Running and Ready.
 //! - [`gc`]: the garbage collector: ownerReferences, background, foreground and orphan
@@ -23,8 +28,12 @@
 //! - Writes carry the resourceVersion they were computed from; a Conflict means "requeue".
 
 mod claim;
+pub mod clock;
+pub mod cronjob;
+pub mod daemonset;
 pub mod deployment;
 pub mod discovery;
+pub mod endpoints;
 pub mod error;
 pub mod gc;
 pub mod job;

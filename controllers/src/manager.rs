@@ -12,7 +12,11 @@ use kubemock_client::{Api, Client, InformerFactory};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
+use crate::cronjob::CronJobController;
+use crate::daemonset::DaemonSetController;
 use crate::deployment::DeploymentController;
+use crate::endpoints::{EndpointSliceController, EndpointsController};
 use crate::error::{Error, Result};
 use crate::gc::GarbageCollector;
 use crate::job::JobController;
@@ -28,8 +32,17 @@ pub const NAMESPACE: &str = "namespace-controller";
 /// The garbage collector's name (kube-controller-manager's, with its old alias).
 pub const GARBAGE_COLLECTOR: &str = "garbage-collector-controller";
 
+/// The DaemonSet controller's name (kube-controller-manager's, with its old alias).
+pub const DAEMONSET: &str = "daemonset-controller";
+
 /// The Deployment controller's name (kube-controller-manager's, with its old alias).
 pub const DEPLOYMENT: &str = "deployment-controller";
+
+/// The Endpoints controller's name (kube-controller-manager's, with its old alias).
+pub const ENDPOINTS: &str = "endpoints-controller";
+
+/// The EndpointSlice controller's name (kube-controller-manager's, with its old alias).
+pub const ENDPOINTSLICE: &str = "endpointslice-controller";
 
 /// The scheduler's name (kube-scheduler's component name).
 pub const SCHEDULER: &str = "scheduler";
@@ -40,6 +53,9 @@ pub const KUBELET: &str = "kubelet";
 /// The Job controller's name (kube-controller-manager's, with its old alias).
 pub const JOB: &str = "job-controller";
 
+/// The CronJob controller's name (kube-controller-manager's, with its old alias).
+pub const CRONJOB: &str = "cronjob-controller";
+
 /// The ReplicaSet controller's name (kube-controller-manager's, with its old alias).
 pub const REPLICASET: &str = "replicaset-controller";
 
@@ -49,7 +65,11 @@ pub const STATEFULSET: &str = "statefulset-controller";
 /// Every controller this manager knows, with the old short aliases kube-controller-manager
 /// still accepts.
 pub const CONTROLLERS: &[(&str, &str)] = &[
+    (CRONJOB, "cronjob"),
+    (DAEMONSET, "daemonset"),
     (DEPLOYMENT, "deployment"),
+    (ENDPOINTS, "endpoint"),
+    (ENDPOINTSLICE, "endpointslice"),
     (GARBAGE_COLLECTOR, "garbagecollector"),
     (JOB, "job"),
     (KUBELET, "nodes"),
@@ -66,6 +86,9 @@ pub struct ManagerConfig {
     pub enabled: BTreeSet<String>,
     /// The simulated nodes (when [`KUBELET`] is enabled).
     pub kubelet: KubeletConfig,
+    /// Where time-driven controllers ([`CRONJOB`]) read the time: the system clock unless
+    /// a test sets a fake one.
+    pub clock: Clock,
 }
 
 impl Default for ManagerConfig {
@@ -77,6 +100,7 @@ impl Default for ManagerConfig {
                 .map(|(name, _)| (*name).to_owned())
                 .collect(),
             kubelet: KubeletConfig::default(),
+            clock: Clock::system(),
         }
     }
 }
@@ -117,6 +141,7 @@ impl ManagerConfig {
         Ok(ManagerConfig {
             enabled,
             kubelet: KubeletConfig::default(),
+            clock: Clock::system(),
         })
     }
 
@@ -124,6 +149,13 @@ impl ManagerConfig {
     #[must_use]
     pub fn with_kubelet(mut self, kubelet: KubeletConfig) -> Self {
         self.kubelet = kubelet;
+        self
+    }
+
+    /// Sets the clock of the time-driven controllers (a fake one in tests).
+    #[must_use]
+    pub fn with_clock(mut self, clock: impl Into<Clock>) -> Self {
+        self.clock = clock.into();
         self
     }
 
@@ -145,6 +177,10 @@ pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken
         let controller = DeploymentController::new(client.clone(), &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
+    if config.is_enabled(DAEMONSET) {
+        let controller = DaemonSetController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
     if config.is_enabled(REPLICASET) {
         let controller = ReplicaSetController::new(client.clone(), &factory);
         controllers.spawn(controller.run(token.child_token()));
@@ -155,6 +191,18 @@ pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken
     }
     if config.is_enabled(JOB) {
         let controller = JobController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(ENDPOINTS) {
+        let controller = EndpointsController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(ENDPOINTSLICE) {
+        let controller = EndpointSliceController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(CRONJOB) {
+        let controller = CronJobController::new(client.clone(), &factory, config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(SCHEDULER) {

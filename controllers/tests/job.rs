@@ -98,3 +98,73 @@ async fn a_finished_job_with_a_ttl_is_deleted() {
     .await;
     cluster.stop().await;
 }
+
+#[tokio::test]
+async fn an_indexed_job_runs_one_pod_per_completion_index() {
+    let cluster = Cluster::start().await;
+    let jobs: Api<Job> = Api::namespaced(cluster.client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), "default");
+    let mut indexed = job("indexed", 4, 2, None);
+    if let Some(spec) = indexed.spec.as_mut() {
+        spec.completion_mode = Some("Indexed".to_owned());
+    }
+    jobs.create(&PostParams::default(), &indexed)
+        .await
+        .expect("create the job");
+    let done = wait_for("the indexed job to complete", || async {
+        let job = jobs.get("indexed").await.expect("get");
+        let status = job.status.clone().unwrap_or_default();
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Complete" && c.status == "True")
+            .then_some(status)
+    })
+    .await;
+    assert_eq!(done.completed_indexes.as_deref(), Some("0-3"));
+    assert_eq!(done.succeeded, Some(4));
+    let mut seen: Vec<String> = Vec::new();
+    for pod in pods
+        .list(&ListParams::default().labels("job-name=indexed"))
+        .await
+        .expect("pods")
+        .items
+    {
+        let index = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("batch.kubernetes.io/job-completion-index"))
+            .cloned()
+            .expect("an index annotation");
+        assert_eq!(
+            pod.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("batch.kubernetes.io/job-completion-index")),
+            Some(&index),
+            "the index label"
+        );
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        assert!(name.starts_with(&format!("indexed-{index}-")), "{name}");
+        let spec = pod.spec.expect("a spec");
+        assert_eq!(spec.hostname, Some(format!("indexed-{index}")));
+        assert!(
+            spec.containers[0]
+                .env
+                .iter()
+                .flatten()
+                .any(|e| e.name == "JOB_COMPLETION_INDEX"),
+            "the index variable"
+        );
+        assert_eq!(
+            pod.status.and_then(|s| s.phase).as_deref(),
+            Some("Succeeded")
+        );
+        seen.push(index);
+    }
+    seen.sort();
+    assert_eq!(seen, ["0", "1", "2", "3"], "one pod per index");
+    cluster.stop().await;
+}

@@ -70,7 +70,10 @@ pub(crate) async fn admit_create(
         resolve_priority(state, resource, object).await?;
     }
     prepare_create(admission, object);
-    if matches!(admission, Admission::Namespace | Admission::Job) {
+    if matches!(
+        admission,
+        Admission::Namespace | Admission::Job | Admission::DaemonSet
+    ) {
         // Their defaults may add labels: keep metadata in the real server's order.
         meta::canonicalize_metadata(object::metadata_mut(object));
     }
@@ -112,6 +115,10 @@ pub(crate) async fn admit_update(
     default(admission, object)?;
     if admission == Admission::Service {
         services::prepare_update(&old, object);
+    }
+    if admission == Admission::DaemonSet {
+        workloads::set_template_generation(object, Some(&old));
+        meta::canonicalize_metadata(object::metadata_mut(object));
     }
     let mut errors = Vec::new();
     match admission {
@@ -349,7 +356,10 @@ fn prepare_create(admission: Admission, object: &mut Object) {
         Admission::ReplicaSet => "ReplicaSet",
         Admission::ReplicationController => "ReplicationController",
         Admission::StatefulSet => "StatefulSet",
-        Admission::DaemonSet => "DaemonSet",
+        Admission::DaemonSet => {
+            workloads::set_template_generation(object, None);
+            "DaemonSet"
+        }
         Admission::CronJob => "CronJob",
         _ => return,
     };

@@ -128,6 +128,38 @@ pub(super) fn default_daemon_set(object: &mut Object) {
     pods::default_template(child(spec, "template"));
 }
 
+/// Where apps/v1 DaemonSets show the template generation of the internal type
+/// (`DeprecatedTemplateGeneration`); the DaemonSet controller labels pods with it.
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// The DaemonSet strategy's template generation: 1 on create (`old` absent), then one more
+/// whenever an update changes the template, whatever the client sent (`PrepareForCreate`,
+/// `PrepareForUpdate` and the v1 conversion, which always writes the annotation).
+pub(super) fn set_template_generation(object: &mut Object, old: Option<&Object>) {
+    let generation = match old {
+        None => 1,
+        Some(old) => {
+            let previous = obj_at(old, &["metadata", "annotations"])
+                .and_then(|a| a.get(TEMPLATE_GENERATION))
+                .and_then(Value::as_str)
+                .and_then(|g| g.parse::<i64>().ok())
+                .unwrap_or(0);
+            let template = |o: &Object| obj_at(o, &["spec", "template"]).cloned();
+            if template(old) == template(object) {
+                previous
+            } else {
+                previous + 1
+            }
+        }
+    };
+    let metadata = crate::object::metadata_mut(object);
+    let annotations = child(metadata, "annotations");
+    annotations.insert(
+        TEMPLATE_GENERATION.to_owned(),
+        json!(generation.to_string()),
+    );
+}
+
 /// `SetDefaults_Job` (1.32: with the pod replacement policy of the JobPodReplacementPolicy
 /// beta).
 pub(super) fn default_job(object: &mut Object) {

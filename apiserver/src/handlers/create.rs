@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use axum::response::Response;
-use kubemock_storage::CreateOutcome;
+use axum::response::{IntoResponse, Response};
+use kubemock_storage::{CreateOutcome, KeyValue};
 use serde_json::{Value, json};
 
 use super::resource::Call;
@@ -15,6 +15,7 @@ use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::managedfields::{self, Writer};
 use crate::meta::{self, FieldError};
+use crate::negotiate::Encoding;
 use crate::object::{self, Object};
 use crate::registry::{GenerationPolicy, Resource};
 use crate::state::AppState;
@@ -34,7 +35,7 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
     let writer = call.writer("CreateOptions")?;
     let mut object = object::decode_body(&call.headers, &call.body, resource)?;
     let warnings = call.validate_fields(&mut object)?;
-    let created = create_object(
+    let (created, stored) = create_stored(
         &call.state,
         resource,
         call.target.namespace.as_deref(),
@@ -43,6 +44,24 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
         Some(&writer),
     )
     .await?;
+    // The hot path, as GET's: the stored bytes with the resourceVersion spliced in, when
+    // they are the answer as they are (JSON, not pretty, a kind stored as served).
+    let plain = !call.pretty()
+        && call.encoding == Encoding::Json
+        && !resource.is_custom()
+        && !admission::converts(resource);
+    if let Some(bytes) = stored
+        .filter(|_| plain)
+        .and_then(|kv| object::answer_bytes(&kv))
+    {
+        let response = (
+            StatusCode::CREATED,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            bytes,
+        )
+            .into_response();
+        return Ok(with_warnings(response, &warnings));
+    }
     let response = call.respond(StatusCode::CREATED, &Value::Object(created));
     Ok(with_warnings(response, &warnings))
 }
@@ -54,10 +73,23 @@ pub(crate) async fn create_object(
     state: &AppState,
     resource: &Arc<Resource>,
     namespace: Option<&str>,
-    mut object: Object,
+    object: Object,
     dry_run: bool,
     writer: Option<&Writer>,
 ) -> ApiResult<Object> {
+    let (created, _) = create_stored(state, resource, namespace, object, dry_run, writer).await?;
+    Ok(created)
+}
+
+/// [`create_object`], also returning what the store holds now (none on a dry run).
+async fn create_stored(
+    state: &AppState,
+    resource: &Arc<Resource>,
+    namespace: Option<&str>,
+    mut object: Object,
+    dry_run: bool,
+    writer: Option<&Writer>,
+) -> ApiResult<(Object, Option<KeyValue>)> {
     let generate_name = prepare(resource, namespace, &mut object)?;
     if let Some(namespace) = namespace.filter(|_| resource.namespaced) {
         admit_into_namespace(state, resource, namespace, object::name_of(&object)).await?;
@@ -79,7 +111,7 @@ pub(crate) async fn create_object(
         let key = keys::object_key(resource, namespace, &name);
         let bytes = object::to_stored(&admission::to_storage(resource, &object))?;
         if dry_run {
-            return Ok(object);
+            return Ok((object, None));
         }
         match state
             .store()
@@ -93,7 +125,7 @@ pub(crate) async fn create_object(
                 if resource.group.is_empty() && resource.plural == "namespaces" {
                     ensure_default_service_account(state, &name).await?;
                 }
-                return Ok(object);
+                return Ok((object, Some(kv)));
             }
             CreateOutcome::AlreadyExists(existing) => {
                 if let Some(prefix) = &generate_name

@@ -160,7 +160,8 @@ const V1: &str = "v1";
 const ENTRIES: &[Entry] = &[
     // core/v1
     entry(CORE, V1, "configmaps", "ConfigMap", NS).short(&["cm"]).admit(Admission::ConfigMap).printer(Printer::ConfigMap),
-    entry(CORE, V1, "endpoints", "Endpoints", NS).short(&["ep"]).create_on_update(),
+    entry(CORE, V1, "endpoints", "Endpoints", NS).short(&["ep"]).create_on_update()
+        .printer(Printer::Endpoints),
     entry(CORE, V1, "events", "Event", NS).short(&["ev"]).create_on_update()
         .admit(Admission::Event)
         .printer(Printer::Event),
@@ -172,25 +173,30 @@ const ENTRIES: &[Entry] = &[
     entry(CORE, V1, "nodes", "Node", CLUSTER).short(&["no"]).sub(&["status"])
         .printer(Printer::Node),
     entry(CORE, V1, "persistentvolumeclaims", "PersistentVolumeClaim", NS).short(&["pvc"])
-        .sub(&["status"]),
+        .sub(&["status"]).printer(Printer::PersistentVolumeClaim),
     entry(CORE, V1, "persistentvolumes", "PersistentVolume", CLUSTER).short(&["pv"])
-        .sub(&["status"]),
+        .sub(&["status"]).printer(Printer::PersistentVolume),
     entry(CORE, V1, "pods", "Pod", NS).short(&["po"]).all().sub(&["binding", "status"])
         .admit(Admission::Pod)
         .returns_deleted().printer(Printer::Pod),
-    entry(CORE, V1, "podtemplates", "PodTemplate", NS).admit(Admission::PodTemplate),
+    entry(CORE, V1, "podtemplates", "PodTemplate", NS).admit(Admission::PodTemplate)
+        .printer(Printer::PodTemplate),
     entry(CORE, V1, "replicationcontrollers", "ReplicationController", NS).short(&["rc"]).all()
-        .sub(&["scale", "status"]).generation(SPEC).admit(Admission::ReplicationController),
-    entry(CORE, V1, "resourcequotas", "ResourceQuota", NS).short(&["quota"]).sub(&["status"]),
+        .sub(&["scale", "status"]).generation(SPEC).admit(Admission::ReplicationController)
+        .printer(Printer::ReplicationController),
+    entry(CORE, V1, "resourcequotas", "ResourceQuota", NS).short(&["quota"]).sub(&["status"])
+        .printer(Printer::ResourceQuota),
     entry(CORE, V1, "secrets", "Secret", NS).printer(Printer::Secret).admit(Admission::Secret),
-    entry(CORE, V1, "serviceaccounts", "ServiceAccount", NS).short(&["sa"]).returns_deleted(),
+    entry(CORE, V1, "serviceaccounts", "ServiceAccount", NS).short(&["sa"]).returns_deleted()
+        .printer(Printer::ServiceAccount),
     entry(CORE, V1, "services", "Service", NS).short(&["svc"]).all().sub(&["status"])
         .names(NameRule::Dns1035).create_on_update().returns_deleted()
         .printer(Printer::Service).admit(Admission::Service),
     // apps/v1
-    entry(APPS, V1, "controllerrevisions", "ControllerRevision", NS),
+    entry(APPS, V1, "controllerrevisions", "ControllerRevision", NS)
+        .printer(Printer::ControllerRevision),
     entry(APPS, V1, "daemonsets", "DaemonSet", NS).short(&["ds"]).all().sub(&["status"])
-        .generation(SPEC).admit(Admission::DaemonSet),
+        .generation(SPEC).admit(Admission::DaemonSet).printer(Printer::DaemonSet),
     entry(APPS, V1, "deployments", "Deployment", NS).short(&["deploy"]).all()
         .sub(&["scale", "status"]).generation(GenerationPolicy::SpecAndAnnotations)
         .printer(Printer::Deployment).admit(Admission::Deployment),
@@ -198,47 +204,54 @@ const ENTRIES: &[Entry] = &[
         .sub(&["scale", "status"]).generation(SPEC).printer(Printer::ReplicaSet)
         .admit(Admission::ReplicaSet),
     entry(APPS, V1, "statefulsets", "StatefulSet", NS).short(&["sts"]).all()
-        .sub(&["scale", "status"]).generation(SPEC).admit(Admission::StatefulSet),
+        .sub(&["scale", "status"]).generation(SPEC).admit(Admission::StatefulSet)
+        .printer(Printer::StatefulSet),
     // events.k8s.io/v1
     entry("events.k8s.io", V1, "events", "Event", NS).short(&["ev"]).create_on_update()
         .printer(Printer::EventV1).admit(Admission::EventV1),
     // autoscaling/v2 and v1 (one stored resource; no conversion between the versions)
     entry("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", NS)
-        .short(&["hpa"]).all().sub(&["status"]),
+        .short(&["hpa"]).all().sub(&["status"]).printer(Printer::HorizontalPodAutoscaler),
     entry("autoscaling", V1, "horizontalpodautoscalers", "HorizontalPodAutoscaler", NS)
-        .short(&["hpa"]).all().sub(&["status"]),
+        .short(&["hpa"]).all().sub(&["status"]).printer(Printer::HorizontalPodAutoscaler),
     // batch/v1
     entry(BATCH, V1, "cronjobs", "CronJob", NS).short(&["cj"]).all().sub(&["status"])
-        .generation(SPEC).admit(Admission::CronJob),
+        .generation(SPEC).admit(Admission::CronJob).printer(Printer::CronJob),
     entry(BATCH, V1, "jobs", "Job", NS).all().sub(&["status"]).generation(SPEC)
-        .admit(Admission::Job),
+        .admit(Admission::Job).printer(Printer::Job),
     // networking.k8s.io/v1
-    entry(NETWORKING, V1, "ingressclasses", "IngressClass", CLUSTER),
-    entry(NETWORKING, V1, "ingresses", "Ingress", NS).short(&["ing"]).sub(&["status"]),
+    entry(NETWORKING, V1, "ingressclasses", "IngressClass", CLUSTER)
+        .printer(Printer::IngressClass),
+    entry(NETWORKING, V1, "ingresses", "Ingress", NS).short(&["ing"]).sub(&["status"])
+        .printer(Printer::Ingress),
     entry(NETWORKING, V1, "networkpolicies", "NetworkPolicy", NS).short(&["netpol"])
-        .generation(SPEC),
+        .generation(SPEC).printer(Printer::NetworkPolicy),
     // policy/v1
     entry("policy", V1, "poddisruptionbudgets", "PodDisruptionBudget", NS).short(&["pdb"])
-        .sub(&["status"]).generation(SPEC),
+        .sub(&["status"]).generation(SPEC).printer(Printer::PodDisruptionBudget),
     // rbac.authorization.k8s.io/v1
-    entry(RBAC, V1, "clusterrolebindings", "ClusterRoleBinding", CLUSTER).create_on_update(),
+    entry(RBAC, V1, "clusterrolebindings", "ClusterRoleBinding", CLUSTER).create_on_update()
+        .printer(Printer::ClusterRoleBinding),
     entry(RBAC, V1, "clusterroles", "ClusterRole", CLUSTER).create_on_update(),
-    entry(RBAC, V1, "rolebindings", "RoleBinding", NS).create_on_update(),
+    entry(RBAC, V1, "rolebindings", "RoleBinding", NS).create_on_update()
+        .printer(Printer::RoleBinding),
     entry(RBAC, V1, "roles", "Role", NS).create_on_update(),
     // storage.k8s.io/v1
     entry("storage.k8s.io", V1, "storageclasses", "StorageClass", CLUSTER).short(&["sc"])
-        .returns_deleted(),
+        .returns_deleted().printer(Printer::StorageClass),
     // apiextensions.k8s.io/v1
     entry("apiextensions.k8s.io", V1, "customresourcedefinitions", "CustomResourceDefinition",
         CLUSTER).short(&["crd", "crds"]).sub(&["status"]).generation(SPEC)
         .conditional_update_only(),
     // scheduling.k8s.io/v1
-    entry("scheduling.k8s.io", V1, "priorityclasses", "PriorityClass", CLUSTER).short(&["pc"]),
+    entry("scheduling.k8s.io", V1, "priorityclasses", "PriorityClass", CLUSTER).short(&["pc"])
+        .printer(Printer::PriorityClass),
     // coordination.k8s.io/v1
     entry("coordination.k8s.io", V1, "leases", "Lease", NS).conditional_update_only()
         .create_on_update().printer(Printer::Lease).admit(Admission::Lease),
     // discovery.k8s.io/v1
-    entry("discovery.k8s.io", V1, "endpointslices", "EndpointSlice", NS),
+    entry("discovery.k8s.io", V1, "endpointslices", "EndpointSlice", NS)
+        .printer(Printer::EndpointSlice),
 ];
 
 fn strings(items: &[&str]) -> Vec<String> {

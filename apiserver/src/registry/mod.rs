@@ -67,7 +67,8 @@ pub enum GenerationPolicy {
 /// convertor of `pkg/registry/rest/table.go`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Printer {
-    /// Name and Created At: kinds without a printer of their own here, and CRDs.
+    /// Name and Created At: kinds without a printer upstream (Roles, ClusterRoles, LimitRanges,
+    /// CustomResourceDefinitions).
     Default,
     /// A custom resource's `additionalPrinterColumns` (after Name).
     Columns(Arc<[PrinterColumn]>),
@@ -97,6 +98,54 @@ pub enum Printer {
     Lease,
     /// autoscaling/v1 Scale (the `scale` subresource): Name, Desired, Available, Age.
     Scale,
+    /// Name, Endpoints (`ip:port`, the first three), Age.
+    Endpoints,
+    /// Name, AddressType, Ports, Endpoints, Age.
+    EndpointSlice,
+    /// Name, Ready, Age; wide: Containers, Images.
+    StatefulSet,
+    /// Name, Desired, Current, Ready, Up-to-date, Available, Node Selector, Age; wide:
+    /// Containers, Images, Selector.
+    DaemonSet,
+    /// Name, Status, Completions, Duration, Age; wide: Containers, Images, Selector.
+    Job,
+    /// Name, Schedule, Timezone, Suspend, Active, Last Schedule, Age; wide: Containers, Images,
+    /// Selector.
+    CronJob,
+    /// Name, Desired, Current, Ready, Age; wide: Containers, Images, Selector.
+    ReplicationController,
+    /// Name, Controller, Revision, Age.
+    ControllerRevision,
+    /// Name, Containers, Images, Pod Labels.
+    PodTemplate,
+    /// Name, Class, Hosts, Address, Ports, Age.
+    Ingress,
+    /// Name, Controller, Parameters, Age.
+    IngressClass,
+    /// Name, Pod-Selector, Age.
+    NetworkPolicy,
+    /// Name, Capacity, Access Modes, Reclaim Policy, Status, Claim, StorageClass,
+    /// VolumeAttributesClass, Reason, Age; wide: VolumeMode.
+    PersistentVolume,
+    /// Name, Status, Volume, Capacity, Access Modes, StorageClass, VolumeAttributesClass, Age;
+    /// wide: VolumeMode.
+    PersistentVolumeClaim,
+    /// Name, Provisioner, ReclaimPolicy, VolumeBindingMode, AllowVolumeExpansion, Age.
+    StorageClass,
+    /// Name, Secrets, Age.
+    ServiceAccount,
+    /// Name, Role, Age; wide: Users, Groups, ServiceAccounts.
+    RoleBinding,
+    /// As [`Printer::RoleBinding`], with the cluster binding's column descriptions.
+    ClusterRoleBinding,
+    /// autoscaling/v2 and v1: Name, Reference, Targets, MinPods, MaxPods, Replicas, Age.
+    HorizontalPodAutoscaler,
+    /// Name, Min Available, Max Unavailable, Allowed Disruptions, Age.
+    PodDisruptionBudget,
+    /// Name, Value, Global-Default, Age, PreemptionPolicy.
+    PriorityClass,
+    /// Name, Request, Limit, Age.
+    ResourceQuota,
 }
 
 /// Which kind-specific admission (defaulting, validation, allocation: the `admission` module)
@@ -429,7 +478,15 @@ mod tests {
         assert_eq!(printer("", "pods"), Printer::Pod);
         assert_eq!(printer("", "namespaces"), Printer::Namespace);
         assert_eq!(printer("events.k8s.io", "events"), Printer::EventV1);
-        assert_eq!(printer("batch", "jobs"), Printer::Default);
+        assert_eq!(printer("batch", "jobs"), Printer::Job);
+        assert_eq!(
+            printer("rbac.authorization.k8s.io", "roles"),
+            Printer::Default
+        );
+        assert_eq!(
+            printer("autoscaling", "horizontalpodautoscalers"),
+            Printer::HorizontalPodAutoscaler
+        );
         assert_eq!(
             printer("apiextensions.k8s.io", "customresourcedefinitions"),
             Printer::Default

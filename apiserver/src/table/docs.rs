@@ -142,7 +142,7 @@ pub(super) const CONTAINERS: &str = "Names of each container in the template.";
 /// Images column of workloads.
 pub(super) const IMAGES: &str = "Images referenced by each container in the template.";
 
-/// Deployment Ready column.
+/// Deployment and StatefulSet Ready column.
 pub(super) const DEPLOYMENT_READY: &str = "Number of the pod with ready state";
 
 /// Namespace Status column.
@@ -153,3 +153,246 @@ pub(super) const NODE_STATUS: &str = "The status of the node";
 
 /// Node Roles column.
 pub(super) const NODE_ROLES: &str = "The roles of the node";
+
+/// core/v1 `Endpoints` `subsets`.
+pub(super) const ENDPOINTS_SUBSETS: &str = "The set of all endpoints is the union of all subsets. Addresses are placed into subsets according to the IPs they share. A single address with multiple ports, some of which are ready and some of which are not (because they come from different containers) will result in the address being displayed in different subsets for the different ports. No address will appear in both Addresses and NotReadyAddresses in the same subset. Sets of addresses and ports that comprise a service.";
+
+/// discovery/v1beta1 `EndpointSlice` `addressType`.
+pub(super) const ENDPOINT_SLICE_ADDRESS_TYPE: &str = "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type. This field is immutable after creation. The following address types are currently supported: * IPv4: Represents an IPv4 Address. * IPv6: Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain Name.";
+
+/// discovery/v1beta1 `EndpointSlice` `ports`.
+pub(super) const ENDPOINT_SLICE_PORTS: &str = "ports specifies the list of network ports exposed by each endpoint in this slice. Each port must have a unique name. When ports is empty, it indicates that there are no defined ports. When a port is defined with a nil port value, it indicates \"all ports\". Each slice may include a maximum of 100 ports.";
+
+/// discovery/v1beta1 `EndpointSlice` `endpoints`.
+pub(super) const ENDPOINT_SLICE_ENDPOINTS: &str = "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints.";
+
+/// extensions/v1beta1 `DaemonSetStatus` `desiredNumberScheduled`.
+pub(super) const DS_DESIRED: &str = "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/";
+
+/// extensions/v1beta1 `DaemonSetStatus` `currentNumberScheduled`.
+pub(super) const DS_CURRENT: &str = "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/";
+
+/// extensions/v1beta1 `DaemonSetStatus` `numberReady`.
+pub(super) const DS_READY: &str = "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition.";
+
+/// extensions/v1beta1 `DaemonSetStatus` `updatedNumberScheduled`.
+pub(super) const DS_UPDATED: &str = "The total number of nodes that are running updated daemon pod";
+
+/// extensions/v1beta1 `DaemonSetStatus` `numberAvailable`.
+pub(super) const DS_AVAILABLE: &str = "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)";
+
+/// `PodSpec` `nodeSelector`.
+pub(super) const POD_NODE_SELECTOR: &str = "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/";
+
+/// extensions/v1beta1 `DaemonSetSpec` `selector`.
+pub(super) const DS_SELECTOR: &str = "A label query over pods that are managed by the daemon set. Must match in order to be controlled. If empty, defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
+
+/// Job Status column.
+pub(super) const JOB_STATUS: &str = "Status of the job.";
+
+/// batch/v1 `JobStatus` `succeeded`.
+pub(super) const JOB_SUCCEEDED: &str = "The number of pods which reached phase Succeeded. The value increases monotonically for a given spec. However, it may decrease in reaction to scale down of elastic indexed jobs.";
+
+/// Job Duration column.
+pub(super) const JOB_DURATION: &str = "Time required to complete the job.";
+
+/// batch/v1 `JobSpec` `selector`.
+pub(super) const JOB_SELECTOR: &str = "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
+
+/// batch/v1beta1 `CronJobSpec` `schedule`.
+pub(super) const CRONJOB_SCHEDULE: &str =
+    "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron.";
+
+/// batch/v1beta1 `CronJobSpec` `timeZone`.
+pub(super) const CRONJOB_TIME_ZONE: &str = "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. If not specified, this will default to the time zone of the kube-controller-manager process. The set of valid time zone names and the time zone offset is loaded from the system-wide time zone database by the API server during CronJob validation and the controller manager during execution. If no system-wide time zone database can be found a bundled version of the database is used instead. If the time zone name becomes invalid during the lifetime of a CronJob or due to a change in host configuration, the controller will stop creating new new Jobs and will create a system event with the reason UnknownTimeZone. More information can be found in https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones";
+
+/// batch/v1beta1 `CronJobSpec` `suspend`.
+pub(super) const CRONJOB_SUSPEND: &str = "This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.  Defaults to false.";
+
+/// batch/v1beta1 `CronJobStatus` `active`.
+pub(super) const CRONJOB_ACTIVE: &str = "A list of pointers to currently running jobs.";
+
+/// batch/v1beta1 `CronJobStatus` `lastScheduleTime`.
+pub(super) const CRONJOB_LAST_SCHEDULE: &str =
+    "Information when was the last time the job was successfully scheduled.";
+
+/// core/v1 `ReplicationControllerSpec` `replicas`.
+pub(super) const RC_SPEC_REPLICAS: &str = "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller";
+
+/// core/v1 `ReplicationControllerStatus` `replicas`.
+pub(super) const RC_STATUS_REPLICAS: &str = "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller";
+
+/// core/v1 `ReplicationControllerStatus` `readyReplicas`.
+pub(super) const RC_READY_REPLICAS: &str =
+    "The number of ready replicas for this replication controller.";
+
+/// core/v1 `ReplicationControllerSpec` `selector`.
+pub(super) const RC_SELECTOR: &str = "Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is defaulted to the labels present on the Pod template. Label keys and values that must match in order to be controlled by this replication controller, if empty defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
+
+/// PodTemplate Pod Labels column.
+pub(super) const POD_TEMPLATE_LABELS: &str = "The labels for the pod template.";
+
+/// ControllerRevision Controller column.
+pub(super) const REVISION_CONTROLLER: &str = "Controller of the object";
+
+/// apps/v1beta1 `ControllerRevision` `revision`.
+pub(super) const REVISION: &str =
+    "Revision indicates the revision of the state represented by Data.";
+
+/// core/v1 `ServiceAccount` `secrets`.
+pub(super) const SERVICE_ACCOUNT_SECRETS: &str = "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use. Pods are only limited to this list if this service account has a \"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The \"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate namespaces to isolate access to mounted secrets. This field should not be used to find auto-generated service account token secrets for use outside of pods. Instead, tokens can be requested directly using the TokenRequest API, or service account token secrets can be manually created. More info: https://kubernetes.io/docs/concepts/configuration/secret";
+
+/// core/v1 `PersistentVolumeSpec` `capacity`.
+pub(super) const PV_CAPACITY: &str = "capacity is the description of the persistent volume's resources and capacity. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#capacity";
+
+/// core/v1 `PersistentVolumeSpec` `accessModes`.
+pub(super) const PV_ACCESS_MODES: &str = "accessModes contains all ways the volume can be mounted. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes";
+
+/// core/v1 `PersistentVolumeSpec` `persistentVolumeReclaimPolicy`.
+pub(super) const PV_RECLAIM_POLICY: &str = "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim. Valid options are Retain (default for manually created PersistentVolumes), Delete (default for dynamically provisioned PersistentVolumes), and Recycle (deprecated). Recycle must be supported by the volume plugin underlying this PersistentVolume. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#reclaiming";
+
+/// core/v1 `PersistentVolumeStatus` `phase`.
+pub(super) const PV_PHASE: &str = "phase indicates if a volume is available, bound to a claim, or released by a claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#phase";
+
+/// core/v1 `PersistentVolumeSpec` `claimRef`.
+pub(super) const PV_CLAIM_REF: &str = "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is the authoritative bind between PV and PVC. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding";
+
+/// PersistentVolume StorageClass column.
+pub(super) const PV_STORAGE_CLASS: &str = "StorageClass of the pv";
+
+/// PersistentVolume VolumeAttributesClass column.
+pub(super) const PV_VOLUME_ATTRIBUTES_CLASS: &str = "VolumeAttributesClass of the pv";
+
+/// core/v1 `PersistentVolumeStatus` `reason`.
+pub(super) const PV_REASON: &str = "reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI.";
+
+/// core/v1 `PersistentVolumeSpec` `volumeMode`.
+pub(super) const PV_VOLUME_MODE: &str = "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state. Value of Filesystem is implied when not included in spec.";
+
+/// core/v1 `PersistentVolumeClaimStatus` `phase`.
+pub(super) const PVC_PHASE: &str = "phase represents the current phase of PersistentVolumeClaim.";
+
+/// core/v1 `PersistentVolumeClaimSpec` `volumeName`.
+pub(super) const PVC_VOLUME_NAME: &str =
+    "volumeName is the binding reference to the PersistentVolume backing this claim.";
+
+/// core/v1 `PersistentVolumeClaimStatus` `capacity`.
+pub(super) const PVC_CAPACITY: &str =
+    "capacity represents the actual resources of the underlying volume.";
+
+/// core/v1 `PersistentVolumeClaimStatus` `accessModes`.
+pub(super) const PVC_ACCESS_MODES: &str = "accessModes contains the actual access modes the volume backing the PVC has. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1";
+
+/// PersistentVolumeClaim StorageClass column.
+pub(super) const PVC_STORAGE_CLASS: &str = "StorageClass of the pvc";
+
+/// PersistentVolumeClaim VolumeAttributesClass column.
+pub(super) const PVC_VOLUME_ATTRIBUTES_CLASS: &str = "VolumeAttributesClass of the pvc";
+
+/// core/v1 `PersistentVolumeClaimSpec` `volumeMode`.
+pub(super) const PVC_VOLUME_MODE: &str = "volumeMode defines what type of volume is required by the claim. Value of Filesystem is implied when not included in claim spec.";
+
+/// storage/v1 `StorageClass` `provisioner`.
+pub(super) const SC_PROVISIONER: &str = "provisioner indicates the type of the provisioner.";
+
+/// storage/v1 `StorageClass` `reclaimPolicy`.
+pub(super) const SC_RECLAIM_POLICY: &str = "reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class. Defaults to Delete.";
+
+/// storage/v1 `StorageClass` `volumeBindingMode`.
+pub(super) const SC_VOLUME_BINDING_MODE: &str = "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.  When unset, VolumeBindingImmediate is used. This field is only honored by servers that enable the VolumeScheduling feature.";
+
+/// storage/v1 `StorageClass` `allowVolumeExpansion`.
+pub(super) const SC_ALLOW_VOLUME_EXPANSION: &str =
+    "allowVolumeExpansion shows whether the storage class allow volume expand.";
+
+/// Ingress Class column.
+pub(super) const INGRESS_CLASS: &str =
+    "The name of the IngressClass resource that should be used for additional configuration";
+
+/// Ingress Hosts column.
+pub(super) const INGRESS_HOSTS: &str =
+    "Hosts that incoming requests are matched against before the ingress rule";
+
+/// Ingress Address column.
+pub(super) const INGRESS_ADDRESS: &str =
+    "Address is a list containing ingress points for the load-balancer";
+
+/// Ingress Ports column.
+pub(super) const INGRESS_PORTS: &str = "Ports of TLS configurations that open";
+
+/// IngressClass Controller column.
+pub(super) const INGRESS_CLASS_CONTROLLER: &str =
+    "Controller that is responsible for handling this class";
+
+/// IngressClass Parameters column.
+pub(super) const INGRESS_CLASS_PARAMETERS: &str =
+    "A reference to a resource with additional parameters";
+
+/// extensions/v1beta1 `NetworkPolicySpec` `podSelector`.
+pub(super) const NETWORK_POLICY_POD_SELECTOR: &str = "Selects the pods to which this NetworkPolicy object applies.  The array of ingress rules is applied to any pods selected by this field. Multiple network policies can select the same set of pods.  In this case, the ingress rules for each are combined additively. This field is NOT optional and follows standard label selector semantics. An empty podSelector matches all pods in this namespace.";
+
+/// autoscaling/v2beta1 `HorizontalPodAutoscalerSpec` `scaleTargetRef`.
+pub(super) const HPA_REFERENCE: &str = "scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count.";
+
+/// autoscaling/v2beta1 `HorizontalPodAutoscalerSpec` `metrics`.
+pub(super) const HPA_METRICS: &str = "metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond.";
+
+/// autoscaling/v2beta1 `HorizontalPodAutoscalerSpec` `minReplicas`.
+pub(super) const HPA_MIN_REPLICAS: &str = "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is enabled and at least one Object or External metric is configured.  Scaling is active as long as at least one metric value is available.";
+
+/// autoscaling/v2beta1 `HorizontalPodAutoscalerSpec` `maxReplicas`.
+pub(super) const HPA_MAX_REPLICAS: &str = "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas.";
+
+/// autoscaling/v2beta1 `HorizontalPodAutoscalerStatus` `currentReplicas`.
+pub(super) const HPA_CURRENT_REPLICAS: &str = "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.";
+
+/// PodDisruptionBudget Min Available column.
+pub(super) const PDB_MIN_AVAILABLE: &str = "The minimum number of pods that must be available.";
+
+/// PodDisruptionBudget Max Unavailable column.
+pub(super) const PDB_MAX_UNAVAILABLE: &str = "The maximum number of pods that may be unavailable.";
+
+/// PodDisruptionBudget Allowed Disruptions column.
+pub(super) const PDB_ALLOWED_DISRUPTIONS: &str =
+    "Calculated number of pods that may be disrupted at this time.";
+
+/// scheduling/v1 `PriorityClass` `value`.
+pub(super) const PRIORITY_VALUE: &str = "value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec.";
+
+/// scheduling/v1 `PriorityClass` `globalDefault`.
+pub(super) const PRIORITY_GLOBAL_DEFAULT: &str = "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority.";
+
+/// scheduling/v1 `PriorityClass` `preemptionPolicy`.
+pub(super) const PRIORITY_PREEMPTION_POLICY: &str = "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.";
+
+/// ResourceQuota Request column.
+pub(super) const QUOTA_REQUEST: &str =
+    "Request represents a minimum amount of cpu/memory that a container may consume.";
+
+/// ResourceQuota Limit column.
+pub(super) const QUOTA_LIMIT: &str = "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.";
+
+/// rbac/v1beta1 `RoleBinding` `roleRef`.
+pub(super) const ROLE_BINDING_ROLE_REF: &str = "roleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.";
+
+/// rbac/v1beta1 `ClusterRoleBinding` `roleRef`.
+pub(super) const CLUSTER_ROLE_BINDING_ROLE_REF: &str = "roleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.";
+
+/// RoleBinding Users column.
+pub(super) const ROLE_BINDING_USERS: &str = "Users in the roleBinding";
+
+/// RoleBinding Groups column.
+pub(super) const ROLE_BINDING_GROUPS: &str = "Groups in the roleBinding";
+
+/// RoleBinding ServiceAccounts column.
+pub(super) const ROLE_BINDING_SERVICE_ACCOUNTS: &str = "ServiceAccounts in the roleBinding";
+
+/// ClusterRoleBinding Users column.
+pub(super) const CLUSTER_ROLE_BINDING_USERS: &str = "Users in the clusterRoleBinding";
+
+/// ClusterRoleBinding Groups column.
+pub(super) const CLUSTER_ROLE_BINDING_GROUPS: &str = "Groups in the clusterRoleBinding";
+
+/// ClusterRoleBinding ServiceAccounts column.
+pub(super) const CLUSTER_ROLE_BINDING_SERVICE_ACCOUNTS: &str =
+    "ServiceAccounts in the clusterRoleBinding";

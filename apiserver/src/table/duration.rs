@@ -84,7 +84,7 @@ pub(crate) fn zero_time() -> i128 {
 }
 
 /// A difference of instants as a Go `time.Duration`, which saturates at its bounds.
-fn go_duration(nanos: i128) -> i64 {
+pub(crate) fn go_duration(nanos: i128) -> i64 {
     i64::try_from(nanos).unwrap_or(if nanos < 0 { i64::MIN } else { i64::MAX })
 }
 

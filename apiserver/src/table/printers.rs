@@ -8,18 +8,38 @@
 //! stored JSON, so where the real server would have defaulted a field before storing it
 //! (`spec.replicas`, a Service's `type`, a port's `protocol`, a Secret's `type`) the printer
 //! reads the default when the field is absent, and a field another version spells differently
-//! (`podIP` and `podIPs`, a Secret's `stringData`, events.k8s.io's field names) is read as the
-//! conversion would have left it.
+//! (`podIP` and `podIPs`, a Secret's `stringData`, events.k8s.io's field names, an
+//! autoscaling/v1 HPA's CPU fields) is read as the conversion would have left it. Quantities
+//! print as stored, where the real server prints their canonical form.
+//!
+//! # Layout
+//! This file holds the shared cell helpers (`text`, `int`, `age`, `format_labels`,
+//! `format_label_selector`, `containers`, `first_of` ...), the dispatch, and the printers of
+//! the core kinds kubectl shows most (pods, deployments, replica sets, services, config maps,
+//! secrets, namespaces, nodes, events, leases, scale); the other kinds are in submodules:
+//! - `workloads`: stateful sets, daemon sets, jobs, cron jobs, replication controllers,
+//!   controller revisions, pod templates;
+//! - `networking`: endpoints, endpoint slices, ingresses, ingress classes, network policies;
+//! - `storage`: persistent volumes and claims, storage classes;
+//! - `access`: service accounts, role bindings and cluster role bindings;
+//! - `policy`: horizontal pod autoscalers, pod disruption budgets, priority classes, resource
+//!   quotas.
 
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
 use super::docs;
-use super::duration::{human_duration, since, zero_time};
+use super::duration::{go_duration, human_duration, since, zero_time};
 use crate::meta;
 use crate::registry::Printer;
 use crate::selector::label_selector_string;
+
+mod access;
+mod networking;
+mod policy;
+mod storage;
+mod workloads;
 
 /// One column (`metav1.TableColumnDefinition`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,6 +218,28 @@ pub(super) fn columns(printer: &Printer) -> &'static [Column] {
         Printer::Event | Printer::EventV1 => EVENT_COLUMNS,
         Printer::Lease => LEASE_COLUMNS,
         Printer::Scale => SCALE_COLUMNS,
+        Printer::Endpoints => networking::ENDPOINTS_COLUMNS,
+        Printer::EndpointSlice => networking::ENDPOINT_SLICE_COLUMNS,
+        Printer::StatefulSet => workloads::STATEFUL_SET_COLUMNS,
+        Printer::DaemonSet => workloads::DAEMON_SET_COLUMNS,
+        Printer::Job => workloads::JOB_COLUMNS,
+        Printer::CronJob => workloads::CRON_JOB_COLUMNS,
+        Printer::ReplicationController => workloads::REPLICATION_CONTROLLER_COLUMNS,
+        Printer::ControllerRevision => workloads::CONTROLLER_REVISION_COLUMNS,
+        Printer::PodTemplate => workloads::POD_TEMPLATE_COLUMNS,
+        Printer::Ingress => networking::INGRESS_COLUMNS,
+        Printer::IngressClass => networking::INGRESS_CLASS_COLUMNS,
+        Printer::NetworkPolicy => networking::NETWORK_POLICY_COLUMNS,
+        Printer::PersistentVolume => storage::PERSISTENT_VOLUME_COLUMNS,
+        Printer::PersistentVolumeClaim => storage::PERSISTENT_VOLUME_CLAIM_COLUMNS,
+        Printer::StorageClass => storage::STORAGE_CLASS_COLUMNS,
+        Printer::ServiceAccount => access::SERVICE_ACCOUNT_COLUMNS,
+        Printer::RoleBinding => access::ROLE_BINDING_COLUMNS,
+        Printer::ClusterRoleBinding => access::CLUSTER_ROLE_BINDING_COLUMNS,
+        Printer::HorizontalPodAutoscaler => policy::HORIZONTAL_POD_AUTOSCALER_COLUMNS,
+        Printer::PodDisruptionBudget => policy::POD_DISRUPTION_BUDGET_COLUMNS,
+        Printer::PriorityClass => policy::PRIORITY_CLASS_COLUMNS,
+        Printer::ResourceQuota => policy::RESOURCE_QUOTA_COLUMNS,
     }
 }
 
@@ -257,6 +299,33 @@ pub(super) fn row(printer: &Printer, object: &Value, now: i128) -> Row {
             json!(int(object, &["status", "replicas"])),
             json!(age(object, now)),
         ]),
+        Printer::Endpoints => Row::plain(networking::endpoints(object, now)),
+        Printer::EndpointSlice => Row::plain(networking::endpoint_slice(object, now)),
+        Printer::StatefulSet => Row::plain(workloads::stateful_set(object, now)),
+        Printer::DaemonSet => Row::plain(workloads::daemon_set(object, now)),
+        Printer::Job => Row::plain(workloads::job(object, now)),
+        Printer::CronJob => Row::plain(workloads::cron_job(object, now)),
+        Printer::ReplicationController => {
+            Row::plain(workloads::replication_controller(object, now))
+        }
+        Printer::ControllerRevision => Row::plain(workloads::controller_revision(object, now)),
+        Printer::PodTemplate => Row::plain(workloads::pod_template(object)),
+        Printer::Ingress => Row::plain(networking::ingress(object, now)),
+        Printer::IngressClass => Row::plain(networking::ingress_class(object, now)),
+        Printer::NetworkPolicy => Row::plain(networking::network_policy(object, now)),
+        Printer::PersistentVolume => Row::plain(storage::persistent_volume(object, now)),
+        Printer::PersistentVolumeClaim => Row::plain(storage::persistent_volume_claim(object, now)),
+        Printer::StorageClass => Row::plain(storage::storage_class(object, now)),
+        Printer::ServiceAccount => Row::plain(access::service_account(object, now)),
+        Printer::RoleBinding | Printer::ClusterRoleBinding => {
+            Row::plain(access::binding(object, now))
+        }
+        Printer::HorizontalPodAutoscaler => {
+            Row::plain(policy::horizontal_pod_autoscaler(object, now))
+        }
+        Printer::PodDisruptionBudget => Row::plain(policy::pod_disruption_budget(object, now)),
+        Printer::PriorityClass => Row::plain(policy::priority_class(object, now)),
+        Printer::ResourceQuota => Row::plain(policy::resource_quota(object, now)),
     }
 }
 
@@ -301,6 +370,16 @@ fn list<'a>(value: &'a Value, path: &[&str]) -> &'a [Value] {
 /// The map at `path`, if any.
 fn map<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Map<String, Value>> {
     field(value, path).and_then(Value::as_object)
+}
+
+/// The `resource.Quantity` at `path`, as stored (the real server prints the canonical form,
+/// `1Gi` for `1024Mi`; clients usually send that form).
+fn quantity(value: &Value, path: &[&str]) -> Option<String> {
+    match field(value, path)? {
+        Value::String(quantity) => Some(quantity.clone()),
+        Value::Number(quantity) => Some(quantity.to_string()),
+        _ => None,
+    }
 }
 
 /// The number of entries of the map at `path`.
@@ -369,6 +448,57 @@ fn selector_string(selector: Option<&Value>) -> Result<String, ()> {
         }
     }
     Ok(label_selector_string(selector))
+}
+
+/// `metav1.FormatLabelSelector`: the selector's string, `<none>` for an empty or absent one,
+/// `<error>` for one that does not convert.
+fn format_label_selector(selector: Option<&Value>) -> String {
+    match selector_string(selector) {
+        Ok(text) if text.is_empty() => "<none>".to_owned(),
+        Ok(text) => text,
+        Err(()) => "<error>".to_owned(),
+    }
+}
+
+/// The list cells' truncation: what is shown, then ` + N more...` when `hidden` items are not.
+fn more(shown: String, hidden: usize) -> String {
+    if hidden == 0 {
+        shown
+    } else {
+        format!("{shown} + {hidden} more...")
+    }
+}
+
+/// The first `shown` of `items` joined with `separator`, then ` + N more...` for the rest (the
+/// `max`/`more`/`count` loops of `formatEndpoints`, `listWithMoreString` and
+/// `formatHPAMetrics`).
+fn first_of(items: impl Iterator<Item = String>, shown: usize, separator: &str) -> String {
+    let mut kept = Vec::new();
+    let mut count = 0;
+    for item in items {
+        if kept.len() < shown {
+            kept.push(item);
+        }
+        count += 1;
+    }
+    more(kept.join(separator), count - kept.len())
+}
+
+/// The containers and images of the pod template at `path` (`spec.template`), as
+/// [`containers`] lays them out.
+fn template_containers(object: &Value, path: &[&str]) -> (String, String) {
+    let mut spec_path = path.to_vec();
+    spec_path.push("spec");
+    containers(field(object, &spec_path))
+}
+
+/// Whether the first of `conditions` of type `kind` has status `True` (the printers'
+/// `hasJobCondition`, the pod printer's initialized and readiness-gate checks).
+fn condition_true(conditions: &[Value], kind: &str) -> bool {
+    conditions
+        .iter()
+        .find(|c| text(c, &["type"]) == kind)
+        .is_some_and(|c| text(c, &["status"]) == "True")
 }
 
 /// `layoutContainerCells`: container names and images, comma-separated.
@@ -469,11 +599,7 @@ fn pod(pod: &Value, now: i128) -> Row {
         break;
     }
 
-    let initialized = conditions
-        .iter()
-        .find(|c| text(c, &["type"]) == "Initialized")
-        .is_some_and(|c| text(c, &["status"]) == "True");
-    if !initializing || initialized {
+    if !initializing || condition_true(conditions, "Initialized") {
         restarts = restartable_restarts;
         last_restart = last_restartable_restart;
         let mut has_running = false;
@@ -519,7 +645,7 @@ fn pod(pod: &Value, now: i128) -> Row {
     }
 
     let restarts_cell = if restarts != 0 && last_restart != zero_time() {
-        let ago = human_duration(i64::try_from(now - last_restart).unwrap_or(i64::MAX));
+        let ago = human_duration(go_duration(now - last_restart));
         format!("{restarts} ({ago} ago)")
     } else {
         restarts.to_string()
@@ -538,13 +664,7 @@ fn pod(pod: &Value, now: i128) -> Row {
     } else {
         let true_gates = gates
             .iter()
-            .filter(|gate| {
-                let wanted = text(gate, &["conditionType"]);
-                conditions
-                    .iter()
-                    .find(|c| text(c, &["type"]) == wanted)
-                    .is_some_and(|c| text(c, &["status"]) == "True")
-            })
+            .filter(|gate| condition_true(conditions, text(gate, &["conditionType"])))
             .count();
         format!("{true_gates}/{}", gates.len())
     };
@@ -573,7 +693,7 @@ fn or_none(value: &str) -> &str {
 fn deployment(deployment: &Value, now: i128) -> Vec<Value> {
     let desired = int_or(deployment, &["spec", "replicas"], 1);
     let ready = int(deployment, &["status", "readyReplicas"]);
-    let (names, images) = containers(field(deployment, &["spec", "template", "spec"]));
+    let (names, images) = template_containers(deployment, &["spec", "template"]);
     let selector = selector_string(field(deployment, &["spec", "selector"]))
         .unwrap_or_else(|()| "<invalid>".to_owned());
     vec![
@@ -590,13 +710,8 @@ fn deployment(deployment: &Value, now: i128) -> Vec<Value> {
 
 /// `printReplicaSet`.
 fn replica_set(replica_set: &Value, now: i128) -> Vec<Value> {
-    let (names, images) = containers(field(replica_set, &["spec", "template", "spec"]));
-    // `metav1.FormatLabelSelector`.
-    let selector = match selector_string(field(replica_set, &["spec", "selector"])) {
-        Ok(text) if text.is_empty() => "<none>".to_owned(),
-        Ok(text) => text,
-        Err(()) => "<error>".to_owned(),
-    };
+    let (names, images) = template_containers(replica_set, &["spec", "template"]);
+    let selector = format_label_selector(field(replica_set, &["spec", "selector"]));
     vec![
         json!(name(replica_set)),
         json!(int_or(replica_set, &["spec", "replicas"], 1)),
@@ -628,16 +743,7 @@ fn service(service: &Value, now: i128) -> Vec<Value> {
         "ClusterIP" | "NodePort" if external_ips.is_empty() => "<none>".to_owned(),
         "ClusterIP" | "NodePort" => external_ips.join(","),
         "LoadBalancer" => {
-            // `loadBalancerStatusStringer`, wide (unclipped): unique, sorted.
-            let ingress: BTreeSet<&str> = list(service, &["status", "loadBalancer", "ingress"])
-                .iter()
-                .map(|i| match text(i, &["ip"]) {
-                    "" => text(i, &["hostname"]),
-                    ip => ip,
-                })
-                .filter(|s| !s.is_empty())
-                .collect();
-            let mut all: Vec<&str> = ingress.into_iter().collect();
+            let mut all = load_balancer_ingress(service);
             if external_ips.is_empty() && all.is_empty() {
                 "<pending>".to_owned()
             } else {
@@ -672,6 +778,21 @@ fn service(service: &Value, now: i128) -> Vec<Value> {
         json!(age(service, now)),
         json!(format_labels(map(service, &["spec", "selector"]))),
     ]
+}
+
+/// `loadBalancerStatusStringer` (Services) and `ingressLoadBalancerStatusStringer` (Ingresses),
+/// wide (unclipped): the IP, else the hostname, of each `status.loadBalancer.ingress`, unique
+/// and sorted.
+fn load_balancer_ingress(object: &Value) -> Vec<&str> {
+    let ingress: BTreeSet<&str> = list(object, &["status", "loadBalancer", "ingress"])
+        .iter()
+        .map(|i| match text(i, &["ip"]) {
+            "" => text(i, &["hostname"]),
+            ip => ip,
+        })
+        .filter(|s| !s.is_empty())
+        .collect();
+    ingress.into_iter().collect()
 }
 
 /// `printSecret`: `stringData` counts as `data`, as the v1 conversion merges it.
@@ -821,14 +942,16 @@ mod tests {
     use super::*;
 
     const SECOND: i128 = 1_000_000_000;
-    const CREATED: &str = "2024-05-01T12:00:00Z";
+    /// The creation time of the test objects.
+    pub(super) const CREATED: &str = "2024-05-01T12:00:00Z";
 
     /// Now: ten minutes after [`CREATED`].
-    fn now() -> i128 {
+    pub(super) fn now() -> i128 {
         meta::parse_rfc3339(CREATED).unwrap() + 600 * SECOND
     }
 
-    fn cells(printer: Printer, object: Value) -> Vec<Value> {
+    /// The cells `printer` prints for `object` at [`now`], one per column.
+    pub(super) fn cells(printer: Printer, object: Value) -> Vec<Value> {
         let row = row(&printer, &object, now());
         assert_eq!(
             row.cells.len(),
@@ -868,6 +991,28 @@ mod tests {
             Printer::EventV1,
             Printer::Lease,
             Printer::Scale,
+            Printer::Endpoints,
+            Printer::EndpointSlice,
+            Printer::StatefulSet,
+            Printer::DaemonSet,
+            Printer::Job,
+            Printer::CronJob,
+            Printer::ReplicationController,
+            Printer::ControllerRevision,
+            Printer::PodTemplate,
+            Printer::Ingress,
+            Printer::IngressClass,
+            Printer::NetworkPolicy,
+            Printer::PersistentVolume,
+            Printer::PersistentVolumeClaim,
+            Printer::StorageClass,
+            Printer::ServiceAccount,
+            Printer::RoleBinding,
+            Printer::ClusterRoleBinding,
+            Printer::HorizontalPodAutoscaler,
+            Printer::PodDisruptionBudget,
+            Printer::PriorityClass,
+            Printer::ResourceQuota,
         ] {
             let columns = columns(&printer);
             assert!(columns.iter().any(|c| c.name == "Name"), "{printer:?}");

@@ -1,10 +1,14 @@
-//! The Job controller (issue 6 item 3, NonIndexed Jobs): runs pods until `completions`
-//! succeed, at most `parallelism` at once; fails the Job past `backoffLimit` failed pods or
-//! `activeDeadlineSeconds`; reports active, ready, succeeded, failed, startTime,
-//! completionTime and the conditions SuccessCriteriaMet/Complete or FailureTarget/Failed;
-//! deletes finished Jobs after `ttlSecondsAfterFinished` (the TTL-after-finished
-//! controller's work). Pods are the Job's by controller reference; expectations (as in the
-//! ReplicaSet controller) prevent duplicate creates.
+//! The Job controller (issue 6 item 3; NonIndexed and Indexed Jobs): runs pods until
+//! `completions` succeed, at most `parallelism` at once; fails the Job past `backoffLimit`
+//! failed pods or `activeDeadlineSeconds`; reports active, ready, succeeded, failed,
+//! startTime, completionTime and the conditions SuccessCriteriaMet/Complete or
+//! FailureTarget/Failed; deletes finished Jobs after `ttlSecondsAfterFinished` (the
+//! TTL-after-finished controller's work). Pods are the Job's by controller reference;
+//! expectations (as in the ReplicaSet controller) prevent duplicate creates. Indexed Jobs
+//! (`completionMode: Indexed`) give each pod a completion index and complete when every
+//! index has succeeded (the `indexed` module).
+
+mod indexed;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +28,8 @@ use tokio_util::sync::CancellationToken;
 use crate::error::Result;
 use crate::replicaset::Expectations;
 use crate::replicaset::pods::{is_active, is_ready};
+
+pub use indexed::{COMPLETION_INDEX, COMPLETION_INDEX_ENV};
 
 /// Concurrent Job syncs (kube-controller-manager's `--concurrent-job-syncs`).
 const WORKERS: usize = 5;
@@ -169,11 +175,27 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
             .count()
     };
     let to_i32 = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
-    let succeeded = to_i32(count("Succeeded")).max(previous.succeeded.unwrap_or(0));
-    let failed = to_i32(count("Failed")).max(previous.failed.unwrap_or(0));
     let spec = job.spec.clone().unwrap_or_default();
     let parallelism = spec.parallelism.unwrap_or(1).max(0);
     let completions = spec.completions;
+    // Indexed: the indexes with a succeeded pod, now or recorded before.
+    let succeeded_indexes = (spec.completion_mode.as_deref() == Some("Indexed")).then(|| {
+        let total = completions.unwrap_or(0);
+        let mut done =
+            indexed::parse_indexes(previous.completed_indexes.as_deref().unwrap_or(""), total);
+        done.extend(
+            owned
+                .iter()
+                .filter(|p| phase(p).as_deref() == Some("Succeeded"))
+                .filter_map(|p| indexed::completion_index(p, total)),
+        );
+        done
+    });
+    let succeeded = match &succeeded_indexes {
+        Some(done) => to_i32(done.len()),
+        None => to_i32(count("Succeeded")).max(previous.succeeded.unwrap_or(0)),
+    };
+    let failed = to_i32(count("Failed")).max(previous.failed.unwrap_or(0));
     let backoff_limit = spec.backoff_limit.unwrap_or(DEFAULT_BACKOFF_LIMIT);
     let start_time = previous.start_time.clone().unwrap_or_else(|| now.clone());
     let reference = object_reference(job.as_ref(), &ApiResource::of::<Job>());
@@ -191,6 +213,10 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
                 .count(),
         )),
         uncounted_terminated_pods: Some(UncountedTerminatedPods::default()),
+        completed_indexes: succeeded_indexes
+            .as_ref()
+            .map(indexed::format_indexes)
+            .filter(|text| !text.is_empty()),
         conditions: previous.conditions.clone(),
         ..previous.clone()
     };
@@ -258,12 +284,34 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         let missing = usize::try_from(wanted)
             .unwrap_or(0)
             .saturating_sub(active.len());
-        if missing > 0 {
-            let template = pod_template(&job);
-            ctx.expectations.expect_creations(&key, missing);
+        // Indexed: active pods without a valid index, or a second one of an index, go first.
+        let (templates, remove) = match &succeeded_indexes {
+            Some(done) => {
+                let total = completions.unwrap_or(0);
+                let pods: Vec<&Pod> = active.iter().map(|p| p.as_ref()).collect();
+                let (held, remove) = indexed::sort_active(&pods, total);
+                let name = key.name.as_str();
+                let templates: Vec<Pod> = indexed::pending_indexes(done, &held, total, missing)
+                    .into_iter()
+                    .map(|index| {
+                        let mut template = pod_template(&job);
+                        indexed::mark_pod(&mut template, name, index);
+                        template
+                    })
+                    .collect();
+                (templates, remove)
+            }
+            None => (vec![pod_template(&job); missing], Vec::new()),
+        };
+        if !remove.is_empty() {
+            remove_pods(&ctx, &key, &pods_api, &namespace, remove).await?;
+        } else if !templates.is_empty() {
+            ctx.expectations.expect_creations(&key, templates.len());
             let post = PostParams::default();
             let results = futures_util::future::join_all(
-                (0..missing).map(|_| pods_api.create(&post, &template)),
+                templates
+                    .iter()
+                    .map(|template| pods_api.create(&post, template)),
             )
             .await;
             let mut error = None;
@@ -298,6 +346,35 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
             .await?;
     }
     Ok(action)
+}
+
+/// Deletes the pods `names` of the Job at `key` (expecting their deletions).
+async fn remove_pods(
+    ctx: &Context,
+    key: &ObjectKey,
+    pods_api: &Api<Pod>,
+    namespace: &str,
+    names: Vec<String>,
+) -> Result<()> {
+    ctx.expectations.expect_deletions(
+        key,
+        names.iter().map(|n| ObjectKey::new(Some(namespace), n)),
+    );
+    for name in names {
+        match pods_api.delete(&name, &DeleteParams::background()).await {
+            Ok(_) => tracing::info!(pod = %name, "deleted a pod without a valid completion index"),
+            Err(err) if err.is_not_found() => {
+                ctx.expectations
+                    .deletion_observed(key, &ObjectKey::new(Some(namespace), &name));
+            }
+            Err(err) => {
+                ctx.expectations
+                    .deletion_observed(key, &ObjectKey::new(Some(namespace), &name));
+                return Err(err.into());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A pod of the Job: the template with the Job's labels and a controller reference.

@@ -5,9 +5,15 @@
 //! `ready_delay`); containers of pods with restartPolicy Never/OnFailure complete
 //! (Succeeded); a pod being deleted gracefully is removed (the kubelet's final delete with
 //! grace 0). No container runs anywhere.
+//!
+//! User-created Node objects annotated [`SIMULATED_ANNOTATION`]`: "true"` (kwok's
+//! `kwok.x-k8s.io/node: fake`) are simulated too: reported Ready with the same conditions,
+//! addresses and (unless given) capacity, and their pods run; so tests add and remove nodes.
+//! They get no heartbeat Lease.
 
 pub mod node;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,12 +25,15 @@ use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::request::Preconditions;
 use kubemock_client::{
     Action, Api, ApiResource, Client, Controller, DeleteParams, InformerFactory, ObjectKey,
-    PostParams, SharedInformer,
+    PostParams, Resource, SharedInformer, Store,
 };
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
+
+/// The annotation (value `"true"`) by which a user-created Node asks to be simulated.
+pub const SIMULATED_ANNOTATION: &str = "kubemock.dev/simulated";
 
 /// Namespace of the node heartbeat Leases.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
@@ -58,17 +67,48 @@ impl Default for KubeletConfig {
 
 struct Context {
     client: Client,
-    pods: kubemock_client::Store<Pod>,
+    pods: Store<Pod>,
+    nodes: Store<Node>,
     config: KubeletConfig,
-    /// Pod IPs handed out per node (a counter each).
-    next_ip: Mutex<Vec<u32>>,
+    /// Pod IPs handed out per node index (a counter each). Written by the pod workers.
+    next_ip: Mutex<HashMap<usize, u32>>,
+    /// Indexes (for addresses) of the simulated user-created nodes, by name, from
+    /// `config.nodes` up, in the order they were seen; never reused. Written by both workers.
+    extra_nodes: Mutex<HashMap<String, usize>>,
     recorder: Recorder,
+}
+
+impl Context {
+    /// The index of a node this kubelet simulates: a registered one, or a user-created one
+    /// that opts in.
+    fn node_index(&self, name: &str) -> Option<usize> {
+        if let Some(index) = node_index(name, self.config.nodes) {
+            return Some(index);
+        }
+        let node = self.nodes.get_by(None, name)?;
+        if !is_simulated(&node) {
+            return None;
+        }
+        let mut extra = self.extra_nodes.lock();
+        let next = self.config.nodes + extra.len();
+        Some(*extra.entry(name.to_owned()).or_insert(next))
+    }
+}
+
+/// Whether a Node object asks to be simulated.
+pub fn is_simulated(node: &Node) -> bool {
+    node.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(SIMULATED_ANNOTATION))
+        .is_some_and(|v| v == "true")
 }
 
 /// The simulated nodes and kubelet.
 pub struct Kubelet {
     client: Client,
     pods: SharedInformer<Pod>,
+    nodes: SharedInformer<Node>,
     config: KubeletConfig,
 }
 
@@ -78,6 +118,7 @@ impl Kubelet {
         Kubelet {
             client,
             pods: factory.informer::<Pod>(),
+            nodes: factory.informer::<Node>(),
             config,
         }
     }
@@ -85,46 +126,116 @@ impl Kubelet {
     /// Registers the nodes, keeps their Leases fresh and runs their pods until `token` is
     /// cancelled.
     pub async fn run(self, token: CancellationToken) {
-        if self.config.nodes == 0 {
-            return;
-        }
         let ctx = Arc::new(Context {
             client: self.client.clone(),
             pods: self.pods.store(),
-            next_ip: Mutex::new(vec![0; self.config.nodes]),
+            nodes: self.nodes.store(),
+            next_ip: Mutex::new(HashMap::new()),
+            extra_nodes: Mutex::new(HashMap::new()),
             config: self.config.clone(),
             recorder: Recorder::new(self.client.clone(), "kubelet"),
         });
-        loop {
-            match register_nodes(&self.client, self.config.nodes).await {
-                Ok(()) => break,
-                Err(err) => {
-                    tracing::debug!(error = %err, "registering the simulated nodes failed; retrying")
+        // User-created nodes that opt in are reported Ready.
+        let node_ctx = ctx.clone();
+        let simulated_nodes =
+            tokio::spawn(Controller::new("kubelet-nodes", self.nodes.clone()).run(
+                move |key| sync_node(key, node_ctx.clone()),
+                default_error_policy,
+                token.clone(),
+            ));
+        if self.config.nodes > 0 {
+            loop {
+                match register_nodes(&self.client, self.config.nodes).await {
+                    Ok(()) => break,
+                    Err(err) => {
+                        tracing::debug!(error = %err, "registering the simulated nodes failed; retrying")
+                    }
+                }
+                tokio::select! {
+                    _ = token.cancelled() => return,
+                    _ = tokio::time::sleep(REGISTER_RETRY) => {}
                 }
             }
-            tokio::select! {
-                _ = token.cancelled() => return,
-                _ = tokio::time::sleep(REGISTER_RETRY) => {}
-            }
+            tracing::info!(nodes = self.config.nodes, "simulated nodes registered");
         }
-        tracing::info!(nodes = self.config.nodes, "simulated nodes registered");
         let heartbeat = tokio::spawn(renew_leases(
             self.client.clone(),
             self.config.nodes,
             token.clone(),
         ));
+        // A node becoming known (or simulated) concerns the pods bound to it.
+        let pods = self.pods.store();
         Controller::new("kubelet", self.pods)
             .workers(WORKERS)
+            .watches(&self.nodes, move |node: &Node| {
+                let name = node.metadata.name.as_deref();
+                pods.list()
+                    .iter()
+                    .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == name)
+                    .map(|p| p.key())
+                    .collect()
+            })
             .run(
                 move |key| sync_pod(key, ctx.clone()),
                 default_error_policy,
                 token,
             )
             .await;
-        if let Err(err) = heartbeat.await {
-            tracing::warn!(error = %err, "the node heartbeat task failed");
+        for task in [heartbeat, simulated_nodes] {
+            if let Err(err) = task.await {
+                tracing::warn!(error = %err, "a kubelet task failed");
+            }
         }
     }
+}
+
+/// Reports a user-created node that opts in Ready, as a registering kubelet would: the
+/// conditions, addresses and node info of the simulated nodes, and their capacity unless
+/// the node states its own.
+async fn sync_node(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
+    let Some(node) = ctx.nodes.get(&key) else {
+        return Ok(Action::AwaitChange);
+    };
+    if !is_simulated(&node) || node.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::AwaitChange);
+    }
+    let ready = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    if ready {
+        return Ok(Action::AwaitChange);
+    }
+    let Some(index) = ctx.node_index(&key.name) else {
+        return Ok(Action::AwaitChange);
+    };
+    let now = Time(kubemock_client::resource::now());
+    let mut updated = (*node).clone();
+    let previous = updated.status.take().unwrap_or_default();
+    let mut status = node::node_status(index, &now);
+    if let Some(name) = updated.metadata.name.clone()
+        && let Some(hostname) = status
+            .addresses
+            .iter_mut()
+            .flatten()
+            .find(|a| a.type_ == "Hostname")
+    {
+        hostname.address = name;
+    }
+    status.capacity = previous.capacity.or(status.capacity);
+    status.allocatable = previous.allocatable.or(status.allocatable);
+    updated.status = Some(status);
+    let api: Api<Node> = Api::all(ctx.client.clone());
+    match api
+        .replace_status(&key.name, &PostParams::default(), &updated)
+        .await
+    {
+        Ok(_) => tracing::info!(node = %key.name, "simulated node reported Ready"),
+        Err(err) if err.is_not_found() => {}
+        Err(err) => return Err(err.into()),
+    }
+    Ok(Action::AwaitChange)
 }
 
 /// Creates the nodes, or reports them Ready again when they exist (a durable store).
@@ -218,7 +329,7 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         .as_ref()
         .and_then(|s| s.node_name.clone())
         .unwrap_or_default();
-    let Some(index) = node_index(&node_name, ctx.config.nodes) else {
+    let Some(index) = ctx.node_index(&node_name) else {
         return Ok(Action::AwaitChange);
     };
     let namespace = key.namespace.clone().unwrap_or_default();
@@ -301,7 +412,7 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         _ => {
             let n = {
                 let mut counters = ctx.next_ip.lock();
-                let counter = &mut counters[index];
+                let counter = counters.entry(index).or_insert(0);
                 *counter = counter.wrapping_add(1);
                 *counter - 1
             };

@@ -66,6 +66,24 @@ impl Expectations {
         );
     }
 
+    /// Expects `adds` creations and the deletion of `pods` of `owner` at once (replacing any
+    /// record; upstream `SetExpectations`).
+    pub fn expect(
+        &self,
+        owner: &ObjectKey,
+        adds: usize,
+        pods: impl IntoIterator<Item = ObjectKey>,
+    ) {
+        self.records.lock().insert(
+            owner.clone(),
+            Record {
+                adds: i64::try_from(adds).unwrap_or(i64::MAX),
+                deletes: pods.into_iter().collect(),
+                since: Instant::now(),
+            },
+        );
+    }
+
     /// A creation was observed (or will never happen: the create failed).
     pub fn creation_observed(&self, owner: &ObjectKey) {
         if let Some(r) = self.records.lock().get_mut(owner) {

@@ -213,6 +213,21 @@ fn untolerated_taint(pod: &Pod, node: &Node) -> Option<String> {
         .map(|t| format!("{{{}: {}}}", t.key, t.value.clone().unwrap_or_default()))
 }
 
+/// Whether the pod tolerates `node.kubernetes.io/unschedulable:NoSchedule`.
+fn tolerates_unschedulable(pod: &Pod) -> bool {
+    let taint = Taint {
+        key: "node.kubernetes.io/unschedulable".to_owned(),
+        effect: "NoSchedule".to_owned(),
+        ..Taint::default()
+    };
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|t| tolerates(t, &taint))
+}
+
 fn node_ready(node: &Node) -> bool {
     node.status
         .as_ref()
@@ -225,7 +240,11 @@ pub fn fits(pod: &Pod, node: &Node, used: &BTreeMap<String, i128>) -> Result<(),
     if !node_ready(node) {
         return Err(Misfit::NotReady);
     }
-    if node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true) {
+    // A cordoned node takes only pods that tolerate its taint (daemon pods do): upstream's
+    // NodeUnschedulable plugin.
+    if node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true)
+        && !tolerates_unschedulable(pod)
+    {
         return Err(Misfit::Unschedulable);
     }
     if !selector_matches(pod, node) {
@@ -371,6 +390,26 @@ mod tests {
             chosen(&pod(untolerated)),
             Err("0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: db}. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.".into())
         );
+    }
+
+    #[test]
+    fn cordoned_nodes_take_only_pods_tolerating_it_and_match_fields_pick_a_node() {
+        let mut cordoned = node("a", json!({}), json!([]), "4");
+        cordoned
+            .spec
+            .get_or_insert_with(Default::default)
+            .unschedulable = Some(true);
+        let nodes = vec![cordoned, node("b", json!({}), json!([]), "4")];
+        let used = HashMap::new();
+        let chosen =
+            |p: &Pod| choose(p, &nodes, &used).map(|n| n.metadata.name.clone().unwrap_or_default());
+        let on_a = json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a"]}]}]}}}});
+        assert!(chosen(&pod(on_a.clone())).is_err(), "a is cordoned");
+        let mut tolerant = on_a;
+        tolerant["tolerations"] = json!([{"key": "node.kubernetes.io/unschedulable",
+            "operator": "Exists", "effect": "NoSchedule"}]);
+        assert_eq!(chosen(&pod(tolerant)), Ok("a".into()));
     }
 
     #[test]
