@@ -1360,6 +1360,36 @@ async fn kubectl_applies_a_statefulset_and_its_rollout_completes_with_the_contro
         .kubectl(&["rollout", "history", "statefulset/web"])
         .await;
     assert!(out.contains('1') && out.contains('2'), "{out}");
+
+    // Undo patches the template back from revision 1; the controller renumbers that
+    // revision 3 and rolls the pods back.
+    let out = cluster
+        .kubectl(&["rollout", "undo", "statefulset/web"])
+        .await;
+    assert_eq!(out.trim(), "statefulset.apps/web rolled back");
+    cluster.kubectl(&rollout).await;
+    let out = cluster
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            &format!("jsonpath={images}"),
+        ])
+        .await;
+    assert_eq!(out.lines().collect::<Vec<_>>(), vec!["nginx:1.27"; 3]);
+    let out = cluster
+        .kubectl(&[
+            "get",
+            "controllerrevisions",
+            "-o",
+            "jsonpath={.items[*].revision}",
+        ])
+        .await;
+    let mut numbers: Vec<&str> = out.split_whitespace().collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, ["2", "3"], "{out}");
     let status = "jsonpath={.status.readyReplicas} {.status.updatedReplicas} {.status.currentRevision} {.status.updateRevision}";
     let out = cluster
         .kubectl(&["get", "statefulset", "web", "-o", status])
@@ -1370,6 +1400,14 @@ async fn kubectl_applies_a_statefulset_and_its_rollout_completes_with_the_contro
         fields[2], fields[3],
         "the update revision is current: {out}"
     );
+    let out = cluster.kubectl(&["get", "statefulset", "web"]).await;
+    let row: Vec<&str> = out
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(row.get(..2), Some(&["web", "3/3"][..]), "{out}");
 }
 
 const DAEMONSET: &str = "\

@@ -186,12 +186,23 @@ async fn ordered_ready_creates_each_pod_once_the_lower_ones_are_ready() {
     cluster.stop().await;
 }
 
+/// A finalizer the test holds pods with, so that a terminating pod stays until released.
+const HOLD: &str = "kubemock.test/hold";
+
 #[tokio::test]
-async fn scaling_down_removes_pods_from_the_highest_ordinal() {
-    let cluster = cluster(Duration::from_millis(50)).await;
+async fn scaling_down_removes_one_pod_at_a_time_from_the_highest_ordinal() {
+    let cluster = cluster(Duration::ZERO).await;
     let sets: Api<StatefulSet> = Api::namespaced(cluster.client.clone(), "default");
     let pod_api: Api<Pod> = Api::namespaced(cluster.client.clone(), "default");
-    sets.create(&PostParams::default(), &set(4, json!({})))
+    let mut held = set(4, json!({}));
+    if let Some(meta) = held
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.metadata.as_mut())
+    {
+        meta.finalizers = Some(vec![HOLD.to_owned()]);
+    }
+    sets.create(&PostParams::default(), &held)
         .await
         .expect("create the set");
     rolled_out(&sets, 4).await;
@@ -202,22 +213,40 @@ async fn scaling_down_removes_pods_from_the_highest_ordinal() {
     )
     .await
     .expect("scale down");
-    wait_for("one pod left, the lowest", || {
-        let pod_api = &pod_api;
-        async move {
-            let pods = pods(pod_api).await;
-            let names: Vec<&String> = pods.keys().collect();
-            let prefix: Vec<String> = (0..pods.len()).map(|i| format!("web-{i}")).collect();
-            assert_eq!(
-                names,
-                prefix.iter().collect::<Vec<_>>(),
-                "the remaining pods are always the lowest ordinals"
-            );
-            (pods.len() == 1).then_some(())
-        }
-    })
-    .await;
+    for highest in (1..4).rev() {
+        // The controller has seen web-{highest} terminating (it no longer counts as
+        // current) and, waiting for it to be gone, deleted nothing else.
+        wait_for("the highest pod terminating, and only it", || {
+            let sets = &sets;
+            async move {
+                let set = sets.get("web").await.expect("get");
+                let status = set.status?;
+                (status.observed_generation == set.metadata.generation
+                    && status.current_replicas == Some(highest))
+                .then_some(())
+            }
+        })
+        .await;
+        let pods = pods(&pod_api).await;
+        let terminating: Vec<&String> = pods
+            .iter()
+            .filter(|(_, p)| p.metadata.deletion_timestamp.is_some())
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(terminating, [&format!("web-{highest}")]);
+        assert_eq!(pods.len(), usize::try_from(highest).expect("small") + 1);
+        pod_api
+            .patch(
+                &format!("web-{highest}"),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+            )
+            .await
+            .expect("release the pod");
+    }
     rolled_out(&sets, 1).await;
+    let left: Vec<String> = pods(&pod_api).await.into_keys().collect();
+    assert_eq!(left, ["web-0"]);
     let events = events(&cluster).await;
     for i in 1..4 {
         let wanted = (
@@ -226,6 +255,14 @@ async fn scaling_down_removes_pods_from_the_highest_ordinal() {
         );
         assert!(events.contains(&wanted), "{events:?}");
     }
+    pod_api
+        .patch(
+            "web-0",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .expect("release web-0");
     cluster.stop().await;
 }
 
@@ -405,6 +442,66 @@ async fn a_deleted_pod_is_recreated_with_its_name() {
         label(&new, "controller-revision-hash"),
         label(&old, "controller-revision-hash")
     );
+    rolled_out(&sets, 2).await;
+    cluster.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_pod_is_replaced_and_an_orphan_is_adopted() {
+    let cluster = cluster(Duration::ZERO).await;
+    let sets: Api<StatefulSet> = Api::namespaced(cluster.client.clone(), "default");
+    let pod_api: Api<Pod> = Api::namespaced(cluster.client.clone(), "default");
+    sets.create(&PostParams::default(), &set(2, json!({})))
+        .await
+        .expect("create the set");
+    let uid = rolled_out(&sets, 2).await.metadata.uid.expect("uid");
+
+    let failed = pod_api
+        .patch_status(
+            "web-0",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Failed"}})),
+        )
+        .await
+        .expect("fail web-0");
+    wait_for("web-0 replaced and ready", || {
+        let (pod_api, failed) = (&pod_api, &failed);
+        async move {
+            let pod = pod_api.get_opt("web-0").await.expect("get")?;
+            (pod.metadata.uid != failed.metadata.uid && is_ready(&pod)).then_some(())
+        }
+    })
+    .await;
+
+    // Orphaned (its ownerReference removed), web-1 is adopted again, not replaced.
+    let orphan = pod_api
+        .patch(
+            "web-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"ownerReferences": null}})),
+        )
+        .await
+        .expect("orphan web-1");
+    assert!(
+        orphan
+            .metadata
+            .owner_references
+            .is_none_or(|r| r.is_empty())
+    );
+    let adopted = wait_for("web-1 adopted", || {
+        let (pod_api, uid) = (&pod_api, &uid);
+        async move {
+            let pod = pod_api.get("web-1").await.expect("get");
+            pod.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|r| r.uid == *uid && r.controller == Some(true))
+                .then_some(pod)
+        }
+    })
+    .await;
+    assert_eq!(adopted.metadata.uid, orphan.metadata.uid);
     rolled_out(&sets, 2).await;
     cluster.stop().await;
 }

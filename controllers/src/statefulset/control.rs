@@ -26,6 +26,8 @@ use super::utils::{
 pub const PARALLEL: &str = "Parallel";
 /// `updateStrategy.type` that replaces pods only when a user deletes them.
 pub const ON_DELETE: &str = "OnDelete";
+/// `updateStrategy.type` that replaces pods of older revisions (the default).
+pub const ROLLING_UPDATE: &str = "RollingUpdate";
 
 /// One write of a sync.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,8 +139,8 @@ fn versioned_pod(input: &Input<'_>, ordinal: i32) -> Pod {
         None => {
             strategy
                 .and_then(|s| s.type_.as_deref())
-                .unwrap_or("RollingUpdate")
-                == "RollingUpdate"
+                .unwrap_or(ROLLING_UPDATE)
+                == ROLLING_UPDATE
                 && ordinal
                     < start.saturating_add(
                         set.status
@@ -395,7 +397,7 @@ pub fn complete_rolling_update(set: &StatefulSet, status: &mut StatefulSetStatus
         .as_ref()
         .and_then(|s| s.update_strategy.as_ref())
         .and_then(|s| s.type_.as_deref())
-        .is_none_or(|t| t == "RollingUpdate");
+        .is_none_or(|t| t == ROLLING_UPDATE);
     let wanted = replicas(set);
     if rolling
         && status.updated_replicas.unwrap_or(0) == wanted

@@ -85,7 +85,8 @@ pub fn new_revision(
     revision: i64,
     collision_count: i32,
 ) -> ControllerRevision {
-    let data = patch_of(set);
+    // Stored with sorted keys, as Go prints it (kubectl compares the bytes on rollback).
+    let data = canonical(&patch_of(set));
     let hash = hash(&data, collision_count);
     let mut labels = set
         .spec

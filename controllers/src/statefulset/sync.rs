@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kubemock_client::controller::controller_reference;
 use kubemock_client::events::{EventType, object_reference};
 use kubemock_client::request::Preconditions;
@@ -24,6 +25,10 @@ use super::utils::{
 };
 use crate::error::{Error, Result};
 use crate::replicaset::pods::slow_start_batches;
+
+/// Revisions kept beside the live ones when `revisionHistoryLimit` is absent (the API
+/// server's default).
+const DEFAULT_REVISION_HISTORY_LIMIT: i32 = 10;
 
 /// Syncs the StatefulSet `key`.
 pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
@@ -71,7 +76,14 @@ pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         .as_ref()
         .and_then(|s| s.collision_count)
         .unwrap_or(0);
-    let update = update_revision(&ctx, &set, &mut revisions, &mut collision_count).await?;
+    let update = update_revision(
+        &ctx,
+        &set,
+        &controller,
+        &mut revisions,
+        &mut collision_count,
+    )
+    .await?;
     let current_name = set.status.as_ref().and_then(|s| s.current_revision.clone());
     let current = revisions
         .iter()
@@ -98,7 +110,7 @@ pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         set: &set,
         current: (&current_name, &current_template),
         update: (&update_name, &update_template),
-        controller,
+        controller: controller.clone(),
         collision_count,
         pods: &pods,
         claims: &claims,
@@ -132,7 +144,9 @@ pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     // Trim the history: the revisions neither current, nor the update, nor any pod's.
     let mut live = vec![current_name.as_str(), update_name.as_str()];
     live.extend(pods.iter().map(|p| pod_revision(p)));
-    let limit = spec.revision_history_limit.unwrap_or(10);
+    let limit = spec
+        .revision_history_limit
+        .unwrap_or(DEFAULT_REVISION_HISTORY_LIMIT);
     let api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &namespace);
     for old in history::to_truncate(&revisions, &live, limit) {
         let name = old.metadata.name.clone().unwrap_or_default();
@@ -170,17 +184,15 @@ pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
 async fn update_revision(
     ctx: &Context,
     set: &StatefulSet,
+    controller: &OwnerReference,
     revisions: &mut Vec<ControllerRevision>,
     collision_count: &mut i32,
 ) -> Result<ControllerRevision> {
-    let Some(controller) = controller_reference(set) else {
-        return Err(Error::NotSynced);
-    };
     let namespace = set.metadata.namespace.clone().unwrap_or_default();
     let api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &namespace);
     let candidate = history::new_revision(
         set,
-        controller,
+        controller.clone(),
         history::next_revision(revisions),
         *collision_count,
     );
