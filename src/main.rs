@@ -162,6 +162,9 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
 /// mimalloc instead of glibc's malloc: a request allocates many small, short-lived values
 /// (JSON trees, field sets, keys), and glibc's allocator took about a sixth of the server's
 /// CPU per create (`_int_malloc`, `_int_free`, `malloc_consolidate`) in the load profile.
+/// Built with `no_thp`: with transparent huge pages on `madvise`, mimalloc's huge-page advice
+/// made the kernel zero 2 MiB pages at startup (spawn to first 200 on /readyz went from
+/// 5 ms to 8.5 ms).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
