@@ -59,7 +59,6 @@ impl Encoding {
         if !headers.contains_key(header::ACCEPT) {
             return Encoding::Json;
         }
-        let protobuf = supports_protobuf(resource);
         for range in accept::media_ranges(headers) {
             if let Some(stream) = range.param("stream")
                 && !stream.is_empty()
@@ -69,7 +68,8 @@ impl Encoding {
             }
             if range.kind == "application" && range.subtype == "vnd.kubernetes.protobuf" {
                 let converts = ["as", "g", "v"].iter().any(|p| range.param(p).is_some());
-                if protobuf && !converts {
+                // Asked only here: most clients accept JSON and never pay for the lookup.
+                if !converts && supports_protobuf(resource) {
                     return Encoding::Protobuf;
                 }
                 continue;

@@ -1,6 +1,7 @@
 //! The state every handler shares: the store behind its trait, the server's configuration and
 //! its shutdown token. A cheap-clone handle over `Arc<Inner>`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +23,9 @@ use tokio_util::task::TaskTracker;
 
 /// How long a definition's write waits for the definition to be served.
 const CRD_SYNC_WAIT: Duration = Duration::from_secs(5);
+
+/// Namespaces whose phase admission remembers; beyond that the memory starts over.
+const NAMESPACE_PHASES_KEPT: usize = 4096;
 
 /// Bookmarks are sent about once a minute, like the real server's watch cache (§8.6).
 pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
@@ -85,6 +89,10 @@ struct Inner {
     /// Who holds which Service cluster IP and node port: loaded from the stored Services on
     /// first use (by the first Service write or delete), then kept by admission.
     service_allocator: tokio::sync::OnceCell<Arc<ServiceAllocator>>,
+    /// Whether each namespace admission has read is Terminating, with the mod revision of the
+    /// namespace it was read from: a create checks the revision (an index lookup) instead of
+    /// reading and parsing the namespace every time.
+    namespace_phases: Mutex<HashMap<String, (Revision, bool)>>,
 }
 
 impl AppState {
@@ -106,6 +114,7 @@ impl AppState {
                 metrics: Metrics::new(),
                 in_flight,
                 service_allocator: tokio::sync::OnceCell::new(),
+                namespace_phases: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -177,6 +186,32 @@ impl AppState {
     /// The in-flight limit.
     pub(crate) fn in_flight(&self) -> &InFlight {
         &self.inner.in_flight
+    }
+
+    /// Whether `namespace` is Terminating, if it was recorded at exactly `revision`.
+    pub(crate) fn namespace_terminating(
+        &self,
+        namespace: &str,
+        revision: Revision,
+    ) -> Option<bool> {
+        match self.inner.namespace_phases.lock().get(namespace) {
+            Some(&(seen, terminating)) if seen == revision => Some(terminating),
+            _ => None,
+        }
+    }
+
+    /// Records whether `namespace` at `revision` is Terminating.
+    pub(crate) fn record_namespace_phase(
+        &self,
+        namespace: &str,
+        revision: Revision,
+        terminating: bool,
+    ) {
+        let mut phases = self.inner.namespace_phases.lock();
+        if phases.len() >= NAMESPACE_PHASES_KEPT && !phases.contains_key(namespace) {
+            phases.clear();
+        }
+        phases.insert(namespace.to_owned(), (revision, terminating));
     }
 
     /// The Service address allocator, loaded from the store on first use.

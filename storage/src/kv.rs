@@ -206,6 +206,11 @@ pub trait Kv: Send + Sync {
     /// The value of `key` at `revision` (default: latest).
     async fn get(&self, key: &[u8], revision: Option<Revision>) -> Result<GetResponse>;
 
+    /// The mod revision of `key`'s latest value, `None` when it does not exist: a get without
+    /// the value, for callers that cache what they derive from a value and only need to know
+    /// whether it changed.
+    async fn mod_revision(&self, key: &[u8]) -> Result<Option<Revision>>;
+
     /// Keys under a prefix, in key order, from one snapshot.
     async fn range(&self, request: RangeRequest) -> Result<RangeResponse>;
 

@@ -525,6 +525,16 @@ impl Shared {
         })
     }
 
+    fn mod_revision(&self, key: &[u8]) -> Result<Option<Revision>> {
+        let read_at = self.read_revision(None)?;
+        Ok(self
+            .state
+            .read()
+            .index
+            .at(key, read_at)
+            .map(|entry| entry.mod_revision))
+    }
+
     fn range(&self, request: &RangeRequest) -> Result<RangeResponse> {
         let read_at = self.read_revision(request.revision)?;
         let page = self.state.read().index.range(
@@ -831,6 +841,10 @@ impl Drop for Lifecycle {
 impl Kv for SledStore {
     async fn get(&self, key: &[u8], revision: Option<Revision>) -> Result<GetResponse> {
         self.shared.get(key, revision)
+    }
+
+    async fn mod_revision(&self, key: &[u8]) -> Result<Option<Revision>> {
+        self.shared.mod_revision(key)
     }
 
     async fn range(&self, request: RangeRequest) -> Result<RangeResponse> {

@@ -307,6 +307,12 @@ impl Run {
             self.model.state_at(revision).remove(&key),
             "get {key:?} at {revision}"
         );
+        let latest = self.model.state_at(self.model.current()).remove(&key);
+        assert_eq!(
+            self.store().mod_revision(&key).await.expect("mod_revision"),
+            latest.map(|kv| kv.mod_revision),
+            "mod_revision of {key:?}"
+        );
     }
 
     async fn range(&mut self) {

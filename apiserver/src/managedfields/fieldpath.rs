@@ -221,6 +221,36 @@ impl Set {
         out
     }
 
+    /// Adds every path of `other` (the union, without copying either side).
+    pub(crate) fn absorb(&mut self, other: Set) {
+        if self.members.is_empty() && self.children.is_empty() {
+            *self = other;
+            return;
+        }
+        self.members.extend(other.members);
+        for (element, child) in other.children {
+            match self.children.get_mut(&element) {
+                Some(mine) => mine.absorb(child),
+                None => {
+                    self.children.insert(element, child);
+                }
+            }
+        }
+    }
+
+    /// Removes every path of `other` (the difference, in place).
+    pub(crate) fn subtract(&mut self, other: &Set) {
+        for member in &other.members {
+            self.members.remove(member);
+        }
+        self.children.retain(|element, child| {
+            if let Some(theirs) = other.children.get(element) {
+                child.subtract(theirs);
+            }
+            !child.is_empty()
+        });
+    }
+
     /// Every path in both.
     pub(crate) fn intersection(&self, other: &Set) -> Set {
         let mut out = Set::new();
@@ -398,6 +428,20 @@ mod tests {
         let mut without = union.clone();
         without.remove_subtree(&[f("data")]);
         assert!(without.is_empty());
+
+        // The in-place forms give the same sets, and leave no empty subtrees behind.
+        let mut absorbed = a.clone();
+        absorbed.absorb(b.clone());
+        assert_eq!(absorbed, union);
+        let mut into_empty = Set::new();
+        into_empty.absorb(a.clone());
+        assert_eq!(into_empty, a);
+        let mut subtracted = a.clone();
+        subtracted.subtract(&b);
+        assert_eq!(subtracted, a.difference(&b));
+        let mut emptied = a.clone();
+        emptied.subtract(&a);
+        assert_eq!(emptied, Set::new());
     }
 
     #[test]

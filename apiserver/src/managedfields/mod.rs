@@ -323,8 +323,8 @@ fn reset_field(resource: &Resource, subresource: &str) -> Option<&'static str> {
 }
 
 /// `set` without what no manager of a `subresource` write owns.
-fn owned_part(resource: &Resource, subresource: &str, set: &Set) -> Set {
-    let mut set = set.difference(&STRIPPED);
+fn owned_part(resource: &Resource, subresource: &str, mut set: Set) -> Set {
+    set.subtract(&STRIPPED);
     if let Some(reset) = reset_field(resource, subresource) {
         set.remove_subtree(&[field(reset)]);
     }
@@ -451,8 +451,9 @@ pub(crate) fn record_update(
     let zero_map = zero.as_object().unwrap_or(&empty);
     // (A create compares with the zero object; managedFields are stripped from the sets.)
     let comparison = typed::compare_objects(&types, old.unwrap_or(zero_map), new, &zero);
-    let changed = owned_part(resource, &who.subresource, &comparison.changed());
-    let removed = owned_part(resource, &who.subresource, &comparison.removed);
+    let (changed, removed) = comparison.into_changed_and_removed();
+    let changed = owned_part(resource, &who.subresource, changed);
+    let removed = owned_part(resource, &who.subresource, removed);
     let is_me = |e: &Entry| {
         e.is(
             &who.manager,
@@ -463,11 +464,21 @@ pub(crate) fn record_update(
     };
     settle(&mut entries, &is_me, &changed, &removed);
     let mine = entries.iter().position(is_me);
-    let before = mine.map(|i| entries[i].set.clone()).unwrap_or_default();
-    let after = before.difference(&removed).union(&changed);
-    let time = match mine {
-        Some(i) if after == before => entries[i].time.clone(),
-        _ => Some(meta::now_rfc3339()),
+    // (A create's writer, new to the object, owns just what it changed: no copies.)
+    let (after, time) = match mine {
+        Some(i) => {
+            let before = &entries[i].set;
+            let mut after = before.clone();
+            after.subtract(&removed);
+            after.absorb(changed);
+            let time = if after == *before {
+                entries[i].time.clone()
+            } else {
+                Some(meta::now_rfc3339())
+            };
+            (after, time)
+        }
+        None => (changed, Some(meta::now_rfc3339())),
     };
     let entry = Entry {
         manager: who.manager.clone(),
@@ -512,7 +523,7 @@ pub(crate) fn apply(
     let applied = owned_part(
         resource,
         &who.subresource,
-        &typed::field_set(&types, &config_value),
+        typed::field_set(&types, &config_value),
     );
     let is_me = |e: &Entry| e.is(&who.manager, Operation::Apply, "", &who.subresource);
     let mine = entries.iter().position(is_me);
@@ -532,8 +543,9 @@ pub(crate) fn apply(
     typed::remove(&types, &mut merged, &dropped);
 
     let comparison = typed::compare(&types, &live_value, &fill(merged.clone(), &zero));
-    let changed = owned_part(resource, &who.subresource, &comparison.changed());
-    let removed = owned_part(resource, &who.subresource, &comparison.removed);
+    let (changed, removed) = comparison.into_changed_and_removed();
+    let changed = owned_part(resource, &who.subresource, changed);
+    let removed = owned_part(resource, &who.subresource, removed);
     let mut trial = entries.clone();
     let conflicts = settle(&mut trial, &is_me, &changed, &removed);
     if !conflicts.is_empty() && !force {

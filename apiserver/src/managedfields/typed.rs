@@ -22,9 +22,12 @@ pub(crate) struct Comparison {
 }
 
 impl Comparison {
-    /// `added ∪ modified`: what a writer of the new version takes ownership of.
-    pub(crate) fn changed(&self) -> Set {
-        self.added.union(&self.modified)
+    /// `(added ∪ modified, removed)`: what a writer of the new version takes ownership of, and
+    /// what it gives up.
+    pub(crate) fn into_changed_and_removed(self) -> (Set, Set) {
+        let mut changed = self.added;
+        changed.absorb(self.modified);
+        (changed, self.removed)
     }
 }
 
