@@ -12,12 +12,17 @@
 //!
 //! Target (issue 7): protobuf costs no more than JSON on the same object, both ways. Read the
 //! medians (`target/criterion/<group>/<bench>/new/estimates.json`, `median`).
+//!
+//! Both run under the kubemock binary's allocator (mimalloc), as they do in the server.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use kubemock_apiserver::protobuf;
 use serde_json::{Value, json};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn metadata(name: &str, owner: &str) -> Value {
     json!({

@@ -14,7 +14,7 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use super::proto_decode::MAX_DEPTH;
-use super::proto_table::{Field, Form, Table, Ty};
+use super::proto_table::{Field, Form, Message, Table, Ty};
 use super::proto_wire::{Wire, Writer};
 use crate::meta;
 
@@ -171,25 +171,90 @@ impl<'t, 'v> Encoder<'t, 'v> {
         object: Option<&'v Map<String, Value>>,
         depth: usize,
     ) -> Result<(), String> {
-        let table = self.table;
-        let message = table.get(index);
+        let message = self.table.get(index);
+        let Some(object) = object.filter(|_| message.numbered_in_order) else {
+            return self.sorted_fields(message, object, depth);
+        };
+        let mark = self.out.buf.len();
+        if self.fields_in_order(message, object, depth)? {
+            return Ok(());
+        }
+        self.out.buf.truncate(mark);
+        self.sorted_fields(message, Some(object), depth)
+    }
+
+    /// The fields of `object` written as they come, for an object whose keys follow the field
+    /// numbers (as Go's struct order mostly does): no collecting and sorting. `false`, with
+    /// part of the message written, when a key comes out of order.
+    fn fields_in_order(
+        &mut self,
+        message: &'t Message,
+        object: &'v Map<String, Value>,
+        depth: usize,
+    ) -> Result<bool, String> {
+        let mut next = 0;
+        let mut last = 0;
+        let mut always = message.always.iter().peekable();
+        for (key, value) in object {
+            if value.is_null() {
+                continue;
+            }
+            let Some(i) = message.find(next, LOOK_AHEAD, key) else {
+                continue;
+            };
+            next = i + 1;
+            let field = &message.fields[i];
+            if field.number <= last {
+                return Ok(false);
+            }
+            // The always-written fields before this one (or this one itself).
+            while let Some(&a) =
+                always.next_if(|a| message.fields[usize::from(**a)].number <= field.number)
+            {
+                let always_field = &message.fields[usize::from(a)];
+                if always_field.number < field.number {
+                    self.always_field(always_field, object, depth)?;
+                }
+            }
+            self.field(field, Some(value), depth)?;
+            last = field.number;
+        }
+        for &a in always {
+            self.always_field(&message.fields[usize::from(a)], object, depth)?;
+        }
+        Ok(true)
+    }
+
+    /// A field written whatever the JSON holds and absent from it: an inlined struct (from
+    /// the parent's object) or a Go value's zero.
+    fn always_field(
+        &mut self,
+        field: &Field,
+        parent: &'v Map<String, Value>,
+        depth: usize,
+    ) -> Result<(), String> {
+        if field.inline {
+            self.inlined(field, Some(parent), depth)
+        } else {
+            self.field(field, None, depth)
+        }
+    }
+
+    /// The fields of `object` collected, sorted by number, then written.
+    fn sorted_fields(
+        &mut self,
+        message: &'t Message,
+        object: Option<&'v Map<String, Value>>,
+        depth: usize,
+    ) -> Result<(), String> {
         let base = self.pending.len();
         if let Some(object) = object {
-            // Objects mostly list their fields in Go's order, some left out: look a few
-            // fields past the last one found (lengths first) before hashing.
             let mut next = 0;
             for (key, value) in object {
                 if value.is_null() {
                     continue;
                 }
-                let ahead = message.fields.get(next..).unwrap_or_default();
-                let found = ahead
-                    .iter()
-                    .take(LOOK_AHEAD)
-                    .position(|f| f.json.len() == key.len() && !f.inline && f.json == *key)
-                    .map(|at| next + at)
-                    .or_else(|| message.by_json(key));
-                if let Some(i) = found {
+                if let Some(i) = message.find(next, LOOK_AHEAD, key) {
                     next = i + 1;
                     self.pending.push(Pending {
                         number: message.fields[i].number,

@@ -268,6 +268,53 @@ pub(crate) struct Field {
     pub(crate) omit_zero: bool,
 }
 
+/// A name's first eight bytes as one word, zero-padded.
+fn name_head(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let u32_at = |at: usize| {
+        bytes
+            .get(at..)
+            .and_then(|b| b.first_chunk::<4>())
+            .map_or(0, |w| u64::from(u32::from_le_bytes(*w)))
+    };
+    match bytes.len() {
+        8.. => bytes
+            .first_chunk::<8>()
+            .map_or(0, |w| u64::from_le_bytes(*w)),
+        // Two overlapping four-byte loads: a variable-length copy into a word and a load of
+        // it cost a `memcpy` call and a store-forwarding stall per key.
+        len @ 4..=7 => u32_at(0) | (u32_at(len - 4) << (8 * (len - 4))),
+        _ => bytes
+            .iter()
+            .rev()
+            .fold(0, |word, byte| (word << 8) | u64::from(*byte)),
+    }
+}
+
+/// Whether two names of the same length with the same head are equal: their bytes past the
+/// eighth, compared a word at a time, the last word overlapping the one before it (field
+/// names are short; a `memcmp` call per key cost more than the comparison).
+fn same_tail(a: &[u8], b: &[u8]) -> bool {
+    let word = |bytes: &[u8], at: usize| {
+        bytes
+            .get(at..at + 8)
+            .and_then(|w| w.first_chunk::<8>())
+            .map(|w| u64::from_le_bytes(*w))
+    };
+    let len = a.len();
+    if len <= 8 {
+        return true;
+    }
+    let mut at = 8;
+    while at + 8 < len {
+        if word(a, at) != word(b, at) {
+            return false;
+        }
+        at += 8;
+    }
+    word(a, len - 8) == word(b, len - 8)
+}
+
 /// One message.
 #[derive(Debug, Clone)]
 pub(crate) struct Message {
@@ -285,6 +332,15 @@ pub(crate) struct Message {
     pub(crate) inlined: Vec<u16>,
     /// Indexes of the Go value fields, by field number.
     pub(crate) go_values: Vec<u16>,
+    /// Indexes of the fields written whatever the JSON holds (inlined and Go value fields),
+    /// by field number.
+    pub(crate) always: Vec<u16>,
+    /// Per field, [`name_head`] of its JSON name and its length (`u32::MAX` for inlined
+    /// fields, which have no name in JSON): compact, for the encoder's look-ahead.
+    names: Vec<(u64, u32)>,
+    /// Whether the fields' numbers grow in declaration order (Go's, which JSON follows): then
+    /// an object's fields can be written as they come.
+    pub(crate) numbered_in_order: bool,
     /// A built-in list kind's `items`: `[]` in JSON even when there are none.
     pub(crate) list_items: Option<u16>,
 }
@@ -294,6 +350,26 @@ impl Message {
     pub(crate) fn by_number(&self, number: u32) -> Option<usize> {
         let slot = *self.by_number.get(usize::try_from(number).ok()?)?;
         (slot > 0).then(|| usize::from(slot - 1))
+    }
+
+    /// The index of the (not inlined) field named `key`, looking at the `ahead` fields from
+    /// `next` first (objects mostly list their fields in Go's order, some left out), then
+    /// hashing. A candidate costs two integer comparisons for a name of up to eight bytes,
+    /// and a tail comparison for a longer one only when its head and length match.
+    pub(crate) fn find(&self, next: usize, ahead: usize, key: &str) -> Option<usize> {
+        let head = name_head(key);
+        let len = u32::try_from(key.len()).ok()?;
+        let end = self.names.len().min(next.saturating_add(ahead));
+        for at in next..end {
+            let (candidate_head, candidate_len) = self.names[at];
+            if candidate_head == head
+                && candidate_len == len
+                && same_tail(self.fields[at].json.as_bytes(), key.as_bytes())
+            {
+                return Some(at);
+            }
+        }
+        self.by_json(key)
     }
 
     /// The index of the (not inlined) field whose JSON name is `name`.
@@ -375,6 +451,21 @@ impl Table {
                 .filter_map(|i| u16::try_from(i).ok())
                 .collect();
             go_value_indexes.sort_by_key(|i| fields[usize::from(*i)].number);
+            let names = fields
+                .iter()
+                .map(|f| {
+                    let len = if f.inline {
+                        u32::MAX
+                    } else {
+                        u32::try_from(f.json.len()).unwrap_or(u32::MAX)
+                    };
+                    (name_head(&f.json), len)
+                })
+                .collect();
+            let numbered_in_order = fields.windows(2).all(|w| w[0].number < w[1].number);
+            let mut always: Vec<u16> = inlined.iter().chain(&go_value_indexes).copied().collect();
+            always.sort_by_key(|i| fields[usize::from(*i)].number);
+            always.dedup();
             let form = form_of(name, source.known, &fields);
             let list_items = name
                 .ends_with("List")
@@ -393,6 +484,9 @@ impl Table {
                 by_json,
                 inlined,
                 go_values: go_value_indexes,
+                numbered_in_order,
+                names,
+                always,
                 list_items,
             });
         }
@@ -516,6 +610,46 @@ fn form_of(name: &str, known: bool, fields: &[Field]) -> Form {
 mod tests {
     use super::*;
     use crate::codec::protobuf::{SCHEMA, TABLE};
+
+    #[test]
+    fn name_heads_and_tails_compare_names_exactly() {
+        let reference = |name: &str| {
+            let mut word = [0u8; 8];
+            let n = name.len().min(8);
+            word[..n].copy_from_slice(&name.as_bytes()[..n]);
+            u64::from_le_bytes(word)
+        };
+        let alphabet = "abcdefghijklmnopqrstuvwxyz0123";
+        for len in 0..=alphabet.len() {
+            let name = &alphabet[..len];
+            assert_eq!(name_head(name), reference(name), "head of {name:?}");
+            assert!(same_tail(name.as_bytes(), name.as_bytes()));
+            // A name differing in any one byte past the head has a different tail.
+            for at in 8..len {
+                let mut other = name.as_bytes().to_vec();
+                other[at] = b'X';
+                assert!(!same_tail(name.as_bytes(), &other), "{name:?} at {at}");
+            }
+        }
+        let table = TABLE.as_ref().expect("table");
+        let container = table.get(table.kind("v1", "Pod").expect("Pod"));
+        for (i, field) in container
+            .fields
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !f.inline)
+        {
+            for next in [0, i.saturating_sub(3), i] {
+                assert_eq!(
+                    container.find(next, 8, &field.json),
+                    Some(i),
+                    "{}",
+                    field.json
+                );
+            }
+        }
+        assert_eq!(container.find(0, 8, "metadatum"), None);
+    }
 
     #[test]
     fn kinds_resolve_as_the_schema_resolves_them() {
