@@ -356,6 +356,7 @@ impl Message {
     /// `next` first (objects mostly list their fields in Go's order, some left out), then
     /// hashing. A candidate costs two integer comparisons for a name of up to eight bytes,
     /// and a tail comparison for a longer one only when its head and length match.
+    #[inline]
     pub(crate) fn find(&self, next: usize, ahead: usize, key: &str) -> Option<usize> {
         let head = name_head(key);
         let len = u32::try_from(key.len()).ok()?;

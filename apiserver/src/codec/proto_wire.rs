@@ -190,6 +190,8 @@ impl Writer {
     /// A length-delimited field holding `bytes`.
     #[inline]
     pub(crate) fn bytes_field(&mut self, number: u32, bytes: &[u8]) {
+        // Room for the key, the length and the bytes at once: the pushes below never grow.
+        self.buf.reserve(bytes.len() + 10);
         self.key(number, Wire::Len);
         self.varint(bytes.len() as u64);
         self.buf.extend_from_slice(bytes);
