@@ -264,14 +264,8 @@ impl<'t, 'v> Encoder<'t, 'v> {
                 }
             }
         }
-        for &i in &message.inlined {
-            self.pending.push(Pending {
-                number: message.fields[usize::from(i)].number,
-                field: i,
-                value: None,
-            });
-        }
-        for &i in &message.go_values {
+        // (Inlined fields are never found by name, so they are always pushed here.)
+        for &i in &message.always {
             if !self.pending[base..].iter().any(|p| p.field == i) {
                 self.pending.push(Pending {
                     number: message.fields[usize::from(i)].number,

@@ -328,10 +328,6 @@ pub(crate) struct Message {
     by_number: Vec<u16>,
     /// JSON name → index of the fields that are not inlined.
     by_json: HashMap<String, u16, BuildHasherDefault<NameHasher>>,
-    /// Indexes of the inlined fields.
-    pub(crate) inlined: Vec<u16>,
-    /// Indexes of the Go value fields, by field number.
-    pub(crate) go_values: Vec<u16>,
     /// Indexes of the fields written whatever the JSON holds (inlined and Go value fields),
     /// by field number.
     pub(crate) always: Vec<u16>,
@@ -437,21 +433,18 @@ impl Table {
             let max = fields.iter().map(|f| f.number).max().unwrap_or(0);
             let mut by_number = vec![0u16; usize::try_from(max).map_err(|e| e.to_string())? + 1];
             let mut by_json = HashMap::default();
-            let mut inlined = Vec::new();
+            let mut always = Vec::new();
             for (i, field) in fields.iter().enumerate() {
                 let i = u16::try_from(i).map_err(|e| e.to_string())?;
                 by_number[field.number as usize] = i + 1;
-                if field.inline {
-                    inlined.push(i);
-                } else {
+                if !field.inline {
                     by_json.insert(field.json.clone(), i);
                 }
+                if field.inline || field.go_value {
+                    always.push(i);
+                }
             }
-            let mut go_value_indexes: Vec<u16> = (0..fields.len())
-                .filter(|i| fields[*i].go_value)
-                .filter_map(|i| u16::try_from(i).ok())
-                .collect();
-            go_value_indexes.sort_by_key(|i| fields[usize::from(*i)].number);
+            always.sort_by_key(|i| fields[usize::from(*i)].number);
             let names = fields
                 .iter()
                 .map(|f| {
@@ -464,9 +457,6 @@ impl Table {
                 })
                 .collect();
             let numbered_in_order = fields.windows(2).all(|w| w[0].number < w[1].number);
-            let mut always: Vec<u16> = inlined.iter().chain(&go_value_indexes).copied().collect();
-            always.sort_by_key(|i| fields[usize::from(*i)].number);
-            always.dedup();
             let form = form_of(name, source.known, &fields);
             let list_items = name
                 .ends_with("List")
@@ -483,8 +473,6 @@ impl Table {
                 fields,
                 by_number,
                 by_json,
-                inlined,
-                go_values: go_value_indexes,
                 numbered_in_order,
                 names,
                 always,
@@ -633,23 +621,13 @@ mod tests {
             }
         }
         let table = TABLE.as_ref().expect("table");
-        let container = table.get(table.kind("v1", "Pod").expect("Pod"));
-        for (i, field) in container
-            .fields
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| !f.inline)
-        {
+        let pod = table.get(table.kind("v1", "Pod").expect("Pod"));
+        for (i, field) in pod.fields.iter().enumerate().filter(|(_, f)| !f.inline) {
             for next in [0, i.saturating_sub(3), i] {
-                assert_eq!(
-                    container.find(next, 8, &field.json),
-                    Some(i),
-                    "{}",
-                    field.json
-                );
+                assert_eq!(pod.find(next, 8, &field.json), Some(i), "{}", field.json);
             }
         }
-        assert_eq!(container.find(0, 8, "metadatum"), None);
+        assert_eq!(pod.find(0, 8, "metadatum"), None);
     }
 
     #[test]
@@ -694,7 +672,7 @@ mod tests {
         assert_eq!(meta.by_number(1000), None);
         assert_eq!(meta.by_json("nope"), None);
         let numbers: Vec<u32> = meta
-            .go_values
+            .always
             .iter()
             .map(|i| meta.fields[usize::from(*i)].number)
             .collect();
@@ -712,7 +690,13 @@ mod tests {
             Some(Form::NamedSlice)
         );
         let volume = table.get(table.index("api.core.v1.Volume").expect("Volume"));
-        assert_eq!(volume.inlined.len(), 1);
+        let inlined = volume.always.iter();
+        assert_eq!(
+            inlined
+                .filter(|i| volume.fields[usize::from(**i)].inline)
+                .count(),
+            1
+        );
         assert!(volume.by_json("name").is_some());
         assert!(
             volume.by_json("configMap").is_none(),
