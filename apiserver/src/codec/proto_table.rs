@@ -291,6 +291,13 @@ fn name_head(name: &str) -> u64 {
     }
 }
 
+/// The bit of a name in a message's `name_filter`, from its head and length.
+#[inline]
+fn name_bit(head: u64, len: u32) -> u64 {
+    let mixed = (head ^ u64::from(len)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    1 << (mixed >> 58)
+}
+
 /// Whether two names of the same length with the same head are equal: their bytes past the
 /// eighth, compared a word at a time, the last word overlapping the one before it (field
 /// names are short; a `memcmp` call per key cost more than the comparison).
@@ -334,6 +341,12 @@ pub(crate) struct Message {
     /// Per field, [`name_head`] of its JSON name and its length (`u32::MAX` for inlined
     /// fields, which have no name in JSON): compact, for the encoder's look-ahead.
     names: Vec<(u64, u32)>,
+    /// A one-bit-per-name filter over `names` ([`name_bit`]): most keys a message does not
+    /// have (those of the struct inlined in it, or of the one it is inlined in) are told apart
+    /// without hashing.
+    name_filter: u64,
+    /// Indexes of the fields by field number (the order Go writes them in).
+    pub(crate) by_number_order: Vec<u16>,
     /// Whether the fields' numbers grow in declaration order (Go's, which JSON follows): then
     /// an object's fields can be written as they come.
     pub(crate) numbered_in_order: bool,
@@ -365,6 +378,9 @@ impl Message {
             {
                 return Some(at);
             }
+        }
+        if self.name_filter & name_bit(head, len) == 0 {
+            return None;
         }
         self.by_json(key)
     }
@@ -445,7 +461,12 @@ impl Table {
                 }
             }
             always.sort_by_key(|i| fields[usize::from(*i)].number);
-            let names = fields
+            let mut by_number_order: Vec<u16> = (0..fields.len())
+                .map(u16::try_from)
+                .collect::<Result<_, _>>()
+                .map_err(|e| e.to_string())?;
+            by_number_order.sort_by_key(|i| fields[usize::from(*i)].number);
+            let names: Vec<(u64, u32)> = fields
                 .iter()
                 .map(|f| {
                     let len = if f.inline {
@@ -474,6 +495,11 @@ impl Table {
                 by_number,
                 by_json,
                 numbered_in_order,
+                by_number_order,
+                name_filter: names
+                    .iter()
+                    .filter(|(_, len)| *len != u32::MAX)
+                    .fold(0, |filter, (head, len)| filter | name_bit(*head, *len)),
                 names,
                 always,
                 list_items,

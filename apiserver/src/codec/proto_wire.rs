@@ -181,14 +181,19 @@ impl Writer {
         self.buf.push(value as u8);
     }
 
-    /// A field key.
-    #[inline]
+    /// A field key (one byte for fields 1 to 15).
+    #[inline(always)]
     pub(crate) fn key(&mut self, number: u32, wire: Wire) {
-        self.varint(u64::from(number << 3 | wire.number()));
+        let key = number << 3 | wire.number();
+        if key < 0x80 {
+            self.buf.push(key as u8);
+        } else {
+            self.varint(u64::from(key));
+        }
     }
 
     /// A length-delimited field holding `bytes`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn bytes_field(&mut self, number: u32, bytes: &[u8]) {
         // Room for the key, the length and the bytes at once: the pushes below never grow.
         self.buf.reserve(bytes.len() + 10);
@@ -198,7 +203,7 @@ impl Writer {
     }
 
     /// A varint field (negative int32 and int64 values take ten bytes, as Go writes them).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn varint_field(&mut self, number: u32, value: u64) {
         self.key(number, Wire::Varint);
         self.varint(value);
@@ -215,13 +220,20 @@ impl Writer {
 
     /// Ends the field [`Writer::begin_len`] started: writes its length, moving the content
     /// when the length needs more than the one byte reserved.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn end_len(&mut self, start: usize) {
         let len = self.buf.len() - start;
         if len < 0x80 {
             self.buf[start - 1] = len as u8;
-            return;
+        } else {
+            self.widen(start, len);
         }
+    }
+
+    /// Writes the length of a field longer than 127 bytes, sliding its content right to make
+    /// room for the extra prefix bytes.
+    #[inline(never)]
+    fn widen(&mut self, start: usize, len: usize) {
         let mut prefix = [0u8; 10];
         let mut n = 0;
         let mut value = len as u64;
@@ -232,7 +244,6 @@ impl Writer {
         }
         prefix[n] = value as u8;
         n += 1;
-        // Make room for the extra prefix bytes and slide the content right.
         self.buf.resize(self.buf.len() + n - 1, 0);
         self.buf.copy_within(start..start + len, start + n - 1);
         self.buf[start - 1..start - 1 + n].copy_from_slice(&prefix[..n]);
