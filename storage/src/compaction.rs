@@ -58,6 +58,7 @@ impl Shared {
     pub(crate) fn remove_history(&self, revision: Revision) -> Result<usize> {
         let mut cursor = None;
         let mut removed = Vec::new();
+        let mut emptied = Vec::new();
         let mut total = 0;
         loop {
             cursor = self.state.write().index.compact_chunk(
@@ -65,7 +66,11 @@ impl Shared {
                 COMPACTION_CHUNK_KEYS,
                 revision,
                 &mut removed,
+                &mut emptied,
             );
+            for key in emptied.drain(..) {
+                self.tips.forget(&key, revision);
+            }
             if removed.len() >= REMOVAL_BATCH || (cursor.is_none() && !removed.is_empty()) {
                 self.backend.remove(&removed)?;
                 total += removed.len();

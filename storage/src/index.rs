@@ -150,16 +150,17 @@ impl Index {
     ///
     /// A key keeps its entries above `revision` and its latest entry at or below `revision` if
     /// that one is live (it is the key's state at `revision`, and the previous value of the
-    /// key's next change). A key left with no entries is removed.
+    /// key's next change). A key left with no entries is removed (and appended to `emptied`).
     pub(crate) fn compact_chunk(
         &mut self,
         cursor: Option<&Bytes>,
         max_keys: usize,
         revision: Revision,
         removed: &mut Vec<Revision>,
+        emptied: &mut Vec<Bytes>,
     ) -> Option<Bytes> {
         let lower = cursor.map_or(Bound::Unbounded, |key| Bound::Included(key.as_ref()));
-        let mut emptied = Vec::new();
+        let first_emptied = emptied.len();
         let mut next = None;
         for (seen, (key, entries)) in self
             .keys
@@ -185,8 +186,8 @@ impl Index {
                 emptied.push(key.clone());
             }
         }
-        for key in emptied {
-            self.keys.remove(&key);
+        for key in &emptied[first_emptied..] {
+            self.keys.remove(key);
         }
         next
     }
@@ -268,7 +269,10 @@ mod tests {
     fn compaction_follows_the_worked_example() {
         let mut index = example();
         let mut removed = Vec::new();
-        assert_eq!(index.compact_chunk(None, usize::MAX, 4, &mut removed), None);
+        assert_eq!(
+            index.compact_chunk(None, usize::MAX, 4, &mut removed, &mut Vec::new()),
+            None
+        );
         removed.sort_unstable();
         assert_eq!(removed, vec![1, 3, 4]);
         assert_eq!(index.at(b"a", 5), Some(put(5, 5, 1)));
@@ -276,7 +280,7 @@ mod tests {
         assert_eq!(index.key_count(), 2);
 
         removed.clear();
-        index.compact_chunk(None, usize::MAX, 5, &mut removed);
+        index.compact_chunk(None, usize::MAX, 5, &mut removed, &mut Vec::new());
         assert!(removed.is_empty());
     }
 
@@ -285,11 +289,12 @@ mod tests {
         let mut whole = example();
         let mut chunked = example();
         let mut removed_whole = Vec::new();
-        whole.compact_chunk(None, usize::MAX, 3, &mut removed_whole);
+        whole.compact_chunk(None, usize::MAX, 3, &mut removed_whole, &mut Vec::new());
         let mut removed_chunked = Vec::new();
         let mut cursor = None;
         loop {
-            cursor = chunked.compact_chunk(cursor.as_ref(), 1, 3, &mut removed_chunked);
+            cursor =
+                chunked.compact_chunk(cursor.as_ref(), 1, 3, &mut removed_chunked, &mut Vec::new());
             if cursor.is_none() {
                 break;
             }
@@ -305,7 +310,7 @@ mod tests {
         index.push(b"x", put(1, 1, 1));
         index.push(b"x", Entry::tombstone(2));
         let mut removed = Vec::new();
-        index.compact_chunk(None, usize::MAX, 2, &mut removed);
+        index.compact_chunk(None, usize::MAX, 2, &mut removed, &mut Vec::new());
         assert_eq!(removed, vec![1, 2]);
         assert_eq!(index.key_count(), 0);
     }

@@ -44,6 +44,7 @@
 //! - `error`: [`Error`]: compaction, future revisions, lag, close, backend and corruption.
 //! - `revision`: the [`Revision`] type and the history record format.
 //! - `index`: the in-memory key index (key to revisions), rebuilt on open.
+//! - `tips`: each key's latest change, readable without the writer's lock.
 //! - `backend`: sled, and the only module that names it.
 //! - `store`: [`SledStore`]: reads, the single writer, group commit, open and close.
 //! - `watch`: replay then live delivery, the hub, progress.
@@ -74,6 +75,7 @@ mod index;
 mod kv;
 mod revision;
 mod store;
+mod tips;
 mod watch;
 
 pub use error::{BackendError, Error, Result};

@@ -37,6 +37,7 @@ use crate::kv::{
     RangeResponse, UpdateOutcome, WatchStream,
 };
 use crate::revision::{Record, RecordKind};
+use crate::tips::{Tip, Tips};
 use crate::watch::{Hub, SledWatch};
 
 /// sled's page cache defaults to 1 GiB; a test server should not reserve that much. Objects
@@ -157,6 +158,9 @@ pub(crate) struct Shared {
     /// True with a data directory: writes wait for a flush.
     durable: bool,
     pub(crate) config: Config,
+    /// Each key's latest change, for reads that need no more than that without the `state`
+    /// lock (`tips.rs`). Recorded by the writer under the `state` write lock.
+    pub(crate) tips: Tips,
     /// The key index and the last committed revision. Its write lock is the single writer: it
     /// is held from a write's guard check until its event is queued or published. Readers hold
     /// the read lock only to look entries up.
@@ -244,12 +248,14 @@ impl SledStore {
             cache_capacity: config.cache_capacity,
         })?;
         let compacted = backend.compacted()?;
-        let (index, last) = rebuild_index(&backend, compacted)?;
+        let tips = Tips::default();
+        let (index, last) = rebuild_index(&backend, compacted, &tips)?;
         let current = last.max(compacted);
         let durable = config.data_dir.is_some();
         let shared = Arc::new(Shared {
             backend,
             durable,
+            tips,
             state: RwLock::new(State {
                 index,
                 committed: current,
@@ -349,7 +355,7 @@ fn spawn_thread(name: &str, body: impl FnOnce() + Send + 'static) -> Result<Join
 
 /// Rebuilds the key index from the history log (etcd's restore), checking that revisions above
 /// the compaction point are contiguous. Returns the index and the last revision found.
-fn rebuild_index(backend: &Backend, compacted: Revision) -> Result<(Index, Revision)> {
+fn rebuild_index(backend: &Backend, compacted: Revision, tips: &Tips) -> Result<(Index, Revision)> {
     let mut index = Index::default();
     let mut last = 0;
     let mut expected = compacted + 1;
@@ -365,12 +371,15 @@ fn rebuild_index(backend: &Backend, compacted: Revision) -> Result<(Index, Revis
             }
             expected += 1;
         }
-        if !index.push(record.key, entry_of(&record, revision)) {
+        let entry = entry_of(&record, revision);
+        if !index.push(record.key, entry) {
             return Err(Error::CorruptRecord {
                 revision,
                 reason: "record older than its key's previous record",
             });
         }
+        let key = index.shared_key(record.key).unwrap_or_default();
+        tips.record(&key, Tip::of(entry));
         last = revision;
     }
     Ok((index, last))
@@ -527,6 +536,13 @@ impl Shared {
 
     fn mod_revision(&self, key: &[u8]) -> Result<Option<Revision>> {
         let read_at = self.read_revision(None)?;
+        // The latest change answers when the read sees it; one not yet published does not
+        // (durable mode), and the index knows what was there before it.
+        match self.tips.get(key) {
+            None => return Ok(None),
+            Some(tip) if tip.revision <= read_at => return Ok(tip.live.then_some(tip.revision)),
+            Some(_) => {}
+        }
         Ok(self
             .state
             .read()
@@ -634,6 +650,8 @@ impl Shared {
         if !state.index.push(&key, entry) {
             return Err(Error::IndexMismatch { revision });
         }
+        // Before the change is published (below, or by the group commit): see `tips.rs`.
+        self.tips.record(&key, Tip::of(entry));
         state.committed = revision;
         self.committed.store(revision, Ordering::Release);
         let event = Arc::new(Event {
