@@ -31,7 +31,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum StartupMode {
-    /// No data directory: sled in temporary mode.
+    /// No data directory: the store's history in memory.
     Ephemeral,
     /// A new, empty data directory every run: startup objects are created and flushed.
     DurableFresh,

@@ -1,6 +1,6 @@
-//! kubemock-storage: a revisioned (etcd-like) MVCC key-value store on sled, with watch and
-//! compaction. Every resourceVersion, watch, paginated list and optimistic-concurrency conflict
-//! of the API server above comes from here.
+//! kubemock-storage: a revisioned (etcd-like) MVCC key-value store on sled (in memory when
+//! ephemeral), with watch and compaction. Every resourceVersion, watch, paginated list and
+//! optimistic-concurrency conflict of the API server above comes from here.
 //!
 //! It knows nothing of HTTP, JSON or Kubernetes kinds: keys and values are bytes, revisions are
 //! integers. Callers use the [`Kv`] trait (etcd's KV + Watch API), so an etcd-backed
@@ -45,7 +45,8 @@
 //! - `revision`: the [`Revision`] type and the history record format.
 //! - `index`: the in-memory key index (key to revisions), rebuilt on open.
 //! - `tips`: each key's latest change, readable without the writer's lock.
-//! - `backend`: sled, and the only module that names it.
+//! - `backend`: the history log: sled on disk (the only module that names it), or memory for
+//!   an ephemeral store.
 //! - `store`: [`SledStore`]: reads, the single writer, group commit, open and close.
 //! - `watch`: replay then live delivery, the hub, progress.
 //! - `compaction`: on-demand and background compaction with a retention window.
@@ -64,8 +65,8 @@
 //!    watches below the compaction point fail with [`Error::Compacted`], above the current
 //!    revision with [`Error::FutureRevision`].
 //! 8. Durability: with a data directory a write is acknowledged only after a flush covering it
-//!    (group commit), and nobody sees a change before it is durable. Without one, nothing is
-//!    ever fsynced.
+//!    (group commit), and nobody sees a change before it is durable. Without one, the
+//!    history lives in memory and nothing touches the disk.
 //! 9. Reopen recovers the revision, the keys and the history since the compaction point.
 
 mod backend;

@@ -29,7 +29,7 @@ use tokio::sync::watch;
 use tracing::{error, info};
 
 use crate::Revision;
-use crate::backend::{Backend, BackendConfig};
+use crate::backend::{Backend, BackendConfig, RawRecord};
 use crate::error::{BackendError, Error, Result};
 use crate::index::{Entry, Index};
 use crate::kv::{
@@ -74,10 +74,10 @@ impl Default for Retention {
 /// How to open a [`SledStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// Data directory for a durable store; `None` for an ephemeral one (sled temporary mode,
+    /// Data directory for a durable store (sled); `None` for an ephemeral one (history in memory,
     /// never fsyncs, gone when closed).
     pub data_dir: Option<PathBuf>,
-    /// sled page cache size in bytes (default [`DEFAULT_CACHE_CAPACITY`]).
+    /// sled page cache size in bytes of a durable store (default [`DEFAULT_CACHE_CAPACITY`]).
     pub cache_capacity: u64,
     /// History the background compactor keeps.
     pub retention: Retention,
@@ -450,7 +450,7 @@ impl Shared {
             });
         }
         Ok(KeyValue {
-            value: Bytes::copy_from_slice(record.value),
+            value: raw.slice_ref(record.value),
             key,
             create_revision: entry.create_revision,
             mod_revision: entry.mod_revision,
@@ -478,29 +478,31 @@ impl Shared {
             });
         }
         Ok(Some(KeyValue {
-            key: Bytes::copy_from_slice(prev.key),
-            value: Bytes::copy_from_slice(prev.value),
+            key: raw.slice_ref(prev.key),
+            value: raw.slice_ref(prev.value),
             create_revision: prev.create_revision,
             mod_revision: record.prev_revision,
             version: prev.version,
         }))
     }
 
-    /// Builds the event of a history record, as a replaying watcher at `read_at` sees it.
+    /// Builds the event of a history record, decoded from `raw`, as a replaying watcher at
+    /// `read_at` sees it.
     pub(crate) fn event_of(
         &self,
+        raw: &RawRecord,
         record: &Record<'_>,
         revision: Revision,
         read_at: Revision,
     ) -> Result<Event> {
-        let key = Bytes::copy_from_slice(record.key);
+        let key = raw.slice_ref(record.key);
         let prev = self.load_prev(record, read_at)?;
         Ok(match record.kind {
             RecordKind::Put => Event {
                 kind: EventKind::Put,
                 kv: KeyValue {
                     key,
-                    value: Bytes::copy_from_slice(record.value),
+                    value: raw.slice_ref(record.value),
                     create_revision: record.create_revision,
                     mod_revision: revision,
                     version: record.version,

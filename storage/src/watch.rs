@@ -225,7 +225,7 @@ impl SledWatch {
             expected += 1;
             let record = Record::decode(&raw, revision)?;
             if record.key.starts_with(&self.prefix) {
-                let event = shared.event_of(&record, revision, read_at)?;
+                let event = shared.event_of(&raw, &record, revision, read_at)?;
                 self.replayed.push_back(Arc::new(event));
                 queued += 1;
             }
