@@ -17,9 +17,11 @@
 //!   unknown fields checked against them.
 //! - `query`, `object`, `meta`, `keys`: query strings, objects as JSON, metadata rules and
 //!   storage keys.
-//! - `accept`: `Accept` headers, read as the real server negotiates them; `negotiate`: the
-//!   one encoder of resource responses (JSON, or protobuf for built-in kinds).
-//! - `table`: Table output (`kubectl get`): negotiation, the per-resource printers, ages.
+//! - `accept`: `Accept` headers, read as the real server negotiates them; `negotiate`: what a
+//!   resource response is (JSON, YAML or protobuf; a Table or `PartialObjectMetadata`
+//!   conversion; indentation), decided once per request, and its one encoder.
+//! - `table`: Table output (`kubectl get`): the per-resource printers, ages; `partial`:
+//!   `PartialObjectMetadata[List]`, the metadata client's conversion.
 //! - `selector`: label and field selectors; `strategic`: strategic merge patch.
 //! - `bootstrap`: the objects a cluster starts with.
 //! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
@@ -50,6 +52,7 @@ mod metrics;
 mod negotiate;
 mod object;
 mod openapi;
+mod partial;
 mod query;
 mod registry;
 mod routes;

@@ -223,6 +223,12 @@ impl ApiError {
         )
     }
 
+    /// 406 for an `Accept` header the server cannot answer, or a conversion of the wrong shape
+    /// (upstream's `errNotAcceptable`: no details).
+    pub fn not_acceptable(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::NOT_ACCEPTABLE, "NotAcceptable", message)
+    }
+
     /// 413 for a body over [`MAX_BODY_BYTES`].
     pub fn too_large() -> Self {
         ApiError::new(

@@ -1185,3 +1185,163 @@ async fn s10_roles_limit_ranges_and_definitions_keep_name_and_created_at() {
         assert_eq!(column_names(&table), ["Name", "Created At"], "{path}");
     }
 }
+
+// ----- PartialObjectMetadata: the metadata client's conversion ----------------------------------
+
+/// client-go's metadata client (`k8s.io/client-go/metadata`): `Get`, `Patch` and `Watch`.
+const METADATA_OBJECT: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+/// The same client's `List`.
+const METADATA_LIST: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+
+fn partial(metadata: &Value) -> Value {
+    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata})
+}
+
+#[tokio::test]
+async fn s10_partial_object_metadata_answers_get_list_patch_and_watch_of_the_metadata_client() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-partial").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let created = post_ok(&h, &path, &configmap("one", json!({"big": "value"}))).await;
+    // Get: the metadata alone, in protobuf (the client's first choice; the harness decodes it).
+    let got = h
+        .get_accepting(&format!("{path}/one"), METADATA_OBJECT)
+        .await;
+    assert_eq!(got.status, 200, "{:?}", got.body);
+    assert_eq!(
+        got.headers["content-type"],
+        "application/vnd.kubernetes.protobuf"
+    );
+    assert_eq!(got.body, partial(&created["metadata"]));
+    // The same in JSON, and in v1beta1.
+    let json_only = h
+        .get_accepting(
+            &format!("{path}/one"),
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1",
+        )
+        .await;
+    assert_eq!(json_only.headers["content-type"], "application/json");
+    assert_eq!(json_only.body["apiVersion"], "meta.k8s.io/v1beta1");
+    assert_eq!(json_only.body["metadata"], created["metadata"]);
+    // List: each item's metadata, with the list's resourceVersion.
+    post_ok(&h, &path, &configmap("two", json!({}))).await;
+    let list = h.get_accepting(&path, METADATA_LIST).await;
+    assert_eq!(list.status, 200, "{:?}", list.body);
+    assert_eq!(list.body["kind"], "PartialObjectMetadataList");
+    assert_eq!(list.body["apiVersion"], "meta.k8s.io/v1");
+    assert!(list.body["metadata"]["resourceVersion"].is_string());
+    let items = list.body["items"].as_array().expect("items");
+    assert_eq!(items.len(), 2);
+    // (Protobuf has no kind inside a list: the items are bare metadata, as client-go decodes.)
+    assert_eq!(items[0], json!({"metadata": created["metadata"]}));
+    let page = h
+        .get_accepting(
+            &path,
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        )
+        .await;
+    assert_eq!(page.body["items"][0], partial(&created["metadata"]));
+    // Paginated, the continue token and remaining count stay.
+    let page = h
+        .get_accepting(
+            &format!("{path}?limit=1"),
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        )
+        .await;
+    assert_eq!(page.body["items"].as_array().map(Vec::len), Some(1));
+    assert!(
+        page.body["metadata"]["continue"].is_string(),
+        "{}",
+        page.body
+    );
+    assert_eq!(page.body["metadata"]["remainingItemCount"], 1);
+    // Upstream builds the list from a nil slice: an empty one has `items: null`.
+    let empty = h
+        .get_accepting(
+            &format!("{path}?labelSelector=none%3Dhere"),
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        )
+        .await;
+    assert_eq!(empty.body["items"], Value::Null);
+    // The conversion of the other shape is refused.
+    let wrong = h
+        .get_accepting(
+            &path,
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        )
+        .await;
+    assert_eq!(wrong.status, 406);
+    assert_eq!(
+        wrong.body["message"],
+        "you requested PartialObjectMetadata, but the requested object is a list (*core.ConfigMapList)"
+    );
+    // Patch answers the patched object's metadata.
+    let patched = h
+        .request_with_headers(
+            reqwest::Method::PATCH,
+            &format!("{path}/one"),
+            Some(br#"{"metadata":{"labels":{"seen":"yes"}}}"#.to_vec()),
+            "application/merge-patch+json",
+            &[("accept", METADATA_OBJECT)],
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{:?}", patched.body);
+    assert_eq!(patched.body["kind"], "PartialObjectMetadata");
+    assert_eq!(patched.body["metadata"]["labels"]["seen"], "yes");
+    // Watch: every event's object is the metadata; the frames are protobuf.
+    let rv = list.body["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("a resourceVersion")
+        .to_owned();
+    let mut watch = h
+        .watch_accepting(
+            &format!("{path}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true"),
+            METADATA_OBJECT,
+        )
+        .await;
+    assert_eq!(watch.status, 200);
+    assert_eq!(
+        watch.headers["content-type"],
+        "application/vnd.kubernetes.protobuf;stream=watch"
+    );
+    let modified = watch.next_event().await.expect("the patch's event");
+    assert_eq!(modified["type"], "MODIFIED");
+    assert_eq!(modified["object"], patched.body);
+    assert_eq!(h.delete(&format!("{path}/two"), None).await.status, 200);
+    let deleted = watch.next_event().await.expect("a DELETED event");
+    assert_eq!(deleted["type"], "DELETED");
+    assert_eq!(deleted["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(deleted["object"]["metadata"]["name"], "two");
+}
+
+#[tokio::test]
+async fn s10_tables_and_partial_metadata_answer_writes_too() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s10-writes").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let body = serde_json::to_vec(&configmap("c", json!({"a": "1"}))).expect("JSON");
+    let created = h
+        .request_with_headers(
+            reqwest::Method::POST,
+            &path,
+            Some(body),
+            "application/json",
+            &[("accept", KUBECTL_TABLE)],
+        )
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    assert_eq!(created.body["kind"], "Table");
+    assert_eq!(first_cells(&created.body), ["c"]);
+    let deleted = h
+        .request_with_headers(
+            reqwest::Method::DELETE,
+            &format!("{path}/c"),
+            None,
+            "",
+            &[("accept", METADATA_OBJECT)],
+        )
+        .await;
+    // A deleted ConfigMap is answered with a Status, which no conversion touches (§6.2).
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    assert_eq!(deleted.body["kind"], "Status");
+}

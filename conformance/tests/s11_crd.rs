@@ -181,6 +181,24 @@ async fn s11_3_custom_objects_are_pruned_defaulted_validated_and_printed() {
         .collect();
     assert_eq!(columns, ["Name", "Size", "Color"]);
     assert_eq!(table["rows"][0]["cells"], json!(["w1", 1, "red"]));
+    // The metadata client's protobuf list: custom objects have no protobuf form, their
+    // PartialObjectMetadataList has (a meta type); their plain form in protobuf alone is a 406.
+    let metadata = h
+        .get_accepting(
+            &path,
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+        )
+        .await;
+    assert_eq!(
+        metadata.headers["content-type"],
+        "application/vnd.kubernetes.protobuf"
+    );
+    assert_eq!(metadata.body["kind"], "PartialObjectMetadataList");
+    assert_eq!(metadata.body["items"][0]["metadata"]["name"], "w1");
+    let protobuf_only = h
+        .get_accepting(&path, "application/vnd.kubernetes.protobuf")
+        .await;
+    assert_eq!(protobuf_only.status, 406);
 
     // selectableFields are field selectors (1.32: on by default).
     assert_eq!(

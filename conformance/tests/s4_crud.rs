@@ -391,3 +391,100 @@ async fn s4_9_field_validation_strict_warn_and_ignore() {
         .await;
     assert_eq!(reply.status, 400);
 }
+
+#[tokio::test]
+async fn s4_10_answers_are_yaml_when_accept_prefers_it() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s4-10-yaml-answers").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    h.create_configmap(&ns, "y", json!({"app": "demo"})).await;
+    let yaml = |reply: &kubemock_conformance::Reply| -> serde_json::Value {
+        assert_eq!(reply.headers["content-type"], "application/yaml");
+        let text = reply.body.as_str().expect("a YAML text");
+        serde_yaml_ng::from_str(text).expect("YAML")
+    };
+    let object = h
+        .get_accepting(&format!("{path}/y"), "application/yaml")
+        .await;
+    assert_eq!(object.status, 200);
+    // Keys sorted, as Go's JSON-to-YAML writes them.
+    assert!(
+        object
+            .body
+            .as_str()
+            .is_some_and(|t| t.starts_with("apiVersion: v1\n")),
+        "{:?}",
+        object.body
+    );
+    assert_eq!(yaml(&object)["metadata"]["labels"]["app"], "demo");
+    let list = h
+        .get_accepting(&path, "application/yaml, application/json")
+        .await;
+    let list = yaml(&list);
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(1));
+    let missing = h
+        .get_accepting(&format!("{path}/missing"), "application/yaml")
+        .await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(yaml(&missing)["reason"], "NotFound");
+    let table = h
+        .get_accepting(&path, "application/yaml;as=Table;v=v1;g=meta.k8s.io")
+        .await;
+    assert_eq!(yaml(&table)["kind"], "Table");
+    // A watch has no YAML form: 406, the Status in the YAML the request accepts.
+    let watch = h
+        .get_accepting(&format!("{path}?watch=true"), "application/yaml")
+        .await;
+    assert_eq!(watch.status, 406);
+    assert_eq!(
+        yaml(&watch)["message"],
+        "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+    );
+}
+
+#[tokio::test]
+async fn s9_2_an_accept_the_server_cannot_answer_is_406() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s9-2-406").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    for accept in ["text/html", "application/json;as=Table;v=v9;g=meta.k8s.io"] {
+        let reply = h.get_accepting(&path, accept).await;
+        assert_eq!(reply.status, 406, "{accept}");
+        assert_eq!(reply.headers["content-type"], "application/json");
+        assert_eq!(
+            reply.body,
+            json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+            "message":"only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+            "reason":"NotAcceptable","code":406})
+        );
+    }
+    // A browser's Accept ends in */*: JSON, indented for people (as for curl's User-Agent).
+    let browser = h
+        .request_with_headers(
+            reqwest::Method::GET,
+            &path,
+            None,
+            "",
+            &[
+                (
+                    "accept",
+                    "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+                ),
+                ("user-agent", "Mozilla/5.0 (X11; Linux x86_64)"),
+            ],
+        )
+        .await;
+    assert_eq!(browser.status, 200);
+    assert_eq!(browser.body["kind"], "ConfigMapList");
+    let raw = reqwest::Client::new()
+        .get(format!("{}{path}", h.url()))
+        .header("user-agent", "curl/8.5.0")
+        .send()
+        .await
+        .expect("an answer")
+        .text()
+        .await
+        .expect("a body");
+    assert!(raw.starts_with("{\n  \"kind\": \"ConfigMapList\""), "{raw}");
+}

@@ -15,7 +15,6 @@ use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::managedfields::{self, Writer};
 use crate::meta::{self, FieldError};
-use crate::negotiate::Encoding;
 use crate::object::{self, Object};
 use crate::registry::{GenerationPolicy, Resource};
 use crate::state::AppState;
@@ -46,10 +45,8 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
     .await?;
     // The hot path, as GET's: the stored bytes with the resourceVersion spliced in, when
     // they are the answer as they are (JSON, not pretty, a kind stored as served).
-    let plain = !call.pretty()
-        && call.encoding == Encoding::Json
-        && !resource.is_custom()
-        && !admission::converts(resource);
+    let plain =
+        call.negotiated.is_plain_json() && !resource.is_custom() && !admission::converts(resource);
     if let Some(bytes) = stored
         .filter(|_| plain)
         .and_then(|kv| object::answer_bytes(&kv))

@@ -529,5 +529,5 @@ pub(crate) async fn delete_collection(call: &Call) -> ApiResult<Response> {
         }
     }
     let body = list::list_body(resource, deleted, revision, None, None);
-    Ok(call.respond(StatusCode::OK, &body))
+    Ok(call.respond_list(StatusCode::OK, &body))
 }

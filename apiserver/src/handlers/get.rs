@@ -13,12 +13,10 @@ use super::scale;
 use crate::admission;
 use crate::keys;
 use crate::meta;
-use crate::negotiate::Encoding;
 use crate::object::{self, Object};
 use crate::registry::Resource;
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult};
-use crate::table;
 
 /// How long a read with a resourceVersion the store has not reached waits before 504 (§7.2).
 pub(crate) const FUTURE_REVISION_WAIT: Duration = Duration::from_secs(3);
@@ -95,10 +93,8 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
     {
         wait_for_revision(&call.state, revision).await?;
     }
-    let table = table::requested(&call.headers, &call.query)?;
-    let plain = table.is_none() && !call.pretty() && call.encoding == Encoding::Json;
     // (Custom objects read in the version asked for: no stored bytes as they are.)
-    if plain
+    if call.negotiated.is_plain_json()
         && matches!(call.target.subresource.as_deref(), None | Some("status"))
         && !call.target.resource.is_custom()
         && !admission::converts(&call.target.resource)
@@ -122,14 +118,6 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
         None | Some("status") => Value::Object(object),
         Some("scale") => Value::Object(scale::scale_of(&call.target.resource, &object)),
         Some(_) => return Err(ApiError::route_method_not_allowed()),
-    };
-    let body = match table {
-        Some(request) => {
-            let target = &call.target;
-            let printer = table::printer_for(&target.resource, target.subresource.as_deref());
-            request.object(&printer, body)
-        }
-        None => body,
     };
     Ok(call.respond(StatusCode::OK, &body))
 }

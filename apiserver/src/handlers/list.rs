@@ -16,12 +16,10 @@ use super::resource::Call;
 use crate::admission;
 use crate::keys;
 use crate::meta::{self, FieldError};
-use crate::negotiate::Encoding;
 use crate::object::{self, Object};
 use crate::registry::Resource;
 use crate::selector::Selectors;
 use crate::status::{ApiError, ApiResult};
-use crate::table;
 
 /// The `v` of continue tokens, as the real server writes it.
 const CONTINUE_VERSION: &str = "meta.k8s.io/v1";
@@ -350,10 +348,7 @@ pub(crate) async fn list(call: &Call) -> ApiResult<Response> {
     let resource = &call.target.resource;
     let prefix = keys::collection_prefix(resource, call.target.namespace.as_deref());
     let request = ListRequest::parse(call, &prefix).await?;
-    let table = table::requested(&call.headers, &call.query)?;
-    if table.is_none()
-        && call.encoding == Encoding::Json
-        && !call.pretty()
+    if call.negotiated.is_plain_json()
         && request.selectors.is_empty()
         && !resource.is_custom()
         && !admission::converts(resource)
@@ -368,19 +363,12 @@ pub(crate) async fn list(call: &Call) -> ApiResult<Response> {
             .into_response());
     }
     let page = read_page(call, &request, &prefix).await?;
-    let body = match table {
-        Some(table) => table.list(
-            &resource.printer,
-            page.items.into_iter().map(Value::Object).collect(),
-            list_metadata(page.revision, page.continue_token, page.remaining),
-        ),
-        None => list_body(
-            resource,
-            page.items,
-            page.revision,
-            page.continue_token,
-            page.remaining,
-        ),
-    };
-    Ok(call.respond(StatusCode::OK, &body))
+    let body = list_body(
+        resource,
+        page.items,
+        page.revision,
+        page.continue_token,
+        page.remaining,
+    );
+    Ok(call.respond_list(StatusCode::OK, &body))
 }

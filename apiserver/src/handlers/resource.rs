@@ -14,7 +14,7 @@ use super::target::{self, RequestInfo, Target};
 use super::{create, delete, get, list, patch, update, watch};
 use crate::fieldvalidation::{self, FieldValidation};
 use crate::managedfields::Writer;
-use crate::negotiate::Encoding;
+use crate::negotiate::Negotiated;
 use crate::object::Object;
 use crate::openapi::SCHEMAS;
 use crate::query::Query;
@@ -28,8 +28,8 @@ pub(crate) struct Call {
     pub(crate) query: Query,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
-    /// How responses are encoded, negotiated from `Accept` (`negotiate`).
-    pub(crate) encoding: Encoding,
+    /// What responses are (serializer, conversion, indentation), negotiated from `Accept`.
+    pub(crate) negotiated: Negotiated,
 }
 
 impl Call {
@@ -73,14 +73,37 @@ impl Call {
         )
     }
 
-    /// `?pretty`.
-    pub(crate) fn pretty(&self) -> bool {
-        self.query.flag("pretty")
+    /// The response with `body` (an object or a Status), as negotiated: converted when the
+    /// client asked for a conversion, then encoded.
+    pub(crate) fn respond(&self, status: StatusCode, body: &Value) -> Response {
+        self.answer(status, body, false)
     }
 
-    /// The response with `body` (an object, a list, a Status), in the negotiated encoding.
-    pub(crate) fn respond(&self, status: StatusCode, body: &Value) -> Response {
-        self.encoding.respond(status, body, self.pretty())
+    /// [`Call::respond`] for a list.
+    pub(crate) fn respond_list(&self, status: StatusCode, body: &Value) -> Response {
+        self.answer(status, body, true)
+    }
+
+    fn answer(&self, status: StatusCode, body: &Value, list: bool) -> Response {
+        let negotiated = &self.negotiated;
+        let converted = match negotiated.conversion {
+            None => None,
+            Some(conversion) => match conversion.apply(
+                body,
+                list,
+                &self.target.resource,
+                self.target.subresource.as_deref(),
+                &self.query,
+            ) {
+                Ok(converted) => converted,
+                Err(err) => return negotiated.encoding.error(err),
+            },
+        };
+        negotiated.encoding.respond(
+            status,
+            converted.as_ref().unwrap_or(body),
+            negotiated.pretty,
+        )
     }
 
     /// `?dryRun`: only `All` is valid (§4.8); `options` names the options kind in the error.
@@ -164,7 +187,12 @@ async fn handle(
             Err(err) => return err.into_response(),
         },
     };
-    let encoding = Encoding::negotiate(&request.headers, &target.resource);
+    let query = Query::parse(request.query.as_deref());
+    let negotiated = match Negotiated::negotiate(&request.headers, &query, &target.resource) {
+        Ok(negotiated) => negotiated,
+        Err(err) => return err.into_response(),
+    };
+    let encoding = negotiated.encoding;
     let result = async {
         let body = axum::body::to_bytes(request.body, MAX_BODY_BYTES)
             .await
@@ -176,10 +204,10 @@ async fn handle(
         let call = Call {
             state: state.clone(),
             target,
-            query: Query::parse(request.query.as_deref()),
+            query,
             headers: request.headers,
             body,
-            encoding,
+            negotiated,
         };
         let response = dispatch(call, request.method).await;
         if definitions

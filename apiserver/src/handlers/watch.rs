@@ -30,12 +30,14 @@ use super::resource::Call;
 use crate::admission;
 use crate::keys;
 use crate::meta::{self, FieldError};
+use crate::negotiate::Conversion;
 use crate::negotiate::Encoding;
 use crate::object;
+use crate::partial;
 use crate::registry::Resource;
 use crate::selector::Selectors;
 use crate::status::{ApiError, ApiResult};
-use crate::table::{self, WatchTables};
+use crate::table::{TableRequest, WatchTables};
 
 /// Encoded events buffered between the watch task and the response body: small, so that a
 /// client that stops reading soon stops the task (and the store then cuts the watcher off).
@@ -142,13 +144,19 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
     call.require_verb("watch")?;
     let request = WatchRequest::parse(call)?;
     let resource = call.target.resource.clone();
-    let tables = table::requested(&call.headers, &call.query)?
-        .map(|table| table.for_watch(resource.printer.clone()));
-    // Tables are JSON only.
-    let encoding = if tables.is_some() {
-        Encoding::Json
-    } else {
-        call.encoding
+    let encoding = call.negotiated.watch_encoding()?;
+    // Event objects converted as asked (upstream's watch embedded encoder); a transformation
+    // that does not apply to single objects (`PartialObjectMetadataList`) leaves them as they
+    // are, as upstream falls back to the object when the transformation fails.
+    let conversion = match call.negotiated.conversion {
+        Some(Conversion::Table(version)) => Some(EventConversion::Table(
+            TableRequest::new(version, &call.query)?.for_watch(resource.printer.clone()),
+        )),
+        Some(Conversion::Partial {
+            version,
+            list: false,
+        }) => Some(EventConversion::Partial(version)),
+        Some(Conversion::Partial { list: true, .. }) | None => None,
     };
     let prefix = keys::collection_prefix(&resource, call.target.namespace.as_deref());
     let (sender, receiver) = mpsc::channel::<Bytes>(WATCH_CHANNEL);
@@ -163,7 +171,7 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
             sender,
             resource,
             request,
-            tables,
+            conversion,
             encoding,
         };
         tokio::select! {
@@ -184,13 +192,21 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
     Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response())
 }
 
+/// What a watch's event objects are converted to.
+enum EventConversion {
+    /// One-row Tables (§8.10).
+    Table(WatchTables),
+    /// `PartialObjectMetadata` of this `meta.k8s.io` version (ERROR events keep their Status).
+    Partial(&'static str),
+}
+
 /// The task side of one watch.
 struct Feed {
     sender: mpsc::Sender<Bytes>,
     resource: std::sync::Arc<Resource>,
     request: WatchRequest,
-    /// Renders event objects as Tables when the client asked for them.
-    tables: Option<WatchTables>,
+    /// What event objects are converted to, when the client asked for a conversion.
+    conversion: Option<EventConversion>,
     /// How events are written: JSON lines or protobuf frames.
     encoding: Encoding,
 }
@@ -209,9 +225,12 @@ impl Feed {
                 Value::String(self.resource.group_version()),
             );
         }
-        let object = match &self.tables {
-            Some(tables) => tables.event_object(kind, object),
-            None => object,
+        let object = match &self.conversion {
+            Some(EventConversion::Table(tables)) => tables.event_object(kind, object),
+            Some(EventConversion::Partial(version)) if kind != "ERROR" => {
+                partial::object(version, &object)
+            }
+            _ => object,
         };
         let event = self.encoding.watch_event(kind, object);
         self.sender.send(event).await.is_ok()

@@ -1,10 +1,10 @@
 //! Table output (§10, §8.10): when a client's `Accept` asks for
 //! `application/json;as=Table;v=v1;g=meta.k8s.io` (kubectl's `get`, list, single object and
 //! `-w`), the server answers a `meta.k8s.io` Table of pre-rendered rows instead of the objects,
-//! and kubectl prints the server's columns. This module decides when (negotiation as
-//! `k8s.io/apiserver/pkg/endpoints/handlers/negotiation` does it), reads `includeObject`, and
-//! builds the Table as `handlers/response.go` (`asTable`) and the printers' table generator do;
-//! which columns a resource has is the registry's [`Printer`], rendered by `printers`.
+//! and kubectl prints the server's columns. `negotiate` decides when; this module reads
+//! `includeObject` and builds the Table as `handlers/response.go` (`asTable`) and the printers'
+//! table generator do; which columns a resource has is the registry's [`Printer`], rendered by
+//! `printers`.
 //!
 //! Watches (§8.10) render each event's object as a one-row Table; only the first event's
 //! carries `columnDefinitions` (later ones have `null`, as the real watch encoder sets
@@ -21,19 +21,14 @@ pub(crate) const CREATION_TIMESTAMP_DOC: &str = docs::CREATION_TIMESTAMP;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use axum::http::HeaderMap;
 use serde_json::{Map, Value, json};
 
-use crate::accept;
 use crate::meta;
+use crate::negotiate::META_GROUP;
+use crate::partial;
 use crate::query::Query;
 use crate::registry::{Printer, Resource};
 use crate::status::{ApiError, ApiResult};
-
-/// The group whose Table kind clients ask for.
-const META_GROUP: &str = "meta.k8s.io";
-/// The Table versions served, preferred first.
-const TABLE_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 
 /// What `includeObject` asks each row to carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,50 +44,29 @@ enum IncludeObject {
 /// A request answered with a Table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TableRequest {
-    /// `meta.k8s.io/v1` or `meta.k8s.io/v1beta1`: the Table's apiVersion, as asked for.
-    api_version: String,
+    /// `v1` or `v1beta1`: the `meta.k8s.io` version of the Table, as asked for.
+    version: &'static str,
     include: IncludeObject,
 }
 
-/// The Table the request asks for, if its `Accept` asks for one; 400 if it does and
-/// `includeObject` is not a value the real server knows.
-pub(crate) fn requested(headers: &HeaderMap, query: &Query) -> ApiResult<Option<TableRequest>> {
-    let Some(version) = negotiate(headers) else {
-        return Ok(None);
-    };
-    let include = match query.get("includeObject").unwrap_or("") {
-        "" | "Metadata" => IncludeObject::Metadata,
-        "Object" => IncludeObject::Object,
-        "None" => IncludeObject::None,
-        other => {
-            return Err(ApiError::bad_request(format!(
-                "Unable to convert to Table as requested: includeObject: Invalid value: {}: must be 'Metadata', 'Object', 'None', or empty",
-                serde_json::to_string(other).unwrap_or_default()
-            )));
-        }
-    };
-    Ok(Some(TableRequest {
-        api_version: format!("{META_GROUP}/{version}"),
-        include,
-    }))
-}
-
-/// The Table version the `Accept` header asks for, or `None` for the plain objects.
-fn negotiate(headers: &HeaderMap) -> Option<&'static str> {
-    let asked = accept::conversion(headers, |asked| {
-        asked.group == META_GROUP
-            && matches!(
-                asked.kind.as_str(),
-                "Table" | "PartialObjectMetadata" | "PartialObjectMetadataList"
-            )
-            && TABLE_VERSIONS.contains(&asked.version.as_str())
-    })?;
-    // The real server answers PartialObjectMetadata(List) too; kubemock does not build them,
-    // and the plain objects stand in.
-    if asked.kind != "Table" {
-        return None;
+impl TableRequest {
+    /// A Table of `meta.k8s.io/{version}` (negotiated from `Accept`: [`crate::negotiate`]),
+    /// with the rows `includeObject` asks for; 400 when that is not a value the real server
+    /// knows.
+    pub(crate) fn new(version: &'static str, query: &Query) -> ApiResult<TableRequest> {
+        let include = match query.get("includeObject").unwrap_or("") {
+            "" | "Metadata" => IncludeObject::Metadata,
+            "Object" => IncludeObject::Object,
+            "None" => IncludeObject::None,
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "Unable to convert to Table as requested: includeObject: Invalid value: {}: must be 'Metadata', 'Object', 'None', or empty",
+                    serde_json::to_string(other).unwrap_or_default()
+                )));
+            }
+        };
+        Ok(TableRequest { version, include })
     }
-    TABLE_VERSIONS.into_iter().find(|v| *v == asked.version)
 }
 
 /// The printer for `resource`, or for its `subresource` when that prints differently
@@ -157,7 +131,7 @@ impl TableRequest {
         };
         json!({
             "kind": "Table",
-            "apiVersion": self.api_version,
+            "apiVersion": format!("{META_GROUP}/{}", self.version),
             "metadata": metadata,
             "columnDefinitions": column_definitions,
             "rows": rows,
@@ -177,18 +151,7 @@ impl TableRequest {
         let object = match self.include {
             IncludeObject::None => Value::Null,
             IncludeObject::Object => object,
-            IncludeObject::Metadata => {
-                let metadata = object
-                    .get("metadata")
-                    .filter(|m| m.is_object())
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                json!({
-                    "kind": "PartialObjectMetadata",
-                    "apiVersion": self.api_version,
-                    "metadata": metadata,
-                })
-            }
+            IncludeObject::Metadata => partial::object(self.version, &object),
         };
         row.insert("object".to_owned(), object);
         Value::Object(row)
@@ -246,88 +209,31 @@ impl WatchTables {
 
 #[cfg(test)]
 mod tests {
-    use axum::http::{HeaderValue, header};
-
     use super::*;
     use crate::registry::Registry;
 
-    const KUBECTL: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-
-    fn accept(value: &str) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::ACCEPT, HeaderValue::from_str(value).unwrap());
-        headers
-    }
-
-    fn request(accept_header: &str, query: &str) -> ApiResult<Option<TableRequest>> {
-        requested(&accept(accept_header), &Query::parse(Some(query)))
-    }
-
-    #[test]
-    fn tables_are_negotiated_from_accept_preferring_the_first_version_asked_for() {
-        assert_eq!(negotiate(&accept(KUBECTL)), Some("v1"));
-        let beta_first = "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io";
-        assert_eq!(negotiate(&accept(beta_first)), Some("v1beta1"));
-        assert_eq!(
-            negotiate(&accept(
-                "application/json;q=0.9,application/json;as=Table;v=v1;g=meta.k8s.io"
-            )),
-            Some("v1"),
-            "quality orders the ranges"
-        );
-        for plain in [
-            "application/json",
-            "*/*",
-            "",
-            "application/vnd.kubernetes.protobuf,application/json",
-            "application/json,application/json;as=Table;v=v1;g=meta.k8s.io",
-            "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
-        ] {
-            assert_eq!(negotiate(&accept(plain)), None, "{plain}");
-        }
-        assert_eq!(negotiate(&HeaderMap::new()), None);
-        for unserved in [
-            "application/json;as=Table;v=v2;g=meta.k8s.io",
-            "application/json;as=Table;g=meta.k8s.io",
-            "application/json;as=Table;v=v1;g=example.com",
-            "text/html;as=Table;v=v1;g=meta.k8s.io",
-            "application/json;as=Table;v=v1;g=meta.k8s.io;stream=other",
-        ] {
-            let header = format!("{unserved},application/json;as=Table;v=v1beta1;g=meta.k8s.io");
-            assert_eq!(
-                negotiate(&accept(&header)),
-                Some("v1beta1"),
-                "{unserved} is passed over"
-            );
-        }
-        assert_eq!(
-            negotiate(&accept("application/*;as=Table;v=v1;g=meta.k8s.io")),
-            Some("v1")
-        );
+    /// The Table request of `version` with `query`.
+    fn request(version: &'static str, query: &str) -> ApiResult<TableRequest> {
+        TableRequest::new(version, &Query::parse(Some(query)))
     }
 
     #[test]
     fn include_object_defaults_to_metadata_and_rejects_unknown_values() {
-        let table = request(KUBECTL, "").unwrap().unwrap();
+        let table = request("v1", "").unwrap();
         assert_eq!(table.include, IncludeObject::Metadata);
-        assert_eq!(table.api_version, "meta.k8s.io/v1");
+        assert_eq!(table.version, "v1");
         for (query, include) in [
             ("includeObject=Object", IncludeObject::Object),
             ("includeObject=None", IncludeObject::None),
             ("includeObject=Metadata", IncludeObject::Metadata),
         ] {
-            assert_eq!(request(KUBECTL, query).unwrap().unwrap().include, include);
+            assert_eq!(request("v1", query).unwrap().include, include);
         }
-        let err = request(KUBECTL, "includeObject=All").unwrap_err();
+        let err = request("v1", "includeObject=All").unwrap_err();
         assert_eq!(err.code.as_u16(), 400);
         assert_eq!(
             err.message,
             "Unable to convert to Table as requested: includeObject: Invalid value: \"All\": must be 'Metadata', 'Object', 'None', or empty"
-        );
-        assert_eq!(
-            request("application/json", "includeObject=All").unwrap(),
-            None,
-            "not validated unless a Table is asked for"
         );
     }
 
@@ -343,7 +249,7 @@ mod tests {
 
     #[test]
     fn a_single_object_is_a_one_row_table_with_partial_metadata() {
-        let table = request(KUBECTL, "").unwrap().unwrap();
+        let table = request("v1", "").unwrap();
         let body = table.object(&Printer::ConfigMap, configmap());
         assert_eq!(body["kind"], "Table");
         assert_eq!(body["apiVersion"], "meta.k8s.io/v1");
@@ -383,17 +289,15 @@ mod tests {
 
     #[test]
     fn include_object_chooses_what_rows_carry() {
-        let whole = request(KUBECTL, "includeObject=Object").unwrap().unwrap();
+        let whole = request("v1", "includeObject=Object").unwrap();
         assert_eq!(
             whole.object(&Printer::ConfigMap, configmap())["rows"][0]["object"],
             configmap()
         );
-        let none = request(KUBECTL, "includeObject=None").unwrap().unwrap();
+        let none = request("v1", "includeObject=None").unwrap();
         let row = &none.object(&Printer::ConfigMap, configmap())["rows"][0];
         assert_eq!(row["object"], Value::Null);
-        let beta = request("application/json;as=Table;v=v1beta1;g=meta.k8s.io", "")
-            .unwrap()
-            .unwrap();
+        let beta = request("v1beta1", "").unwrap();
         let body = beta.object(&Printer::ConfigMap, configmap());
         assert_eq!(body["apiVersion"], "meta.k8s.io/v1beta1");
         assert_eq!(
@@ -404,7 +308,7 @@ mod tests {
 
     #[test]
     fn empty_lists_have_no_rows_and_the_default_convertor_null_rows() {
-        let table = request(KUBECTL, "").unwrap().unwrap();
+        let table = request("v1", "").unwrap();
         let mut metadata = Map::new();
         metadata.insert("resourceVersion".to_owned(), json!("7"));
         let printed = table.list(&Printer::ConfigMap, Vec::new(), metadata.clone());
@@ -416,10 +320,7 @@ mod tests {
 
     #[test]
     fn watch_tables_carry_columns_once_and_leave_errors_alone() {
-        let watch = request(KUBECTL, "")
-            .unwrap()
-            .unwrap()
-            .for_watch(Printer::ConfigMap);
+        let watch = request("v1", "").unwrap().for_watch(Printer::ConfigMap);
         let first = watch.event_object("ADDED", configmap());
         assert!(first["columnDefinitions"].is_array());
         assert_eq!(first["rows"][0]["cells"][0], "c1");
