@@ -146,18 +146,25 @@ impl Backend {
         }
     }
 
-    /// Removes the records of `revisions` in one atomic batch.
-    pub(crate) fn remove(&self, revisions: &[Revision]) -> Result<()> {
+    /// Removes the records of `revisions` in one atomic batch; returns the memory it freed
+    /// (0 on disk).
+    pub(crate) fn remove(&self, revisions: &[Revision]) -> Result<u64> {
         match self {
-            Backend::Sled(sled) => sled.remove(revisions),
+            Backend::Sled(sled) => sled.remove(revisions).map(|()| 0),
             Backend::Memory(memory) => {
                 let mut records = memory.records.write();
-                for revision in revisions {
-                    records.remove(revision);
-                }
-                Ok(())
+                Ok(revisions
+                    .iter()
+                    .filter_map(|revision| records.remove(revision))
+                    .map(|record| record.len() as u64)
+                    .sum())
             }
         }
+    }
+
+    /// Whether the log is in memory (an ephemeral store).
+    pub(crate) fn in_memory(&self) -> bool {
+        matches!(self, Backend::Memory(_))
     }
 
     /// The persisted compaction point (0 if never compacted).

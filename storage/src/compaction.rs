@@ -9,7 +9,10 @@
 //!
 //! The background compactor samples the published revision every interval and compacts to the
 //! newest revision that is both older than `min_age` and more than `min_revisions` back (etcd's
-//! revision-sampling periodic compactor).
+//! revision-sampling periodic compactor). An ephemeral store's history (superseded values and
+//! tombstones) lives in memory: when it outgrows the memory budget the writer wakes the
+//! compactor, which then compacts by `min_revisions` alone, at most once per
+//! [`MEMORY_COMPACTION_PAUSE`].
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -25,6 +28,9 @@ use crate::store::{Retention, Shared};
 const COMPACTION_CHUNK_KEYS: usize = 1024;
 /// Revisions removed from the backend per batch.
 const REMOVAL_BATCH: usize = 8192;
+/// The least time between two compactions for memory (an ephemeral store's history past its
+/// budget): under a sustained load each pass drops about this long's worth of writes.
+const MEMORY_COMPACTION_PAUSE: Duration = Duration::from_secs(1);
 
 impl Shared {
     /// Compacts at `revision`; returns the compaction point afterwards. Blocking.
@@ -72,7 +78,13 @@ impl Shared {
                 self.tips.forget(&key, revision);
             }
             if removed.len() >= REMOVAL_BATCH || (cursor.is_none() && !removed.is_empty()) {
-                self.backend.remove(&removed)?;
+                let freed = self.backend.remove(&removed)?;
+                // (Saturating: the count is an estimate only if a record were removed twice.)
+                let _ = self.history_bytes.fetch_update(
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                    |bytes| Some(bytes.saturating_sub(freed)),
+                );
                 total += removed.len();
                 removed.clear();
             }
@@ -89,7 +101,7 @@ impl Shared {
         loop {
             {
                 let mut stop = self.stop.lock();
-                if !*stop {
+                if !*stop && !self.memory_pressure.load(Ordering::Acquire) {
                     self.stop_cv.wait_for(&mut stop, interval);
                 }
                 if *stop {
@@ -98,14 +110,27 @@ impl Shared {
             }
             let now = Instant::now();
             let current = self.published.load(Ordering::Acquire);
-            let Some(target) = retention_target(&mut samples, now, current, retention) else {
-                continue;
-            };
-            if target <= self.compacted.load(Ordering::Acquire) {
-                continue;
-            }
-            if let Err(err) = self.compact(target) {
+            let by_retention = retention_target(&mut samples, now, current, retention);
+            // Past the memory budget, the age no longer counts; the revision count still does.
+            let pressure = self.memory_pressure.load(Ordering::Acquire);
+            let by_memory = pressure
+                .then(|| current.saturating_sub(retention.min_revisions))
+                .filter(|target| *target > 0);
+            if let Some(target) = by_retention
+                .max(by_memory)
+                .filter(|target| *target > self.compacted.load(Ordering::Acquire))
+                && let Err(err) = self.compact(target)
+            {
                 warn!(error = %err, target, "background compaction failed");
+            }
+            if pressure {
+                // Writers leave the flag set during the pause: one pass per pause at most.
+                let mut stop = self.stop.lock();
+                if !*stop {
+                    self.stop_cv.wait_for(&mut stop, MEMORY_COMPACTION_PAUSE);
+                }
+                drop(stop);
+                self.memory_pressure.store(false, Ordering::Release);
             }
         }
     }

@@ -86,6 +86,6 @@ pub use kv::{
 };
 pub use revision::Revision;
 pub use store::{
-    Config, DEFAULT_CACHE_CAPACITY, DEFAULT_COMPACTION_INTERVAL, DEFAULT_WATCH_BUFFER, Retention,
-    SledStore,
+    Config, DEFAULT_CACHE_CAPACITY, DEFAULT_COMPACTION_INTERVAL, DEFAULT_MEMORY_BUDGET,
+    DEFAULT_WATCH_BUFFER, Retention, SledStore,
 };

@@ -85,6 +85,11 @@ impl<'a> Record<'a> {
         out
     }
 
+    /// The length of the encoded record of `key` with `value`.
+    pub(crate) fn encoded_len(key: &[u8], value: &[u8]) -> usize {
+        HEADER_LEN + key.len() + value.len()
+    }
+
     /// Decodes the record stored under `revision`.
     pub(crate) fn decode(bytes: &'a [u8], revision: Revision) -> Result<Record<'a>> {
         let corrupt = |reason| Error::CorruptRecord { revision, reason };

@@ -49,6 +49,11 @@ pub const DEFAULT_WATCH_BUFFER: usize = 1024;
 /// How often the background compactor samples the revision and applies the retention: fine
 /// enough that history never exceeds the retention by much, rare enough to cost nothing.
 pub const DEFAULT_COMPACTION_INTERVAL: Duration = Duration::from_secs(30);
+/// How much history an ephemeral store keeps in memory before the compactor drops the oldest
+/// regardless of its age (never below [`Retention::min_revisions`]): a test server under a
+/// sustained load of tens of thousands of writes a second would otherwise hold five minutes of
+/// them, gigabytes.
+pub const DEFAULT_MEMORY_BUDGET: u64 = 256 * 1024 * 1024;
 
 /// How much history the background compactor keeps. Both minimums hold: history is dropped
 /// only when it is older than `min_age` *and* more than `min_revisions` revisions back.
@@ -85,6 +90,10 @@ pub struct Config {
     pub compaction_interval: Option<Duration>,
     /// Per-watcher event buffer (default [`DEFAULT_WATCH_BUFFER`]).
     pub watch_buffer: usize,
+    /// Bytes of history (superseded values and tombstones) an ephemeral store holds before
+    /// compacting by count alone (default [`DEFAULT_MEMORY_BUDGET`]; needs the background
+    /// compactor).
+    pub memory_budget: u64,
 }
 
 impl Config {
@@ -96,6 +105,7 @@ impl Config {
             retention: Retention::default(),
             compaction_interval: Some(DEFAULT_COMPACTION_INTERVAL),
             watch_buffer: DEFAULT_WATCH_BUFFER,
+            memory_budget: DEFAULT_MEMORY_BUDGET,
         }
     }
 
@@ -125,6 +135,13 @@ impl Config {
     #[must_use]
     pub fn compaction_interval(mut self, interval: Option<Duration>) -> Self {
         self.compaction_interval = interval;
+        self
+    }
+
+    /// Sets the memory budget of an ephemeral store's history, in bytes.
+    #[must_use]
+    pub fn memory_budget(mut self, bytes: u64) -> Self {
+        self.memory_budget = bytes;
         self
     }
 
@@ -187,9 +204,17 @@ pub(crate) struct Shared {
     durability: watch::Sender<Durability>,
     /// Set (under the `state` write lock) when closing: no write starts after it.
     closed: AtomicBool,
-    /// Stop flag of the background compactor, with its condition variable.
+    /// Stop flag of the background compactor, with its condition variable (which also wakes
+    /// it when the history outgrows the memory budget).
     pub(crate) stop: Mutex<bool>,
     pub(crate) stop_cv: Condvar,
+    /// Set by the writer when an ephemeral store's history exceeds the memory budget; cleared
+    /// by the compactor after its pass and a pause, so it compacts at most once per pause.
+    pub(crate) memory_pressure: AtomicBool,
+    /// An ephemeral store's history in bytes: superseded values and tombstones, which
+    /// compaction can drop (live values are the data itself). Added to by the writer,
+    /// subtracted from by compaction.
+    pub(crate) history_bytes: AtomicU64,
 }
 
 /// What the single writer guards.
@@ -277,6 +302,8 @@ impl SledStore {
             closed: AtomicBool::new(false),
             stop: Mutex::new(false),
             stop_cv: Condvar::new(),
+            memory_pressure: AtomicBool::new(false),
+            history_bytes: AtomicU64::new(0),
             config,
         });
         // A crash between persisting a compaction point and removing the history below it
@@ -641,6 +668,17 @@ impl Shared {
             }
         };
         self.backend.insert(revision, record)?;
+        if self.backend.in_memory() {
+            // The value this change replaced, and a tombstone itself, are history from now on.
+            let superseded = prev
+                .as_ref()
+                .map_or(0, |p| Record::encoded_len(&p.key, &p.value))
+                + match kind {
+                    EventKind::Put => 0,
+                    EventKind::Delete => Record::encoded_len(&key, &[]),
+                };
+            self.note_history(superseded);
+        }
         let entry = match kind {
             EventKind::Put => Entry {
                 mod_revision: revision,
@@ -668,6 +706,21 @@ impl Shared {
             self.publish(std::slice::from_ref(&event), revision);
         }
         Ok(kv)
+    }
+
+    /// Counts `bytes` more of an ephemeral store's history, and wakes the compactor when it
+    /// outgrows the memory budget.
+    fn note_history(&self, bytes: usize) {
+        let total = self
+            .history_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed)
+            .saturating_add(bytes as u64);
+        if total > self.config.memory_budget && !self.memory_pressure.swap(true, Ordering::AcqRel) {
+            // Under the compactor's lock, so the wake-up cannot fall between its check of the
+            // flag and its wait.
+            let _stop = self.stop.lock();
+            self.stop_cv.notify_all();
+        }
     }
 
     /// The current value of `key` for the writer. Call with the `state` lock.
