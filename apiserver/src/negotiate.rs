@@ -107,15 +107,18 @@ impl Negotiated {
         resource: &Resource,
     ) -> ApiResult<Negotiated> {
         let pretty = pretty_print(headers, query);
-        let ranges = accept::media_ranges(headers);
-        if ranges.is_empty() {
+        // No header (or an empty one) is JSON; one without a range that parses answers nothing.
+        if headers
+            .get(header::ACCEPT)
+            .is_none_or(|accept| accept.is_empty())
+        {
             return Ok(Negotiated {
                 encoding: Encoding::Json,
                 conversion: None,
                 pretty,
             });
         }
-        for range in &ranges {
+        for range in &accept::media_ranges(headers) {
             for (subtype, encoding) in SERIALIZERS {
                 let matches = (range.kind == "application"
                     && (range.subtype == subtype || range.subtype == "*"))
@@ -500,6 +503,7 @@ mod tests {
             "application/json;as=Foo;v=v1;g=meta.k8s.io",
             "application/json;stream=other",
             "application/yaml;stream=watch",
+            "json",
         ] {
             let err = negotiate(accept, &pods).expect_err(accept);
             assert_eq!(err.code, StatusCode::NOT_ACCEPTABLE, "{accept}");

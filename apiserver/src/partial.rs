@@ -11,15 +11,10 @@ use crate::negotiate::META_GROUP;
 
 /// The `PartialObjectMetadata` of `object` in `meta.k8s.io/{version}`.
 pub(crate) fn object(version: &str, object: &Value) -> Value {
-    let metadata = object
-        .get("metadata")
-        .filter(|m| m.is_object())
-        .cloned()
-        .unwrap_or_else(|| Value::Object(Map::new()));
     json!({
         "kind": "PartialObjectMetadata",
         "apiVersion": format!("{META_GROUP}/{version}"),
-        "metadata": metadata,
+        "metadata": metadata_of(object),
     })
 }
 
@@ -32,17 +27,21 @@ pub(crate) fn list(version: &str, list: &Value) -> Value {
         .and_then(Value::as_array)
         .map(|items| items.iter().map(|item| object(version, item)).collect())
         .unwrap_or_default();
-    let metadata = list
-        .get("metadata")
-        .filter(|m| m.is_object())
-        .cloned()
-        .unwrap_or_else(|| Value::Object(Map::new()));
     json!({
         "kind": "PartialObjectMetadataList",
         "apiVersion": format!("{META_GROUP}/{version}"),
-        "metadata": metadata,
+        "metadata": metadata_of(list),
         "items": if items.is_empty() { Value::Null } else { Value::Array(items) },
     })
+}
+
+/// A copy of `value`'s `metadata` (empty when it has none).
+fn metadata_of(value: &Value) -> Value {
+    value
+        .get("metadata")
+        .filter(|m| m.is_object())
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Map::new()))
 }
 
 #[cfg(test)]
