@@ -21,12 +21,12 @@
 //! label pairs sorted by name with `\`, `"` and newlines escaped, cumulative buckets ending in
 //! `+Inf`, then `_sum` and `_count`; the unit tests below pin it.
 //!
-//! Each family is a map under its own short-held mutex; no lock is held across an await and
-//! no two are held at once. Label values come only from the registry, the status code and
-//! fixed lists, never from raw paths, so the number of series stays bounded whatever clients
-//! send.
+//! The request counter and histogram share one map, the gauge has its own, each under a
+//! short-held mutex; no lock is held across an await and no two are held at once. Label values
+//! come only from the registry, the status code and fixed lists, never from raw paths, so the
+//! number of series stays bounded whatever clients send.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -58,16 +58,26 @@ pub(crate) struct Metrics {
 
 #[derive(Debug)]
 struct Inner {
-    /// `apiserver_request_total`: requests by labels and HTTP code. Written by the middleware.
-    requests: Mutex<BTreeMap<RequestLabels, BTreeMap<u16, u64>>>,
-    /// `apiserver_request_duration_seconds`. Written by the middleware.
-    durations: Mutex<BTreeMap<RequestLabels, Histogram>>,
+    /// `apiserver_request_total` and `apiserver_request_duration_seconds`: one entry per label
+    /// set, written by the middleware on every request. A hash map under one lock, so a request
+    /// costs one hash and one comparison of its labels; sorted only when rendered.
+    requests: Mutex<HashMap<RequestLabels, Series>>,
     /// `apiserver_longrunning_requests`: open watches by labels (`dry_run` left empty, as the
     /// gauge has no such label). A series that went back to 0 stays, as upstream's does.
     /// Written by [`OpenRequest`].
     long_running: Mutex<BTreeMap<RequestLabels, u64>>,
     /// When the server started, in seconds since the Unix epoch.
     start_time: f64,
+}
+
+/// The request metrics of one label set.
+#[derive(Debug, Default)]
+struct Series {
+    /// `apiserver_request_total` by HTTP code.
+    codes: BTreeMap<u16, u64>,
+    /// `apiserver_request_duration_seconds`; empty (and not rendered) for a label set whose
+    /// requests were all turned away by the in-flight limit.
+    durations: Histogram,
 }
 
 /// One histogram series.
@@ -110,34 +120,25 @@ impl Metrics {
             .map_or(0.0, |d| d.as_secs_f64());
         Metrics {
             inner: Arc::new(Inner {
-                requests: Mutex::new(BTreeMap::new()),
-                durations: Mutex::new(BTreeMap::new()),
+                requests: Mutex::new(HashMap::new()),
                 long_running: Mutex::new(BTreeMap::new()),
                 start_time,
             }),
         }
     }
 
-    /// Counts a request that ended with `code`.
-    fn count(&self, labels: &RequestLabels, code: u16) {
+    /// Counts a request that ended with `code` and, when given, observes its duration.
+    fn record(&self, labels: &RequestLabels, code: u16, elapsed: Option<Duration>) {
         let mut requests = self.inner.requests.lock();
         // The labels are cloned only for a new series: this runs on every request.
-        let codes = match requests.get_mut(labels) {
-            Some(codes) => codes,
+        let series = match requests.get_mut(labels) {
+            Some(series) => series,
             None => requests.entry(labels.clone()).or_default(),
         };
-        *codes.entry(code).or_default() += 1;
-    }
-
-    /// Counts a served request and observes its duration.
-    fn observe(&self, labels: &RequestLabels, code: u16, elapsed: Duration) {
-        self.count(labels, code);
-        let mut durations = self.inner.durations.lock();
-        let histogram = match durations.get_mut(labels) {
-            Some(histogram) => histogram,
-            None => durations.entry(labels.clone()).or_default(),
-        };
-        histogram.observe(elapsed.as_secs_f64());
+        *series.codes.entry(code).or_default() += 1;
+        if let Some(elapsed) = elapsed {
+            series.durations.observe(elapsed.as_secs_f64());
+        }
     }
 
     /// Opens a long-running request: in the gauge until the returned guard drops, then counted.
@@ -169,7 +170,10 @@ impl Metrics {
             "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
             "counter",
         );
-        for (labels, codes) in self.inner.requests.lock().iter() {
+        let requests = self.inner.requests.lock();
+        let mut series: Vec<_> = requests.iter().collect();
+        series.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (labels, Series { codes, .. }) in &series {
             for (code, value) in codes {
                 let code = code.to_string();
                 let mut pairs = label_pairs(labels, true);
@@ -182,9 +186,12 @@ impl Metrics {
             "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
             "histogram",
         );
-        for (labels, histogram) in self.inner.durations.lock().iter() {
-            out.histogram("apiserver_request_duration_seconds", labels, histogram);
+        for (labels, Series { durations, .. }) in series {
+            if durations.count > 0 {
+                out.histogram("apiserver_request_duration_seconds", labels, durations);
+            }
         }
+        drop(requests);
         out.family(
             "apiserver_longrunning_requests",
             "Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.",
@@ -279,7 +286,7 @@ impl Drop for OpenRequest {
         // sees the count.
         if let Some(code) = self.code {
             self.metrics
-                .observe(&self.labels, code, self.start.elapsed());
+                .record(&self.labels, code, Some(self.start.elapsed()));
         }
         if let Some(open) = self
             .metrics
@@ -325,9 +332,9 @@ pub(crate) async fn observe(
     let response = next.run(request).await;
     let code = response.status().as_u16();
     if response.extensions().get::<Rejected>().is_some() {
-        metrics.count(&info.labels, code);
+        metrics.record(&info.labels, code, None);
     } else if info.instrumented {
-        metrics.observe(&info.labels, code, start.elapsed());
+        metrics.record(&info.labels, code, Some(start.elapsed()));
     }
     response
 }
@@ -430,9 +437,9 @@ mod tests {
     fn counters_and_gauges_render_with_sorted_labels() {
         let metrics = Metrics::new();
         let list = labels("LIST", "configmaps");
-        metrics.observe(&list, 200, Duration::from_millis(3));
-        metrics.observe(&list, 200, Duration::from_millis(30));
-        metrics.count(&list, 429);
+        metrics.record(&list, 200, Some(Duration::from_millis(3)));
+        metrics.record(&list, 200, Some(Duration::from_millis(30)));
+        metrics.record(&list, 429, None);
         let text = metrics.render(snapshot());
         assert!(text.contains(
             "# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.\n# TYPE apiserver_request_total counter\n"
@@ -460,7 +467,7 @@ mod tests {
         let get = labels("GET", "pods");
         // Binary fractions, so that the sum is exact.
         for seconds in [0.00390625, 0.015625, 0.015625, 70.0] {
-            metrics.observe(&get, 200, Duration::from_secs_f64(seconds));
+            metrics.record(&get, 200, Some(Duration::from_secs_f64(seconds)));
         }
         let text = metrics.render(snapshot());
         let series = "component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"namespace\",subresource=\"\",verb=\"GET\",version=\"v1\"";
