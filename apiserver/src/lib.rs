@@ -99,10 +99,10 @@ pub mod protobuf {
     };
 }
 
-/// `routes` behind the request pipeline over `state`, outermost first: panics
-/// become a 500 `Status` (a safety net, not a strategy); every 5xx is logged once; each request
-/// is classified (verb, resource, scope: `handlers::target`), then timed and counted
-/// (`metrics`), then held to the in-flight limit (`limits`), then routed.
+/// `routes` behind the request pipeline over `state`, outermost first: panics become a 500
+/// `Status` (a safety net, not a strategy); every 5xx is logged once; each request is
+/// classified (verb, resource, scope: `handlers::target`), then timed and counted (`metrics`),
+/// then held to the in-flight limit (`limits`), then routed.
 ///
 /// The pipeline wraps the router rather than being its layers: axum layers a router by
 /// wrapping each route, and clones a route per request, so every layer there cost a boxed
