@@ -43,12 +43,17 @@ impl Outcome {
 
 /// The `message` of a `Status` body, or the start of the body as text.
 pub(crate) fn status_message(body: &[u8]) -> String {
-    if let Ok(value) = serde_json::from_slice::<Value>(body)
-        && let Some(message) = value["message"].as_str()
-    {
+    let value = serde_json::from_slice::<Value>(body)
+        .ok()
+        .or_else(|| serde_yaml_ng::from_slice::<Value>(body).ok());
+    if let Some(message) = value.as_ref().and_then(|v| v["message"].as_str()) {
         return message.chars().take(400).collect();
     }
-    String::from_utf8_lossy(&body[..body.len().min(400)]).into_owned()
+    // Protobuf or other binary: the printable part.
+    String::from_utf8_lossy(&body[..body.len().min(400)])
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 /// The client every request goes through.

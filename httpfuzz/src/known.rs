@@ -54,11 +54,15 @@ pub const KNOWN: &[Known] = &[
     },
     Known {
         name: "patch-growth",
-        description: "JSON patch results grow without bound (copy operations double a field)",
+        description: "JSON patch results grow without bound (copy operations double a field); \
+                      the server works on one for minutes, and its shutdown waits for it",
         matches: |f| {
-            (is_slow(f) || f.kind == FindingKind::ServerError)
+            ((is_slow(f) || f.kind == FindingKind::ServerError)
                 && f.op == "patch-json"
-                && f.copy_ops > 0
+                && f.copy_ops > 0)
+                || (f.kind == FindingKind::StopFailed
+                    && f.message.contains("after a patch-growth hang")
+                    && !f.message.contains("NEW"))
         },
     },
     Known {
@@ -69,21 +73,21 @@ pub const KNOWN: &[Known] = &[
     Known {
         name: "create-bad-resourceversion",
         description: "create with metadata.resourceVersion \"abc\"/\"0\"/\"-1\" answers 500 \
-                      instead of 4xx",
+                      instead of 4xx (also a PUT that creates)",
         matches: |f| {
             f.kind == FindingKind::ServerError
-                && f.method == "POST"
+                && matches!(f.method.as_str(), "POST" | "PUT")
                 && f.message.contains("resourceVersion should not be set")
         },
     },
     Known {
         name: "crd-write-slow",
         description: "writes to a CustomResourceDefinition that change nothing the server \
-                      serves wait 5 s for a sync that never comes",
+                      serves (a no-op update, a dry run) wait 5 s for a sync that never comes",
         matches: |f| {
             f.kind == FindingKind::Slow
                 && f.path.contains("/customresourcedefinitions/")
-                && matches!(f.method.as_str(), "PUT" | "PATCH")
+                && matches!(f.method.as_str(), "PUT" | "PATCH" | "DELETE")
                 && f.elapsed_ms >= 4000.0
         },
     },
@@ -143,7 +147,7 @@ mod tests {
         );
         assert!(rv.matches(&bug));
         assert!(!rv.matches(&finding(FindingKind::ServerError, "POST", "other")));
-        assert!(!rv.matches(&finding(FindingKind::ServerError, "PUT", &bug.message)));
+        assert!(!rv.matches(&finding(FindingKind::ServerError, "GET", &bug.message)));
         assert_eq!(parse("all").unwrap().len(), KNOWN.len());
         assert!(parse("none").unwrap().is_empty());
         assert!(parse("bogus").is_err());

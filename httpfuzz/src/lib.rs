@@ -49,6 +49,8 @@ use crate::server::ServerProcess;
 pub const SLOW_LIMIT: Duration = Duration::from_secs(2);
 /// A `/readyz` slower than this is a finding.
 pub const READYZ_LIMIT: Duration = Duration::from_secs(2);
+/// The server's body limit (3 MiB, as upstream's): larger bodies are refused.
+const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 /// How long setup waits for the custom resources to be served.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Pause between polls while waiting during setup.
@@ -181,7 +183,20 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     if let Some(server) = run.server.take()
         && let Err(err) = server.stop().await
     {
-        let finding = check_finding(FindingKind::ServerDied, None, format!("{err:#}"));
+        // A request the server never finished keeps a graceful shutdown waiting: say which
+        // hangs came before, so that a known one explains this too.
+        let hangs: Vec<String> = run
+            .report
+            .counts
+            .keys()
+            .filter(|(kind, _)| *kind == FindingKind::Hang.name())
+            .map(|(_, known)| format!("after a {} hang", known.unwrap_or("NEW")))
+            .collect();
+        let finding = check_finding(
+            FindingKind::StopFailed,
+            None,
+            format!("{err:#} {}", hangs.join(", ")),
+        );
         run.recorder.record(&mut run.report, finding, None);
     }
     Ok(run.report)
@@ -287,8 +302,10 @@ impl Run {
             known: None,
         };
         let mut findings = Vec::new();
+        let too_large_resource_version =
+            outcome.status == Some(504) && outcome.message().contains("Too large resource version");
         match outcome.status {
-            Some(504) if outcome.message().contains("Too large resource version") => {
+            Some(504) if too_large_resource_version => {
                 self.report.too_large_resource_versions += 1;
             }
             Some(status) if status >= 500 => {
@@ -299,14 +316,25 @@ impl Run {
         if let Some(message) = &outcome.watch_error {
             findings.push(finding(FindingKind::WatchServerError, message.clone()));
         }
-        if let Some(error) = &outcome.error {
+        let oversize = request
+            .body
+            .as_ref()
+            .is_some_and(|body| body.len() > MAX_BODY_BYTES);
+        if let Some(error) = &outcome.error
+            && oversize
+            && error.contains("writing a body")
+        {
+            // The server answers 413 to a body over its limit without reading the rest, and
+            // closes the connection: the client may still be writing. Not a finding.
+            self.report.oversize_hangups += 1;
+        } else if let Some(error) = &outcome.error {
             let kind = if error.contains("within") {
                 FindingKind::Hang
             } else {
                 FindingKind::Transport
             };
             findings.push(finding(kind, error.clone()));
-        } else if !request.watch && outcome.elapsed > SLOW_LIMIT {
+        } else if !request.watch && !too_large_resource_version && outcome.elapsed > SLOW_LIMIT {
             findings.push(finding(
                 FindingKind::Slow,
                 format!(

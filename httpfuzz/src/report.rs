@@ -39,6 +39,8 @@ pub enum FindingKind {
     ReadyzFailed,
     /// The server process exited.
     ServerDied,
+    /// The server did not stop cleanly on SIGTERM.
+    StopFailed,
     /// The server logged a panic.
     Panic,
     /// A check of the final sweep failed (which one).
@@ -57,6 +59,7 @@ impl FindingKind {
             FindingKind::ReadyzSlow => "readyz-slow".to_owned(),
             FindingKind::ReadyzFailed => "readyz-failed".to_owned(),
             FindingKind::ServerDied => "server-died".to_owned(),
+            FindingKind::StopFailed => "stop-failed".to_owned(),
             FindingKind::Panic => "panic".to_owned(),
             FindingKind::Sweep(check) => format!("sweep:{check}"),
         }
@@ -122,6 +125,9 @@ pub struct Report {
     pub by_op: BTreeMap<&'static str, BTreeMap<String, u64>>,
     /// 504s for a resourceVersion newer than the store: upstream's answer, not a finding.
     pub too_large_resource_versions: u64,
+    /// Bodies over the server's limit whose connection the server closed while they were
+    /// still being sent (it answers 413 without reading them): not findings.
+    pub oversize_hangups: u64,
     /// Slowest `/readyz`.
     pub readyz_max: Duration,
     /// `/readyz` checks made.
@@ -188,8 +194,9 @@ impl Report {
         }
         writeln!(
             out,
-            "  (504 for a resourceVersion newer than the store, as upstream: {})",
-            self.too_large_resource_versions
+            "  (504 for a resourceVersion newer than the store, as upstream: {}; io for a body \
+             over 3 MiB cut off by the server: {})",
+            self.too_large_resource_versions, self.oversize_hangups
         )?;
         writeln!(out, "by operation:")?;
         for (op, statuses) in &self.by_op {
