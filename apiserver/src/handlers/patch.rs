@@ -110,8 +110,10 @@ impl Patch {
         match self {
             Patch::Json(patch) => {
                 // §5.2: an operation that cannot apply (a failed `test` included) is a 422
-                // whose message the real server discards.
-                json_patch::patch(&mut target, patch).map_err(|_| unprocessable())?;
+                // whose message the real server discards. Without rollback: `target` is a copy
+                // dropped on failure, and the library's rollback panics when it cannot undo
+                // (a `move` of the whole document, then a failing operation).
+                json_patch::patch_unsafe(&mut target, patch).map_err(|_| unprocessable())?;
             }
             Patch::Merge(patch) | Patch::Apply(patch) => json_patch::merge(&mut target, patch),
             Patch::Strategic(patch) => {
