@@ -34,13 +34,15 @@ pub(crate) fn routes() -> Router<AppState> {
         .fallback(not_found)
 }
 
-async fn method_not_allowed() -> ApiError {
+async fn method_not_allowed(request: Request) -> ApiError {
+    drain(request).await;
     ApiError::route_method_not_allowed()
 }
 
 /// Unknown paths: a `Status` under the API roots, plain text elsewhere (§9.2).
 async fn not_found(request: Request) -> Response {
-    let path = request.uri().path();
+    let path = request.uri().path().to_owned();
+    drain(request).await;
     let under_api_root = ["/api", "/apis"]
         .iter()
         .any(|root| path == *root || path.starts_with(&format!("{root}/")));
@@ -49,4 +51,11 @@ async fn not_found(request: Request) -> Response {
     } else {
         nonresource::not_found_text()
     }
+}
+
+/// Reads and drops a request's body (up to the body limit) before it is answered: an answer
+/// that leaves the body unread makes hyper close the kept-alive connection under a client
+/// still using it (Go's server, upstream's, likewise discards an unread body).
+async fn drain(request: Request) {
+    let _ = axum::body::to_bytes(request.into_body(), crate::status::MAX_BODY_BYTES).await;
 }

@@ -180,6 +180,10 @@ async fn handle(
     rest: &str,
     request: RequestParts,
 ) -> Response {
+    // The body is read before anything can be answered: an answer that leaves it unread
+    // makes hyper close the kept-alive connection under a client still using it. Its size is
+    // judged later, so that a missing resource is still a 404 and a bad Accept a 406.
+    let body = axum::body::to_bytes(request.body, MAX_BODY_BYTES).await;
     let target = match request.known {
         Some(target) => target,
         None => match target::parse(state.registry(), group, version, rest) {
@@ -194,9 +198,7 @@ async fn handle(
     };
     let encoding = negotiated.encoding;
     let result = async {
-        let body = axum::body::to_bytes(request.body, MAX_BODY_BYTES)
-            .await
-            .map_err(|_| ApiError::too_large())?;
+        let body = body.map_err(|_| ApiError::too_large())?;
         // A definition's write answers once the definition is served (§11.2).
         let definitions = crate::crd::is_definitions(&target.resource)
             && request.method != Method::GET
