@@ -57,9 +57,7 @@ pub const KNOWN: &[Known] = &[
         description: "JSON patch results grow without bound (copy operations double a field); \
                       the server works on one for minutes, and its shutdown waits for it",
         matches: |f| {
-            ((is_slow(f) || f.kind == FindingKind::ServerError)
-                && f.op == "patch-json"
-                && f.copy_ops > 0)
+            (is_slow(f) && f.op == "patch-json" && f.copy_ops > 0)
                 || (f.kind == FindingKind::StopFailed
                     && f.message.contains("after a patch-growth hang")
                     && !f.message.contains("NEW"))
@@ -83,12 +81,16 @@ pub const KNOWN: &[Known] = &[
     Known {
         name: "crd-write-slow",
         description: "writes to a CustomResourceDefinition that change nothing the server \
-                      serves (a no-op update, a dry run) wait 5 s for a sync that never comes",
+                      serves (a no-op update, a dry run, a deletecollection of nothing) wait \
+                      5 s for a sync that never comes",
         matches: |f| {
-            f.kind == FindingKind::Slow
-                && f.path.contains("/customresourcedefinitions/")
-                && matches!(f.method.as_str(), "PUT" | "PATCH" | "DELETE")
-                && f.elapsed_ms >= 4000.0
+            let definitions = f.path.contains("/customresourcedefinitions");
+            let no_op_write = match f.method.as_str() {
+                "PUT" | "PATCH" | "DELETE" => true,
+                "POST" => f.path.contains("dryRun=All"),
+                _ => false,
+            };
+            f.kind == FindingKind::Slow && definitions && no_op_write && f.elapsed_ms >= 4000.0
         },
     },
 ];

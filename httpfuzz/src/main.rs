@@ -1,6 +1,6 @@
 //! `kubemock-httpfuzz`: the HTTP fuzzer's command line (see the library's documentation).
 //! Exits 0 when every finding matched a known signature in force, 1 otherwise, 2 when the run
-//! could not be made.
+//! could not be made. `--show INDEX` prints a request of a seed's sequence.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,7 +14,7 @@ use kubemock_httpfuzz::{Config, Server, known};
 #[command(name = "kubemock-httpfuzz", version, about)]
 struct Cli {
     /// The kubemock binary to start (`serve --port 0 --no-controllers`).
-    #[arg(long, conflicts_with = "url", required_unless_present = "url")]
+    #[arg(long, conflicts_with = "url")]
     kubemock: Option<PathBuf>,
     /// A server that is already running (`http://HOST:PORT`), instead of --kubemock.
     #[arg(long)]
@@ -38,6 +38,10 @@ struct Cli {
     /// List the known signatures and exit.
     #[arg(long)]
     list_known: bool,
+    /// Print request INDEX of the seed's sequence (as generated before any answer is known)
+    /// and exit (repeatable).
+    #[arg(long, value_name = "INDEX")]
+    show: Vec<u64>,
     /// Where to write findings, one JSON line each (default: httpfuzz-SEED.jsonl).
     #[arg(long)]
     repro: Option<PathBuf>,
@@ -63,6 +67,26 @@ fn main() -> ExitCode {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
     });
+    if !cli.show.is_empty() {
+        let memory = kubemock_httpfuzz::generate::Memory::default();
+        for index in cli.show {
+            let request = kubemock_httpfuzz::generate::generate(seed, index, &memory);
+            println!(
+                "#{index} {:?} {} {}",
+                request.op, request.method, request.path_and_query
+            );
+            for (name, value) in &request.headers {
+                println!("{name}: {value}");
+            }
+            if let Some(body) = &request.body {
+                let text = String::from_utf8_lossy(body);
+                let shown: String = text.chars().take(2000).collect();
+                println!("({} bytes) {shown}", body.len());
+            }
+            println!();
+        }
+        return ExitCode::SUCCESS;
+    }
     let server = match (cli.kubemock, cli.url) {
         (Some(binary), _) => Server::Spawn {
             binary,

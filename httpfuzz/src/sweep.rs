@@ -251,16 +251,20 @@ async fn list_all(
                     break;
                 }
             };
-            let Ok(list) = serde_json::from_slice::<Value>(&answer.body) else {
-                failures.push(Failure {
-                    check: "list",
-                    method: "GET",
-                    path,
-                    status: Some(answer.status),
-                    elapsed_ms: answer.elapsed_ms,
-                    message: "the list is not JSON".to_owned(),
-                });
-                break;
+            let list = match serde_json::from_slice::<Value>(&answer.body) {
+                Ok(list) => list,
+                Err(err) => {
+                    // Its objects are neither read nor deleted: the failure says why.
+                    failures.push(Failure {
+                        check: "list",
+                        method: "GET",
+                        path,
+                        status: Some(answer.status),
+                        elapsed_ms: answer.elapsed_ms,
+                        message: format!("the list is not JSON: {err}"),
+                    });
+                    break;
+                }
             };
             for item in list["items"].as_array().into_iter().flatten() {
                 let metadata = &item["metadata"];
