@@ -257,3 +257,54 @@ async fn s9_2_an_answer_before_the_body_is_read_keeps_the_connection() {
     .await
     .expect("the exchanges");
 }
+
+/// Found by `kubemock-httpfuzz` (seed 101, requests 29542 and 29543): a body over the limit
+/// is answered (413, or the router's 404 and 405) without being read to its end, so the
+/// connection cannot carry another request; the server closed it without saying so, and the
+/// client's next request on it failed ("connection closed before message completed"). The
+/// answer now says `Connection: close`, as Go's server does when it leaves a body unread.
+#[tokio::test]
+async fn s9_2_an_oversized_body_is_answered_with_connection_close() {
+    let h = Harness::start().await;
+    let big = vec![b'x'; kubemock_apiserver::MAX_BODY_BYTES + 1024 * 1024];
+    let client = reqwest::Client::new();
+    let mut answered = 0;
+    for (method, path, status) in [
+        (
+            reqwest::Method::POST,
+            "/api/v1/namespaces/default/configmaps",
+            413,
+        ),
+        (
+            reqwest::Method::OPTIONS,
+            "/apis/batch/v1/namespaces/default/jobs/j",
+            413,
+        ),
+        (reqwest::Method::POST, "/nowhere", 404),
+        (reqwest::Method::PUT, "/version", 405),
+    ] {
+        let response = client
+            .request(method.clone(), format!("{}{path}", h.url()))
+            .header("content-type", "application/json")
+            .body(big.clone())
+            .send()
+            .await;
+        // The server may stop reading before the client has written it all: then the client
+        // sees a broken write instead of the answer, and nothing is reused either.
+        let Ok(response) = response else { continue };
+        answered += 1;
+        assert_eq!(response.status().as_u16(), status, "{method} {path}");
+        assert_eq!(
+            response
+                .headers()
+                .get("connection")
+                .and_then(|v| v.to_str().ok()),
+            Some("close"),
+            "{method} {path}"
+        );
+        // The next request (on a new connection) is served.
+        let next = client.get(format!("{}/readyz", h.url())).send().await;
+        assert_eq!(next.expect("served").status().as_u16(), 200);
+    }
+    assert!(answered > 0, "no answer reached the client");
+}

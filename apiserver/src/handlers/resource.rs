@@ -184,6 +184,36 @@ async fn handle(
     // makes hyper close the kept-alive connection under a client still using it. Its size is
     // judged later, so that a missing resource is still a 404 and a bad Accept a 406.
     let body = axum::body::to_bytes(request.body, MAX_BODY_BYTES).await;
+    let oversized = body.is_err();
+    let request = RequestParts {
+        body: Body::empty(),
+        ..request
+    };
+    let mut response = answer(state, group, version, rest, request, body).await;
+    if oversized {
+        close_connection(&mut response);
+    }
+    response
+}
+
+/// Marks an answer that left the request's body unread (over the limit) `Connection: close`,
+/// as Go's server does: the connection cannot carry another request, and a client that is
+/// not told so sends its next one into a closed socket.
+pub(crate) fn close_connection(response: &mut Response) {
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+}
+
+async fn answer(
+    state: AppState,
+    group: &str,
+    version: &str,
+    rest: &str,
+    request: RequestParts,
+    body: Result<Bytes, axum::Error>,
+) -> Response {
     let target = match request.known {
         Some(target) => target,
         None => match target::parse(state.registry(), group, version, rest) {
