@@ -1176,7 +1176,7 @@ mod tests {
                 memory.learn(&lease, 200, "application/json", body.to_string().as_bytes());
             }
         }
-        let sent = (0..20_000)
+        let sent = (0..5_000)
             .map(|i| generate(9, i, &memory))
             .filter(|r| r.op == Op::Update && r.resource == "leases")
             .filter(|r| {

@@ -39,11 +39,16 @@ pub const KNOWN: &[Known] = &[
     Known {
         name: "wrong-types-stored",
         description: "objects with wrong JSON types (labels {\"a\":{\"k\":1}}, ConfigMap data \
-                      {\"a\":7}, replicas \"3\") are stored with 201 and then have no protobuf \
-                      form (answered as JSON) or break other reads",
+                      {\"a\":7}, replicas \"3\", a namespace's status \"str\") are stored with \
+                      201 and then have no protobuf form (answered as JSON) or break other \
+                      requests (500 \"stored namespace is not JSON: invalid type\")",
         matches: |f| {
-            matches!(f.kind, FindingKind::Sweep(check) if check.contains("protobuf"))
-                && f.message.contains("instead of protobuf")
+            let no_protobuf = matches!(f.kind, FindingKind::Sweep(check) if check.contains("protobuf"))
+                && f.message.contains("instead of protobuf");
+            // A namespace stored with `status: "str"`: creates in it read it back typed.
+            let unreadable = f.kind == FindingKind::ServerError
+                && f.message.contains("is not JSON: invalid type");
+            no_protobuf || unreadable
         },
     },
     Known {
