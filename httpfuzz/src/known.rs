@@ -76,7 +76,8 @@ pub const KNOWN: &[Known] = &[
     Known {
         name: "create-bad-resourceversion",
         description: "create with metadata.resourceVersion \"abc\"/\"0\"/\"-1\" answers 500 \
-                      instead of 4xx (also a PUT that creates)",
+                      where upstream ignores it (also a PUT that creates); a positive one is \
+                      upstream's own 500 and no finding",
         matches: |f| {
             f.kind == FindingKind::ServerError
                 && matches!(f.method.as_str(), "POST" | "PUT")

@@ -304,9 +304,15 @@ impl Run {
         let mut findings = Vec::new();
         let too_large_resource_version =
             outcome.status == Some(504) && outcome.message().contains("Too large resource version");
+        let create_with_resource_version = outcome.status == Some(500)
+            && outcome.message().contains(RESOURCE_VERSION_ON_CREATE)
+            && sets_positive_resource_version(request);
         match outcome.status {
             Some(504) if too_large_resource_version => {
                 self.report.too_large_resource_versions += 1;
+            }
+            Some(500) if create_with_resource_version => {
+                self.report.creates_with_resource_version += 1;
             }
             Some(status) if status >= 500 => {
                 findings.push(finding(FindingKind::ServerError, outcome.message()));
@@ -397,6 +403,34 @@ impl Run {
             self.recorder.record(&mut self.report, finding, None);
         }
     }
+}
+
+/// Upstream's (plain error, so 500) refusal of a create whose object has a resourceVersion.
+const RESOURCE_VERSION_ON_CREATE: &str =
+    "resourceVersion should not be set on objects to be created";
+
+/// Whether `request`'s body sets a `metadata.resourceVersion` that Go's `strconv.ParseUint`
+/// reads as more than zero: upstream's store refuses to create such an object with a 500
+/// (`staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go`, `Create`) and ignores any other
+/// value. A protobuf body read back from the server carries the object's own.
+fn sets_positive_resource_version(request: &FuzzRequest) -> bool {
+    let Some(body) = &request.body else {
+        return false;
+    };
+    if request.content_type().contains("protobuf") {
+        return request.from_server;
+    }
+    let value = serde_json::from_slice::<Value>(body)
+        .ok()
+        .or_else(|| serde_yaml_ng::from_slice::<Value>(body).ok());
+    value
+        .as_ref()
+        .and_then(|v| v["metadata"]["resourceVersion"].as_str())
+        .is_some_and(|rv| {
+            !rv.is_empty()
+                && rv.bytes().all(|b| b.is_ascii_digit())
+                && rv.parse::<u64>().is_ok_and(|n| n > 0)
+        })
 }
 
 fn status_or_io(outcome: &Outcome) -> String {

@@ -125,6 +125,9 @@ pub struct Report {
     pub by_op: BTreeMap<&'static str, BTreeMap<String, u64>>,
     /// 504s for a resourceVersion newer than the store: upstream's answer, not a finding.
     pub too_large_resource_versions: u64,
+    /// 500s for a create whose object sets a positive resourceVersion: upstream's answer, not
+    /// a finding.
+    pub creates_with_resource_version: u64,
     /// Bodies over the server's limit whose connection the server closed while they were
     /// still being sent (it answers 413 without reading them): not findings.
     pub oversize_hangups: u64,
@@ -167,7 +170,8 @@ impl Report {
         seen
     }
 
-    /// 5xx answers seen during the run, known or not (the 504s upstream sends excluded).
+    /// 5xx answers seen during the run, known or not (the 504s and 500s upstream sends
+    /// excluded).
     pub fn server_errors(&self) -> u64 {
         self.statuses
             .iter()
@@ -175,6 +179,7 @@ impl Report {
             .map(|(_, n)| n)
             .sum::<u64>()
             - self.too_large_resource_versions
+            - self.creates_with_resource_version
     }
 
     /// Writes the report as text.
@@ -194,9 +199,12 @@ impl Report {
         }
         writeln!(
             out,
-            "  (504 for a resourceVersion newer than the store, as upstream: {}; io for a body \
-             over 3 MiB cut off by the server: {})",
-            self.too_large_resource_versions, self.oversize_hangups
+            "  as upstream: 504 for a resourceVersion newer than the store {}, 500 for a create \
+             setting a positive resourceVersion {}; io for a body over 3 MiB cut off by the \
+             server: {}",
+            self.too_large_resource_versions,
+            self.creates_with_resource_version,
+            self.oversize_hangups
         )?;
         writeln!(out, "by operation:")?;
         for (op, statuses) in &self.by_op {
