@@ -1068,7 +1068,7 @@ impl<'a> Builder<'a> {
             _ => format!(
                 "{}/{}",
                 self.target.prefix(),
-                encode(*pick(self.rng, mutate::ODD_STRINGS))
+                encode(pick::<&str>(self.rng, mutate::ODD_STRINGS))
             ),
         };
         let body = match self.rng.u8(..4) {

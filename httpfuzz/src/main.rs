@@ -2,11 +2,15 @@
 //! Exits 0 when every finding matched a known signature in force, 1 otherwise, 2 when the run
 //! could not be made. `--show INDEX` prints a request of a seed's sequence.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 use kubemock_httpfuzz::{Config, Server, known};
+
+/// How much of a body `--show` prints.
+const SHOWN_BODY_CHARS: usize = 2000;
 
 /// HTTP-level fuzzer for kubemock: mutated valid requests; no 5xx, no panic, /readyz fast,
 /// every stored object readable and deletable afterwards.
@@ -50,10 +54,7 @@ struct Cli {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if cli.list_known {
-        for k in known::KNOWN {
-            println!("{:<28} {}", k.name, k.description);
-        }
-        return ExitCode::SUCCESS;
+        return finish(list_known(&mut std::io::stdout().lock()));
     }
     let known = match known::parse(&cli.known) {
         Ok(known) => known,
@@ -68,24 +69,7 @@ fn main() -> ExitCode {
             .map_or(0, |d| d.as_nanos() as u64)
     });
     if !cli.show.is_empty() {
-        let memory = kubemock_httpfuzz::generate::Memory::default();
-        for index in cli.show {
-            let request = kubemock_httpfuzz::generate::generate(seed, index, &memory);
-            println!(
-                "#{index} {:?} {} {}",
-                request.op, request.method, request.path_and_query
-            );
-            for (name, value) in &request.headers {
-                println!("{name}: {value}");
-            }
-            if let Some(body) = &request.body {
-                let text = String::from_utf8_lossy(body);
-                let shown: String = text.chars().take(2000).collect();
-                println!("({} bytes) {shown}", body.len());
-            }
-            println!();
-        }
-        return ExitCode::SUCCESS;
+        return finish(show(&mut std::io::stdout().lock(), seed, &cli.show));
     }
     let server = match (cli.kubemock, cli.url) {
         (Some(binary), _) => Server::Spawn {
@@ -139,4 +123,45 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Success, or the error and exit code 2.
+fn finish(result: std::io::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("kubemock-httpfuzz: {err}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn list_known(out: &mut impl Write) -> std::io::Result<()> {
+    for k in known::KNOWN {
+        writeln!(out, "{:<28} {}", k.name, k.description)?;
+    }
+    Ok(())
+}
+
+/// Prints requests of `seed`'s sequence, as generated before any answer is known.
+fn show(out: &mut impl Write, seed: u64, indices: &[u64]) -> std::io::Result<()> {
+    let memory = kubemock_httpfuzz::generate::Memory::default();
+    for &index in indices {
+        let request = kubemock_httpfuzz::generate::generate(seed, index, &memory);
+        writeln!(
+            out,
+            "#{index} {:?} {} {}",
+            request.op, request.method, request.path_and_query
+        )?;
+        for (name, value) in &request.headers {
+            writeln!(out, "{name}: {value}")?;
+        }
+        if let Some(body) = &request.body {
+            let text = String::from_utf8_lossy(body);
+            let shown: String = text.chars().take(SHOWN_BODY_CHARS).collect();
+            writeln!(out, "({} bytes) {shown}", body.len())?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
 }

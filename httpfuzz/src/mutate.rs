@@ -186,7 +186,7 @@ pub(crate) fn nested_text(shape: u8, depth: usize) -> String {
         };
         text.push_str(if array { "[" } else { "{\"a\":" });
     }
-    text.push_str("1");
+    text.push('1');
     for level in (0..depth).rev() {
         let array = match shape {
             0 => true,
