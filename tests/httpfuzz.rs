@@ -37,7 +37,7 @@ async fn a_short_fuzz_run_finds_nothing_unexplained() {
     assert_eq!(report.unexplained(), 0, "{text}");
     // The run got past validation as well as into it, and the sweep had work to do.
     let count = |status: &str| report.statuses.get(status).copied().unwrap_or(0);
-    assert!(count("201") > 100 && count("200") > 300, "{text}");
+    assert!(count("201") > 50 && count("200") > 150, "{text}");
     assert!(count("400") > 100 && count("422") > 100, "{text}");
     assert!(report.sweep.deleted > 50, "{text}");
     assert!(report.readyz_checks >= REQUESTS / 250, "{text}");
