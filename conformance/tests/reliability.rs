@@ -142,6 +142,16 @@ async fn finding_3_create_ignores_a_resource_version_that_is_not_a_positive_inte
         );
         assert_eq!(refused.body.get("reason"), None);
     }
+    // A PUT that creates (a Lease) goes through upstream's update path, which ignores it.
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "put-created", "resourceVersion": "5"}, "spec": {}});
+    let created = h
+        .put(
+            &format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/put-created"),
+            &lease,
+        )
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
 }
 
 /// `{b: {b: ... x ...}}`, `depth` levels deep, as the `data` of a ConfigMap in YAML.

@@ -49,11 +49,16 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
     for _ in 0..UPDATE_ATTEMPTS {
         let Some(current) = fetch(&call.state, &key).await? else {
             if resource.behaviour.create_on_update && subresource.is_none() {
+                // Upstream creates through its update path (`registry/generic/registry/
+                // store.go`, `Update`), which never reaches the store's check of a create's
+                // resourceVersion: the body's is ignored.
+                let mut fresh = body.clone();
+                object::metadata_mut(&mut fresh).shift_remove("resourceVersion");
                 let created = create::create_object(
                     &call.state,
                     resource,
                     namespace,
-                    body.clone(),
+                    fresh,
                     dry_run,
                     Some(&writer),
                 )
