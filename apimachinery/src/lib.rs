@@ -24,6 +24,7 @@
 //!   instead.
 //! - No function panics on any input.
 
+pub mod duration;
 mod go;
 pub mod intstr;
 pub mod quantity;
