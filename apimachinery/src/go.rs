@@ -146,3 +146,53 @@ pub(crate) fn atoi_error_message(s: &str, err: AtoiError) -> String {
     };
     format!("strconv.Atoi: parsing {}: {why}", quote(s))
 }
+/// A float as Go's `fmt` prints it with `%v` (`strconv.FormatFloat(f, 'g', -1, 64)`): the
+/// shortest digits that read back the same, in `%e` form (`1e+06`, `1.5e-05`) when the decimal
+/// exponent is below -4 or at least 6.
+pub(crate) fn format_float_v(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".to_string();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 {
+            "+Inf".to_string()
+        } else {
+            "-Inf".to_string()
+        };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() {
+            "-0".to_string()
+        } else {
+            "0".to_string()
+        };
+    }
+    // Rust's `{:e}` prints the shortest round-tripping digits: "d.ddde-x".
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let sign = if f < 0.0 { "-" } else { "" };
+    /// `%g` with the shortest precision uses `%e` from this decimal exponent on.
+    const SHORTEST_EXPONENT_FORM_FROM: i32 = 6;
+    if !(-4..SHORTEST_EXPONENT_FORM_FROM).contains(&exponent) {
+        let (first, rest) = digits.split_at(1);
+        let point = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
+        let exp_sign = if exponent < 0 { '-' } else { '+' };
+        return format!("{sign}{first}{point}e{exp_sign}{:02}", exponent.abs());
+    }
+    let point = exponent + 1; // digits before the decimal point
+    if point <= 0 {
+        return format!("{sign}0.{}{digits}", "0".repeat((-point) as usize));
+    }
+    let point = point as usize;
+    if digits.len() <= point {
+        format!("{sign}{digits}{}", "0".repeat(point - digits.len()))
+    } else {
+        format!("{sign}{}.{}", &digits[..point], &digits[point..])
+    }
+}

@@ -25,6 +25,7 @@
 //! - No function panics on any input.
 
 pub mod duration;
+pub mod field;
 mod go;
 pub mod intstr;
 pub mod quantity;
