@@ -29,3 +29,4 @@ pub mod field;
 mod go;
 pub mod intstr;
 pub mod quantity;
+pub mod validation;
