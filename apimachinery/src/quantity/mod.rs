@@ -11,12 +11,18 @@
 //! Invariants:
 //! - A quantity is never a float. Values that fit are an `i64` and a base-10 scale (no
 //!   allocation when parsing or printing them: this runs on every pod write); others are an
-//!   arbitrary-precision decimal ([`dec`]), as upstream switches to `inf.Dec`.
+//!   arbitrary-precision decimal (`dec.rs`, over `num-bigint`), as upstream switches to `inf.Dec`.
 //! - Parsing keeps the input when upstream keeps it (input already canonical, or one of its
 //!   near-canonical spellings such as `+1Ki` or `1.k`): `to_string()` then returns it verbatim.
 //! - Equality and ordering are by value: `1Gi == 1024Mi`, `1 == 1000m`.
-//! - No input costs more than linear-ish time or bounded memory; where upstream would build
-//!   numbers of unbounded size the bounds in [`dec`] apply (documented there).
+//! - No input costs unbounded time or memory. Where upstream would build numbers of unbounded
+//!   size, this crate differs (the only places it does): a numeric part with more than ten
+//!   thousand significant digits is refused as `unable to parse numeric part of quantity`;
+//!   values beyond 10^991 keep a shorter mantissa than upstream's (same value, comparisons,
+//!   floats and decimal strings; `mul`'s exactness flag may differ, and one in BinarySI, which
+//!   only arithmetic makes, prints in DecimalSI), and a sum of two values more
+//!   than 1000 decimal places apart is rounded away from zero at 1000 places below the coarser
+//!   one (upstream's is exact). See `dec.rs`.
 
 mod amount;
 mod dec;
