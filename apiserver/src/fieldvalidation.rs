@@ -3,8 +3,9 @@
 //! kind's struct, so a value of the wrong JSON type is refused with Go's own message (`json:
 //! cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32`),
 //! a timestamp, an int-or-string or base64 data their own decoders refuse is refused in those
-//! decoders' words, and what upstream writes back canonically (timestamps in UTC, base64
-//! without line breaks, a null in a list or map as its element's zero value) is stored so.
+//! decoders' words, and what upstream writes back canonically (timestamps in UTC, quantities in
+//! their canonical form, base64 without line breaks, a null in a list or map as its element's
+//! zero value) is stored so.
 //! Without this, an object that no typed client can read (an informer, the protobuf encoder)
 //! could be stored by any client. Custom resources get the same for their `metadata`; their
 //! bodies are the definition's structural schema's business (`crd::schema`).
@@ -19,13 +20,14 @@
 //! reported by their underlying type (`string`, not `v1.Protocol`; `map[string]resource.Quantity`,
 //! not `v1.ResourceList`); a number is quoted as JSON re-prints it (`1000`, not `1e3`); a null in
 //! a field is kept unless the field is required (Go would drop an `omitempty` one and zero the
-//! rest); quantities are checked for their JSON type, not yet for their syntax.
+//! rest).
 
 use axum::http::HeaderValue;
 use axum::response::Response;
 use base64::Engine as _;
 use std::sync::LazyLock;
 
+use kubemock_apimachinery::quantity::{Quantity, QuantityError};
 use serde_json::{Map, Value, json};
 
 use crate::gotime;
@@ -604,11 +606,25 @@ impl<'s> Decoder<'s> {
                     json_kind(other)
                 ))),
             },
-            Shape::Quantity => match value {
-                Value::String(_) | Value::Number(_) => Ok(()),
-                // `Quantity.UnmarshalJSON` parses the raw JSON as a quantity.
-                _ => Err(self.abort(QUANTITY_FORMAT_ERROR.to_owned())),
-            },
+            // `Quantity.UnmarshalJSON` parses the raw JSON (unquoted, trimmed) as a quantity
+            // and returns its error at once; upstream writes back the canonical form.
+            Shape::Quantity => {
+                let parsed = match value {
+                    Value::String(text) => Quantity::parse(text.trim()),
+                    Value::Number(n) => Quantity::parse(&n.to_string()),
+                    _ => Err(QuantityError::FormatWrong),
+                };
+                match parsed {
+                    Ok(quantity) => {
+                        let canonical = quantity.to_string();
+                        if value.as_str() != Some(canonical.as_str()) {
+                            *value = Value::String(canonical);
+                        }
+                        Ok(())
+                    }
+                    Err(err) => Err(self.abort(err.to_string())),
+                }
+            }
             Shape::Time(micro) => match value {
                 Value::String(text) => match gotime::parse(text, micro) {
                     Ok(nanos) => {
@@ -733,10 +749,6 @@ impl<'s> Decoder<'s> {
         Ok(())
     }
 }
-
-/// `resource.ErrFormatWrong` (`staging/src/k8s.io/apimachinery/pkg/api/resource/quantity.go`).
-const QUANTITY_FORMAT_ERROR: &str =
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 
 /// The JSON kind of `value` as Go's decoder names it in errors.
 pub(crate) fn json_kind(value: &Value) -> &'static str {
@@ -911,7 +923,7 @@ mod tests {
                         "containers": [{
                             "name": "web", "image": "nginx:1.27",
                             "ports": [{"containerPort": 80, "protocol": "TCP"}],
-                            "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": 1}},
+                            "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": "1"}},
                             "env": [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
                             "readinessProbe": {"httpGet": {"path": "/", "port": "http"}}
                         }],
@@ -1106,6 +1118,39 @@ mod tests {
         let container = &after["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(container["name"], "");
         assert_eq!(container["env"], Value::Null);
+    }
+
+    /// Quantities are read as upstream's `ParseQuantity` reads them and stored canonically.
+    #[test]
+    fn quantities_are_parsed_and_stored_in_canonical_form() {
+        let mut pod_like = deployment();
+        let resources = &mut pod_like["spec"]["template"]["spec"]["containers"][0]["resources"];
+        *resources = json!({"requests": {"cpu": "0.1", "memory": "1.5Gi"}, "limits": {"cpu": 2}});
+        let (result, after) = check("apps", "deployments", FieldValidation::Strict, pod_like);
+        result.expect("valid");
+        let resources = &after["spec"]["template"]["spec"]["containers"][0]["resources"];
+        assert_eq!(
+            resources,
+            &json!({"requests": {"cpu": "100m", "memory": "1536Mi"}, "limits": {"cpu": "2"}})
+        );
+        for (bad, message) in [
+            (
+                "abc",
+                "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+            ),
+            ("1ki", "unable to parse quantity's suffix"),
+        ] {
+            let mut pod_like = deployment();
+            pod_like["spec"]["template"]["spec"]["containers"][0]["resources"] =
+                json!({"requests": {"cpu": bad}});
+            let (result, _) = check("apps", "deployments", FieldValidation::Strict, pod_like);
+            assert_eq!(
+                result.expect_err(bad).message,
+                format!(
+                    "Deployment in version \"v1\" cannot be handled as a Deployment: {message}"
+                )
+            );
+        }
     }
 
     /// Finding 5: nothing deeper than the server can read back is accepted.

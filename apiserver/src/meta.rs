@@ -8,6 +8,8 @@ use axum::http::StatusCode;
 use kubemock_storage::Revision;
 use serde_json::{Map, Value};
 
+use kubemock_apimachinery::validation;
+
 use crate::registry::NameRule;
 use crate::status::{ApiError, Cause, Details};
 
@@ -218,78 +220,30 @@ pub(crate) fn generate_name(prefix: &str) -> String {
     name
 }
 
-const SUBDOMAIN_REGEX: &str = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const LABEL_REGEX: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-const DNS1035_REGEX: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
-
-fn is_label(s: &str, first_alpha: bool) -> bool {
-    let bytes = s.as_bytes();
-    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
-        return false;
-    };
-    let first_ok = if first_alpha {
-        first.is_ascii_lowercase()
-    } else {
-        first.is_ascii_lowercase() || first.is_ascii_digit()
-    };
-    first_ok
-        && (last.is_ascii_lowercase() || last.is_ascii_digit())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-}
-
 /// Problems with `name` under `rule`, as field-error details (empty when valid). With
 /// `prefix`, `name` is a generateName prefix: a trailing `-` is allowed.
 pub(crate) fn name_errors(name: &str, rule: NameRule, prefix: bool) -> Vec<String> {
-    let checked = if prefix {
-        name.strip_suffix('-').unwrap_or(name)
-    } else {
-        name
+    // `staging/src/k8s.io/apimachinery/pkg/api/validation/generic.go`: a generateName prefix
+    // has its trailing dash masked (`maskTrailingDash`), the rules are upstream's
+    // (`kubemock_apimachinery::validation`), each message after the quoted name.
+    let masked;
+    let checked = match name.strip_suffix('-') {
+        Some(rest) if prefix && name.len() > 1 => {
+            masked = format!("{rest}a");
+            masked.as_str()
+        }
+        _ => name,
     };
-    let mut errors = Vec::new();
+    let messages = match rule {
+        NameRule::Subdomain => validation::is_dns1123_subdomain(checked),
+        NameRule::Label => validation::is_dns1123_label(checked),
+        NameRule::Dns1035 => validation::is_dns1035_label(checked),
+    };
     let quoted = serde_json::to_string(name).unwrap_or_default();
-    match rule {
-        NameRule::Subdomain => {
-            if name.len() > 253 {
-                errors.push(format!(
-                    "Invalid value: {quoted}: must be no more than 253 characters"
-                ));
-            }
-            if !checked.split('.').all(|part| is_label(part, false)) {
-                errors.push(format!(
-                    "Invalid value: {quoted}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{SUBDOMAIN_REGEX}')"
-                ));
-            }
-        }
-        NameRule::Label => {
-            if name.len() > 63 {
-                errors.push(format!(
-                    "Invalid value: {quoted}: must be no more than 63 characters"
-                ));
-            }
-            if name.contains('.') {
-                errors.push(format!("Invalid value: {quoted}: must not contain dots"));
-            } else if !is_label(checked, false) {
-                errors.push(format!(
-                    "Invalid value: {quoted}: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '{LABEL_REGEX}')"
-                ));
-            }
-        }
-        NameRule::Dns1035 => {
-            if name.len() > 63 {
-                errors.push(format!(
-                    "Invalid value: {quoted}: must be no more than 63 characters"
-                ));
-            }
-            if !is_label(checked, true) {
-                errors.push(format!(
-                    "Invalid value: {quoted}: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '{DNS1035_REGEX}')"
-                ));
-            }
-        }
-    }
-    errors
+    messages
+        .into_iter()
+        .map(|message| format!("Invalid value: {quoted}: {message}"))
+        .collect()
 }
 
 /// A field error, for [`invalid`].

@@ -381,7 +381,11 @@ pub(crate) fn merge(
             labels.insert("kubernetes.io/metadata.name".to_owned(), name);
         }
     }
-    bump_generation(resource, existing, &mut updated);
+    // Upstream's status strategies never move the generation (a Deployment's revision
+    // annotation is written through `/status`, and must not look like a new spec).
+    if subresource != Some("status") {
+        bump_generation(resource, existing, &mut updated);
+    }
     meta::canonicalize_metadata(object::metadata_mut(&mut updated));
     updated
 }
