@@ -68,8 +68,13 @@ pub(crate) fn is_print(c: char) -> bool {
     ) && (u & 0xfffe) != 0xfffe // U+xxFFFE and U+xxFFFF are noncharacters
 }
 
-/// Go's `strconv.Quote`: double quotes, Go escapes, printable characters kept as they are.
-pub(crate) fn quote(s: &str) -> String {
+/// Go's `strconv.Quote` (and `%q`): double quotes, Go escapes, printable characters kept as
+/// they are.
+///
+/// ```
+/// assert_eq!(kubemock_apimachinery::go::quote("a\"b\n"), r#""a\"b\n""#);
+/// ```
+pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

@@ -26,7 +26,7 @@
 
 pub mod duration;
 pub mod field;
-mod go;
+pub mod go;
 pub mod intstr;
 pub mod quantity;
 pub mod validation;

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use kubemock_storage::Revision;
 use serde_json::{Map, Value};
 
-use kubemock_apimachinery::validation;
+use kubemock_apimachinery::{field, validation};
 
 use crate::registry::NameRule;
 use crate::status::{ApiError, Cause, Details};
@@ -255,6 +255,17 @@ pub(crate) struct FieldError {
     pub(crate) reason: &'static str,
     /// The text after the field path (`Invalid value: "x": ...`).
     pub(crate) detail: String,
+}
+
+impl From<field::Error> for FieldError {
+    /// A field error as upstream words it (`kubemock_apimachinery::field`).
+    fn from(error: field::Error) -> Self {
+        FieldError {
+            reason: error.kind.as_str(),
+            detail: error.error_body(),
+            field: error.field,
+        }
+    }
 }
 
 /// The 422 Invalid error for `kind` `name` (`qualified_kind` is `Kind` or `Kind.group`).

@@ -139,6 +139,73 @@ async fn s3_10_a_pods_priority_comes_from_its_priority_class() {
     assert_eq!(deleted.status, 200);
 }
 
+/// Quantities are read as upstream reads them (`ParseQuantity`): a malformed one is the
+/// decoder's 400, a valid one is stored canonically, and a negative request, or one above its
+/// limit, is the validation's 422 (`ValidateResourceRequirements`).
+#[tokio::test]
+async fn s3_10_pod_quantities_are_parsed_stored_canonically_and_validated() {
+    for h in Harness::each_encoding().await {
+        let ns = h.namespace("s3-10-quantity").await;
+        let pods = format!("/api/v1/namespaces/{ns}/pods");
+        let with = |name: &str, resources: Value| {
+            pod(
+                name,
+                json!([{"name": "c", "image": "nginx", "resources": resources}]),
+            )
+        };
+        let reply = h
+            .request(
+                reqwest::Method::POST,
+                &pods,
+                Some(
+                    with("abc", json!({"requests": {"cpu": "abc"}}))
+                        .to_string()
+                        .into_bytes(),
+                ),
+                "application/json",
+            )
+            .await;
+        assert_eq!(reply.status, 400, "{:?}", reply.body);
+        assert_eq!(
+            reply.body["message"],
+            "Pod in version \"v1\" cannot be handled as a Pod: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        );
+        let created = h
+            .post(
+                &pods,
+                &with(
+                    "canonical",
+                    json!({"requests": {"cpu": "0.5", "memory": "1.5Gi"}}),
+                ),
+            )
+            .await;
+        assert_eq!(created.status, 201, "{:?}", created.body);
+        assert_eq!(
+            created.body["spec"]["containers"][0]["resources"]["requests"],
+            json!({"cpu": "500m", "memory": "1536Mi"})
+        );
+        let reply = h
+            .post(
+                &pods,
+                &with(
+                    "over",
+                    json!({"requests": {"cpu": "2", "memory": "-1"}, "limits": {"cpu": "1"}}),
+                ),
+            )
+            .await;
+        assert_eq!(reply.status, 422, "{:?}", reply.body);
+        let causes = kubemock_conformance::causes(&reply.body);
+        assert!(
+            causes.contains(&"spec.containers[0].resources.requests[memory]: Invalid value: \"-1\": must be greater than or equal to 0".to_owned()),
+            "{causes:?}"
+        );
+        assert!(
+            causes.contains(&"spec.containers[0].resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 1".to_owned()),
+            "{causes:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn s3_10_pods_need_unique_container_names_and_images() {
     let h = Harness::start().await;

@@ -3,27 +3,37 @@
 //! (`map[string]string{"app":"web"}`, `v1.LabelSelector{...}`), because clients and people match
 //! on those texts. Also the small JSON accessors the per-kind modules share.
 
+use kubemock_apimachinery::field::{self, BadValue, ErrorType};
 use serde_json::{Map, Value};
 
 use crate::meta::FieldError;
 use crate::object::Object;
 
+/// A field error of `kind` at the printed path `field`, worded by
+/// `kubemock_apimachinery::field` (the one place upstream's wording lives).
+fn error(kind: ErrorType, field: String, bad_value: BadValue, detail: &str) -> FieldError {
+    field::Error {
+        kind,
+        field,
+        bad_value,
+        detail: detail.to_owned(),
+    }
+    .into()
+}
+
 /// `Required value` (with `: detail` when there is one).
 pub(super) fn required(field: impl Into<String>, detail: &str) -> FieldError {
-    FieldError {
-        field: field.into(),
-        reason: "FieldValueRequired",
-        detail: with_detail("Required value".to_owned(), detail),
-    }
+    error(ErrorType::Required, field.into(), BadValue::Omitted, detail)
 }
 
 /// `Invalid value: <value>: detail`; `value` already rendered (see [`go_str`] and friends).
 pub(super) fn invalid(field: impl Into<String>, value: String, detail: &str) -> FieldError {
-    FieldError {
-        field: field.into(),
-        reason: "FieldValueInvalid",
-        detail: with_detail(format!("Invalid value: {value}"), detail),
-    }
+    error(
+        ErrorType::Invalid,
+        field.into(),
+        BadValue::GoSyntax(value),
+        detail,
+    )
 }
 
 /// `Unsupported value: "x": supported values: "a", "b"`.
@@ -33,51 +43,47 @@ pub(super) fn not_supported(
     supported: &[&str],
 ) -> FieldError {
     let quoted: Vec<String> = supported.iter().map(|s| go_str(s)).collect();
-    FieldError {
-        field: field.into(),
-        reason: "FieldValueNotSupported",
-        detail: format!(
-            "Unsupported value: {}: supported values: {}",
-            go_str(value),
-            quoted.join(", ")
-        ),
-    }
+    error(
+        ErrorType::NotSupported,
+        field.into(),
+        BadValue::String(value.to_owned()),
+        &format!("supported values: {}", quoted.join(", ")),
+    )
 }
 
 /// `Duplicate value: <value>`.
 pub(super) fn duplicate(field: impl Into<String>, value: String) -> FieldError {
-    FieldError {
-        field: field.into(),
-        reason: "FieldValueDuplicate",
-        detail: format!("Duplicate value: {value}"),
-    }
+    error(
+        ErrorType::Duplicate,
+        field.into(),
+        BadValue::GoSyntax(value),
+        "",
+    )
 }
 
 /// `Forbidden: detail`.
 pub(super) fn forbidden(field: impl Into<String>, detail: &str) -> FieldError {
-    FieldError {
-        field: field.into(),
-        reason: "FieldValueForbidden",
-        detail: with_detail("Forbidden".to_owned(), detail),
-    }
+    error(
+        ErrorType::Forbidden,
+        field.into(),
+        BadValue::Omitted,
+        detail,
+    )
 }
 
 /// `Not found: <value>`.
 pub(super) fn not_found(field: impl Into<String>, value: String) -> FieldError {
-    FieldError {
-        field: field.into(),
-        reason: "FieldValueNotFound",
-        detail: format!("Not found: {value}"),
-    }
+    error(
+        ErrorType::NotFound,
+        field.into(),
+        BadValue::GoSyntax(value),
+        "",
+    )
 }
 
 /// `Too long: detail`.
 pub(super) fn too_long(field: impl Into<String>, detail: &str) -> FieldError {
-    FieldError {
-        field: field.into(),
-        reason: "FieldValueTooLong",
-        detail: with_detail("Too long".to_owned(), detail),
-    }
+    error(ErrorType::TooLong, field.into(), BadValue::Omitted, detail)
 }
 
 /// The `field is immutable` error of `ValidateImmutableField`, quoting the new value.
@@ -85,17 +91,9 @@ pub(super) fn immutable(field: impl Into<String>, value: String) -> FieldError {
     invalid(field, value, "field is immutable")
 }
 
-fn with_detail(head: String, detail: &str) -> String {
-    if detail.is_empty() {
-        head
-    } else {
-        format!("{head}: {detail}")
-    }
-}
-
 /// A Go string as `%q` prints it.
 pub(super) fn go_str(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| format!("\"{text}\""))
+    kubemock_apimachinery::go::quote(text)
 }
 
 /// A JSON value quoted as field errors quote simple values: strings `%q`, numbers and booleans

@@ -4,6 +4,8 @@
 //! volume, default tolerations, priority), its initial status, the spec validation of
 //! `pkg/apis/core/validation` that users meet most, and the immutability of a pod's spec.
 
+use kubemock_apimachinery::quantity::Quantity;
+use kubemock_apimachinery::validation;
 use serde_json::{Map, Value, json};
 
 use super::fields::{
@@ -483,6 +485,11 @@ fn validate_container(
             ));
         }
     }
+    validate_resources(
+        container.get("resources"),
+        &format!("{at}.resources"),
+        errors,
+    );
     for (j, mount) in items(Some(container), "volumeMounts").iter().enumerate() {
         let name = str_at(mount, &["name"]);
         let field = format!("{at}.volumeMounts[{j}].name");
@@ -495,6 +502,114 @@ fn validate_container(
             errors.push(required(format!("{at}.volumeMounts[{j}].mountPath"), ""));
         }
     }
+}
+
+/// Upstream's `ValidateResourceRequirements` (`pkg/apis/core/validation/validation.go`) of a
+/// container's `resources` at `at`: resource names, non-negative quantities, whole numbers for
+/// extended resources, requests within limits (equal to them for resources that cannot be
+/// overcommitted), hugepages only beside cpu or memory. The quantities were parsed when the
+/// object was decoded; one that still does not parse is left to that.
+fn validate_resources(resources: Option<&Value>, at: &str, errors: &mut Vec<FieldError>) {
+    let list = |kind: &str| -> Vec<(&str, Quantity)> {
+        resources
+            .and_then(|r| r.get(kind))
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(name, q)| Some((name.as_str(), Quantity::parse(q.as_str()?).ok()?)))
+            .collect()
+    };
+    let (limits, requests) = (list("limits"), list("requests"));
+    let mut cpu_or_memory = false;
+    let mut hugepages = false;
+    for (kind, entries) in [("limits", &limits), ("requests", &requests)] {
+        for (name, quantity) in entries {
+            let field = format!("{at}.{kind}[{name}]");
+            resource_name_errors(name, &field, errors);
+            if quantity.sign() < 0 {
+                errors.push(invalid(
+                    field.clone(),
+                    go_str(&quantity.to_string()),
+                    "must be greater than or equal to 0",
+                ));
+            }
+            if is_extended_resource(name) && quantity.milli_value() % 1000 != 0 {
+                errors.push(invalid(
+                    field.clone(),
+                    quantity.to_string(),
+                    "must be an integer",
+                ));
+            }
+            cpu_or_memory |= matches!(*name, "cpu" | "memory");
+            hugepages |= name.starts_with("hugepages-");
+        }
+    }
+    for (name, request) in &requests {
+        let limit = limits.iter().find(|(n, _)| n == name).map(|(_, q)| q);
+        let overcommit = is_native_resource(name) && !name.starts_with("hugepages-");
+        match limit {
+            Some(limit) if !overcommit && request.cmp(limit).is_ne() => errors.push(invalid(
+                format!("{at}.requests"),
+                go_str(&request.to_string()),
+                &format!("must be equal to {name} limit of {limit}"),
+            )),
+            Some(limit) if request.cmp(limit).is_gt() => errors.push(invalid(
+                format!("{at}.requests"),
+                go_str(&request.to_string()),
+                &format!("must be less than or equal to {name} limit of {limit}"),
+            )),
+            None if !overcommit => errors.push(required(
+                format!("{at}.limits"),
+                "Limit must be set for non overcommitable resources",
+            )),
+            _ => {}
+        }
+    }
+    if hugepages && !cpu_or_memory {
+        errors.push(forbidden(at.to_owned(), "HugePages require cpu or memory"));
+    }
+}
+
+/// `validateContainerResourceName`: a qualified name, and a standard container resource
+/// unless it has a domain (then an extended resource unless under `kubernetes.io/`).
+fn resource_name_errors(name: &str, field: &str, errors: &mut Vec<FieldError>) {
+    let messages = validation::is_qualified_name(name);
+    if !messages.is_empty() {
+        for message in messages {
+            errors.push(invalid(field.to_owned(), go_str(name), &message));
+        }
+        return;
+    }
+    let standard =
+        matches!(name, "cpu" | "memory" | "ephemeral-storage") || name.starts_with("hugepages-");
+    if !name.contains('/') {
+        if !standard {
+            errors.push(invalid(
+                field.to_owned(),
+                go_str(name),
+                "must be a standard resource for containers",
+            ));
+        }
+    } else if !is_native_resource(name) && !is_extended_resource(name) {
+        errors.push(invalid(
+            field.to_owned(),
+            go_str(name),
+            "doesn't follow extended resource name standard",
+        ));
+    }
+}
+
+/// `IsNativeResource`: no domain, or under `kubernetes.io/`.
+fn is_native_resource(name: &str) -> bool {
+    !name.contains('/') || name.contains("kubernetes.io/")
+}
+
+/// `IsExtendedResourceName`: not native, not a quota's `requests.` name, and a qualified name
+/// once prefixed with `requests.`.
+fn is_extended_resource(name: &str) -> bool {
+    !is_native_resource(name)
+        && !name.starts_with("requests.")
+        && validation::is_qualified_name(&format!("requests.{name}")).is_empty()
 }
 
 /// A DNS-1123 label check with the real message.
@@ -634,6 +749,42 @@ mod tests {
         assert_eq!(
             pod["status"],
             json!({"phase": "Pending", "qosClass": "Burstable"})
+        );
+    }
+
+    #[test]
+    fn resource_requirements_are_validated_as_upstream_does() {
+        let spec = json!({"containers": [{"name": "a", "image": "x", "resources": {
+            "limits": {"cpu": "1", "example.com/gpu": "1", "hugepages-2Mi": "4Mi"},
+            "requests": {"cpu": "2", "memory": "-1", "example.com/gpu": "2",
+                         "example.com/fpga": "500m", "bogus": "1"}}}]});
+        let mut errors = Vec::new();
+        validate_pod_spec(Some(&spec), "spec", &mut errors);
+        let texts: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.detail))
+            .collect();
+        let at = "spec.containers[0].resources";
+        assert_eq!(
+            texts,
+            [
+                format!(
+                    "{at}.requests[memory]: Invalid value: \"-1\": must be greater than or equal to 0"
+                ),
+                format!("{at}.requests[example.com/fpga]: Invalid value: 500m: must be an integer"),
+                format!(
+                    "{at}.requests[bogus]: Invalid value: \"bogus\": must be a standard resource for containers"
+                ),
+                format!(
+                    "{at}.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 1"
+                ),
+                format!(
+                    "{at}.requests: Invalid value: \"2\": must be equal to example.com/gpu limit of 1"
+                ),
+                format!(
+                    "{at}.limits: Required value: Limit must be set for non overcommitable resources"
+                ),
+            ]
         );
     }
 
