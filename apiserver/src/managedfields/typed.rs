@@ -328,7 +328,18 @@ fn walk_merge(
     config: Option<&Value>,
 ) -> Option<Value> {
     let (Some(live), Some(config)) = (live, config) else {
-        return config.or(live).cloned();
+        return match (live, config) {
+            // A map or list only the configuration has merges into an empty one, so that
+            // its nulls go as they do where the live object has it (and a re-apply of the
+            // same configuration changes nothing).
+            (None, Some(Value::Object(_))) => {
+                walk_merge(types, id, Some(&Value::Object(Map::new())), config)
+            }
+            (None, Some(Value::Array(_))) => {
+                walk_merge(types, id, Some(&Value::Array(Vec::new())), config)
+            }
+            _ => config.or(live).cloned(),
+        };
     };
     match shape(types, id, &[Some(live), Some(config)]) {
         Shape::Leaf => Some(config.clone()),
@@ -562,6 +573,23 @@ mod tests {
         assert_eq!(names, ["c", "a", "b"]);
         assert_eq!(containers[1]["image"], "a:2");
         assert_eq!(containers[1]["env"][0]["name"], "X");
+    }
+
+    #[test]
+    fn merge_drops_the_nulls_of_a_map_or_list_the_live_object_lacks() {
+        // Found by the `apply` fuzz target: a null under a map the live object did not have
+        // was kept (a create), then dropped when the same configuration was applied again.
+        let types = deployment_types();
+        let config = json!({"metadata": {"labels": {"a": null, "b": "1"}},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "c", "image": null, "env": [{"name": "X", "value": null}]}]}}}});
+        let expected = json!({"metadata": {"labels": {"b": "1"}},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "c", "env": [{"name": "X"}]}]}}}});
+        let created = merge(&types, &json!({}), &config);
+        assert_eq!(created, expected);
+        assert_eq!(merge(&types, &created, &config), expected);
+        assert_eq!(merge(&types, &json!({"metadata": {}}), &config), expected);
     }
 
     #[test]
