@@ -31,7 +31,7 @@ const PATCH_ATTEMPTS: usize = 16;
 const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
 /// A parsed patch document.
-enum Patch {
+pub(crate) enum Patch {
     /// RFC 6902.
     Json(json_patch::Patch),
     /// RFC 7386.
@@ -44,7 +44,7 @@ enum Patch {
 
 impl Patch {
     /// The patch of `call`, by its `Content-Type` (§5.1).
-    fn parse(call: &Call) -> ApiResult<Patch> {
+    pub(crate) fn parse(call: &Call) -> ApiResult<Patch> {
         match codec::media_type(&call.headers).as_str() {
             "application/json-patch+json" => {
                 let operations: Vec<Value> = serde_json::from_slice(&call.body)
@@ -106,7 +106,12 @@ impl Patch {
     }
 
     /// `target`, an object of kind `api_version`/`kind`, with the patch applied.
-    fn apply(&self, mut target: Value, api_version: &str, kind: &str) -> ApiResult<Value> {
+    pub(crate) fn apply(
+        &self,
+        mut target: Value,
+        api_version: &str,
+        kind: &str,
+    ) -> ApiResult<Value> {
         match self {
             Patch::Json(patch) => {
                 // §5.2: an operation that cannot apply (a failed `test` included) is a 422
