@@ -21,10 +21,19 @@ pub(crate) fn parse_resource_version(value: &str) -> Result<Option<Revision>, Ap
     if value.is_empty() {
         return Ok(None);
     }
-    value
-        .parse::<Revision>()
+    parse_uint(value)
         .map(Some)
-        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {value}")))
+        .ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {value}")))
+}
+
+/// `value` read as Go's `strconv.ParseUint(value, 10, 64)` reads it, which is how upstream
+/// parses resourceVersions (`staging/src/k8s.io/apiserver/pkg/storage/api_object_versioner.go`):
+/// decimal digits only (no sign, no space), within 64 bits.
+pub(crate) fn parse_uint(value: &str) -> Option<u64> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok()
 }
 
 /// Now, as RFC 3339 UTC with seconds precision (`metav1.Time`).
@@ -448,6 +457,11 @@ mod tests {
     fn resource_versions_round_trip_and_reject_garbage() {
         assert_eq!(parse_resource_version("42").unwrap(), Some(42));
         assert_eq!(parse_resource_version("").unwrap(), None);
+        for garbage in ["+5", " 5", "-1", "5.0", "18446744073709551616"] {
+            assert!(parse_resource_version(garbage).is_err(), "{garbage:?}");
+        }
+        assert_eq!(parse_uint("007"), Some(7));
+        assert_eq!(parse_uint("18446744073709551615"), Some(u64::MAX));
         let err = parse_resource_version("abc").unwrap_err();
         assert_eq!(err.code, StatusCode::BAD_REQUEST);
         assert_eq!(resource_version(7), "7");
