@@ -389,10 +389,27 @@ pub fn apply(data: &[u8]) {
     }
 }
 
+/// `value` without the members whose value is an empty object (recursively): an empty
+/// embedded message reads the same as a missing one in Go, and the encoder writes some that
+/// the body did not have (a Status's `metadata`), so a first decode and a decode of its
+/// encoding may differ in these alone.
+fn without_empty_maps(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, value)| (key.clone(), without_empty_maps(value)))
+                .filter(|(_, value)| value.as_object().is_none_or(|map| !map.is_empty()))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_empty_maps).collect()),
+        other => other.clone(),
+    }
+}
+
 /// The protobuf wire format. Input: a body (`k8s\0` envelope), also read as a watch frame.
 ///
-/// A body that decodes encodes, and the encoding decodes to the same object and re-encodes to
-/// the same bytes. A watch event that decodes (with an object) re-encodes to a frame that
+/// A body that decodes encodes, and the encoding decodes to the same object (but for empty
+/// messages: [`without_empty_maps`]) and re-encodes to the same bytes. A watch event that decodes (with an object) re-encodes to a frame that
 /// decodes to the same event.
 pub fn protobuf(data: &[u8]) {
     if let Ok(object) = protobuf::decode(data) {
@@ -400,10 +417,11 @@ pub fn protobuf(data: &[u8]) {
             .unwrap_or_else(|err| panic!("a decoded object does not encode: {err}"));
         let decoded = protobuf::decode(&encoded)
             .unwrap_or_else(|err| panic!("an encoded object does not decode: {err}"));
+        let (once, twice) = (without_empty_maps(&object), without_empty_maps(&decoded));
         assert!(
-            decoded == object,
+            twice == once,
             "decoded, encoded and decoded again: {}",
-            difference(&decoded, &object)
+            difference(&twice, &once)
         );
         let reencoded = protobuf::encode(&decoded)
             .unwrap_or_else(|err| panic!("a decoded object does not encode: {err}"));
