@@ -123,6 +123,11 @@ struct ServeArgs {
     /// Mutating requests in flight at most; more are answered 429. 0 is unlimited.
     #[arg(long, default_value_t = kubemock_apiserver::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT)]
     max_mutating_requests_inflight: usize,
+    /// Bytes of request bodies in flight at most (`128Mi`, `1Gi`, plain bytes); more are
+    /// answered 429. A body counts by its Content-Length, or as 3 MiB when chunked. 0 is
+    /// unlimited.
+    #[arg(long, default_value = "128Mi", value_parser = parse_bytes)]
+    max_request_body_bytes_inflight: usize,
     /// Interval between BOOKMARK events on watches that allow them (`60s`, `500ms`, or plain
     /// seconds); about a minute like the real server unless tests want them sooner.
     #[arg(long, default_value = "60s", value_parser = parse_interval)]
@@ -134,6 +139,31 @@ struct ServeArgs {
     /// The ports NodePort and LoadBalancer Services get their node ports from.
     #[arg(long, default_value = kubemock_apiserver::DEFAULT_SERVICE_NODE_PORT_RANGE)]
     service_node_port_range: NodePortRange,
+}
+
+/// A size in bytes: plain digits, or with a binary (`Ki`, `Mi`, `Gi`) or decimal (`k`, `M`,
+/// `G`) suffix, as Kubernetes quantities write them.
+fn parse_bytes(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let scale: usize = match suffix {
+        "" => 1,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        _ => return Err(format!("{text:?} is not a size like 128Mi, 1Gi or 4096")),
+    };
+    number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("{text:?} is not a size like 128Mi, 1Gi or 4096"))
 }
 
 /// `500ms`, `2s`, `1m`, or a number of seconds; never zero.
@@ -239,6 +269,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ServerConfig {
             max_requests_inflight: args.max_requests_inflight,
             max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+            max_request_body_bytes_inflight: args.max_request_body_bytes_inflight,
             bookmark_interval: args.bookmark_interval,
             service_cluster_ip_range: args.service_cluster_ip_range,
             service_node_port_range: args.service_node_port_range,
@@ -420,5 +451,16 @@ mod tests {
         assert_eq!(parse_delay("0s"), Ok(Duration::ZERO));
         assert_eq!(parse_delay("0"), Ok(Duration::ZERO));
         assert_eq!(parse_delay("250ms"), Ok(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn sizes_parse_with_quantity_suffixes() {
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("128Mi"), Ok(128 << 20));
+        assert_eq!(parse_bytes("1Gi"), Ok(1 << 30));
+        assert_eq!(parse_bytes("2k"), Ok(2000));
+        assert_eq!(parse_bytes("0"), Ok(0));
+        assert!(parse_bytes("12MB").is_err());
+        assert!(parse_bytes("Mi").is_err());
     }
 }

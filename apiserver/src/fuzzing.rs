@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::handlers::patch::Patch;
-use crate::handlers::resource::Call;
+use crate::handlers::resource::{Call, Origin};
 use crate::handlers::target::Target;
 use crate::managedfields::{self, Writer};
 use crate::negotiate::{Encoding, Negotiated};
@@ -133,13 +133,18 @@ pub fn patch(
         &resource.kind,
     )?;
     let mut body = object::typed_object(patched, resource)?;
-    call.validate_fields(&mut body)?;
+    let origin = match &patch {
+        Patch::Json(_, unknown) => Origin::Patched(unknown),
+        Patch::Strategic(patch) => Origin::Strategic(patch),
+        Patch::Merge(_) | Patch::Apply(_) => Origin::Patched(&[]),
+    };
+    call.decode_object(&mut body, origin)?;
     Ok(body)
 }
 
 /// A server-side apply of the YAML (or JSON) configuration `body` by `manager` (`force`: the
 /// `force` parameter) over `live` (`None`: the object does not exist yet): the handler's
-/// `Patch::parse`, the checks of the configuration, field validation, then
+/// `Patch::parse`, the checks of the configuration, `Call::decode_object`, then
 /// `managedfields::apply`.
 /// Returns the object to write, or the error the handler answers (the 409 of conflicts
 /// included).
@@ -177,14 +182,14 @@ pub fn apply(
     {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
-    call.validate_fields(&mut config)?;
+    call.decode_object(&mut config, Origin::Applied)?;
     let writer = Writer::of_request(Some(manager), None, resource, None, "PatchOptions")?;
     managedfields::apply(resource, &writer, live, &config, force)
 }
 
 /// A create or update body of `content_type` (JSON, YAML or protobuf) decoded as an object of
-/// `resource`, as create and update decode it: `object::decode_body`, then field validation
-/// (`field_validation`: the `fieldValidation` parameter). Returns the object and its warnings.
+/// `resource`, as create and update decode it: `object::decode_body`, then
+/// `Call::decode_object` (`field_validation`: the `fieldValidation` parameter). Returns the object and its warnings.
 pub fn decode_body(
     resource: &Arc<Resource>,
     content_type: &str,
@@ -198,7 +203,7 @@ pub fn decode_body(
         &format!("fieldValidation={field_validation}"),
     );
     let mut object = object::decode_body(&call.headers, &call.body, resource)?;
-    let warnings = call.validate_fields(&mut object)?;
+    let warnings = call.decode_object(&mut object, Origin::Body)?;
     Ok((object, warnings))
 }
 

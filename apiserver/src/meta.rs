@@ -203,7 +203,7 @@ fn decimal(digits: &[u8]) -> Option<i64> {
 }
 
 /// A proleptic Gregorian date to days since 1970-01-01 (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let year = if month <= 2 { year - 1 } else { year };
     let era = year.div_euclid(400);
     let yoe = year.rem_euclid(400);

@@ -15,7 +15,8 @@ use crate::admission::{NodePortRange, ServiceAllocator, ServiceCidr};
 use crate::status::ApiResult;
 
 use crate::limits::{
-    DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUESTS_INFLIGHT, InFlight,
+    DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT,
+    DEFAULT_MAX_REQUESTS_INFLIGHT, InFlight,
 };
 use crate::metrics::Metrics;
 use crate::openapi::Documents;
@@ -43,6 +44,10 @@ pub struct ServerConfig {
     /// Other requests in flight at most; more are answered 429. 0 is unlimited. Default
     /// [`DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT`].
     pub max_mutating_requests_inflight: usize,
+    /// Bytes of request bodies in flight at most (each body counted by its `Content-Length`, or
+    /// as the 3 MiB body limit when its length is unknown); a request that would go past it is
+    /// answered 429. 0 is unlimited. Default [`DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT`].
+    pub max_request_body_bytes_inflight: usize,
     /// Where Services get their cluster IPs (`--service-cluster-ip-range`); the `kubernetes`
     /// Service has the first address. Default 10.96.0.0/12.
     pub service_cluster_ip_range: ServiceCidr,
@@ -57,6 +62,7 @@ impl Default for ServerConfig {
             bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
             max_requests_inflight: DEFAULT_MAX_REQUESTS_INFLIGHT,
             max_mutating_requests_inflight: DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+            max_request_body_bytes_inflight: DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT,
             service_cluster_ip_range: ServiceCidr::default(),
             service_node_port_range: NodePortRange::default(),
         }
@@ -109,6 +115,7 @@ impl AppState {
         let in_flight = InFlight::new(
             config.max_requests_inflight,
             config.max_mutating_requests_inflight,
+            config.max_request_body_bytes_inflight,
         );
         AppState {
             inner: Arc::new(Inner {

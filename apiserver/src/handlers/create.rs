@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use kubemock_storage::{CreateOutcome, KeyValue};
 use serde_json::{Value, json};
 
-use super::resource::Call;
+use super::resource::{Call, Origin};
 use crate::admission;
 use crate::crd;
 use crate::fieldvalidation::with_warnings;
@@ -33,7 +33,7 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
     let dry_run = call.dry_run("CreateOptions")?;
     let writer = call.writer("CreateOptions")?;
     let mut object = object::decode_body(&call.headers, &call.body, resource)?;
-    let warnings = call.validate_fields(&mut object)?;
+    let warnings = call.decode_object(&mut object, Origin::Body)?;
     let (created, stored) = create_stored(
         &call.state,
         resource,
