@@ -30,6 +30,8 @@
 //! - `limits`: the in-flight limit (429 with `Retry-After` when full; watches exempt).
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
+//! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
+//!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
 //!
 //! Status: discovery, CRUD, list, watch, JSON/merge/strategic PATCH, server-side apply and
 //! managedFields, OpenAPI, field validation, Table output, protobuf request bodies and
@@ -42,6 +44,8 @@ mod bootstrap;
 mod codec;
 mod crd;
 mod fieldvalidation;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gotime;
 mod handlers;
 mod jsonpatch;

@@ -67,8 +67,11 @@ fn rfc3339_fraction(unix_seconds: i64, micros: Option<u32>) -> String {
     let (year, month, day) = civil_from_days(days);
     if !(0..=9999).contains(&year) {
         let fraction = micros.map(|m| format!(".{m:06}")).unwrap_or_default();
+        // Go pads the digits, not the sign: year -1 is "-0001".
+        let sign = if year < 0 { "-" } else { "" };
+        let year = year.unsigned_abs();
         return format!(
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}{fraction}Z",
+            "{sign}{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}{fraction}Z",
             rem / 3600,
             (rem % 3600) / 60,
             rem % 60
@@ -159,6 +162,34 @@ pub(crate) fn parse_rfc3339(text: &str) -> Option<i128> {
     let days = days_from_civil(year, month, day);
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_seconds;
     Some(i128::from(seconds) * NANOS_PER_SECOND + i128::from(nanos))
+}
+
+/// Days in 400 Gregorian years: the calendar repeats with this period.
+const DAYS_PER_400_YEARS: i128 = 146_097;
+
+/// [`parse_rfc3339`], and also the years outside 0000–9999 that [`rfc3339`] writes for a
+/// protobuf time beyond them (more digits, or a minus sign, as Go's `Time.Format` writes
+/// them). For the protobuf encoder, which must write back every time the decoder reads; JSON
+/// bodies keep the strict form (upstream's `time.Parse` refuses these).
+pub(crate) fn parse_rfc3339_any_year(text: &str) -> Option<i128> {
+    if let Some(nanos) = parse_rfc3339(text) {
+        return Some(nanos);
+    }
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let digits = unsigned.bytes().take_while(u8::is_ascii_digit).count();
+    let year = decimal(unsigned.as_bytes().get(..digits)?)?;
+    let year = if negative { -year } else { year };
+    // The same moment of year 2000 + (year mod 400), moved by whole 400-year cycles.
+    let cycles = i128::from(year.div_euclid(400)) - 5;
+    let within = format!(
+        "{:04}{}",
+        2000 + year.rem_euclid(400),
+        unsigned.get(digits..)?
+    );
+    Some(parse_rfc3339(&within)? + cycles * DAYS_PER_400_YEARS * 86_400 * NANOS_PER_SECOND)
 }
 
 /// ASCII decimal digits (and nothing else) as a number.
@@ -365,6 +396,47 @@ pub(crate) fn canonicalize_metadata(metadata: &mut Map<String, Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_beyond_years_0000_to_9999_read_back_for_the_protobuf_encoder() {
+        // Found by the `protobuf` fuzz target: a protobuf time of year 117367 decoded to
+        // "117367-07-16T08:05:33Z", which the encoder then refused.
+        for seconds in [
+            3_641_186_733_333,
+            253_402_300_800,
+            -62_167_219_201,
+            -62_198_755_200,
+            i64::MAX,
+            i64::MIN,
+            0,
+            1_714_564_800,
+        ] {
+            let text = rfc3339(seconds);
+            assert_eq!(
+                parse_rfc3339_any_year(&text),
+                Some(i128::from(seconds) * NANOS_PER_SECOND),
+                "{text}"
+            );
+            let micro = rfc3339_micro(seconds, 123_456_000);
+            assert_eq!(
+                parse_rfc3339_any_year(&micro),
+                Some(i128::from(seconds) * NANOS_PER_SECOND + 123_456_000),
+                "{micro}"
+            );
+        }
+        assert_eq!(rfc3339(3_641_186_733_333), "117354-08-12T23:15:33Z");
+        assert_eq!(
+            rfc3339(-62_198_755_200),
+            "-0001-01-01T00:00:00Z",
+            "as Go pads it"
+        );
+        assert_eq!(
+            parse_rfc3339("117354-08-12T23:15:33Z"),
+            None,
+            "JSON stays strict"
+        );
+        assert_eq!(parse_rfc3339_any_year("-x-01-01T00:00:00Z"), None);
+    }
 
     #[test]
     fn timestamps_are_rfc3339_seconds_utc() {

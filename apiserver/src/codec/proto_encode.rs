@@ -461,7 +461,9 @@ impl<'t, 'v> Encoder<'t, 'v> {
             Some(Value::String(text)) => text,
             Some(other) => return Err(mismatch("a time", "an RFC 3339 string", other)),
         };
-        let nanos = meta::parse_rfc3339(text).ok_or_else(|| format!("invalid time {text:?}"))?;
+        // Any year: the decoder writes the years beyond 0000–9999 a protobuf time can hold.
+        let nanos =
+            meta::parse_rfc3339_any_year(text).ok_or_else(|| format!("invalid time {text:?}"))?;
         let seconds = i64::try_from(nanos.div_euclid(1_000_000_000))
             .map_err(|_| format!("time out of range {text:?}"))?;
         let nanos = nanos.rem_euclid(1_000_000_000) as i64;

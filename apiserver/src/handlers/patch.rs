@@ -30,7 +30,7 @@ use crate::strategic::{self, PatchError};
 const PATCH_ATTEMPTS: usize = 16;
 
 /// A parsed patch document.
-enum Patch {
+pub(crate) enum Patch {
     /// RFC 6902, with the unknown members of its operations (reported as `fieldValidation`
     /// asks, as upstream's strict decoding of the operations reports them).
     Json(jsonpatch::Patch, Vec<String>),
@@ -44,7 +44,7 @@ enum Patch {
 
 impl Patch {
     /// The patch of `call`, by its `Content-Type` (§5.1).
-    fn parse(call: &Call) -> ApiResult<Patch> {
+    pub(crate) fn parse(call: &Call) -> ApiResult<Patch> {
         match codec::media_type(&call.headers).as_str() {
             "application/json-patch+json" => {
                 // `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go`,
@@ -121,7 +121,12 @@ impl Patch {
     }
 
     /// `target`, an object of kind `api_version`/`kind`, with the patch applied.
-    fn apply(&self, mut target: Value, api_version: &str, kind: &str) -> ApiResult<Value> {
+    pub(crate) fn apply(
+        &self,
+        mut target: Value,
+        api_version: &str,
+        kind: &str,
+    ) -> ApiResult<Value> {
         match self {
             Patch::Json(patch, _) => {
                 // §5.2: an operation that cannot apply (a failed `test` included) is a 422

@@ -513,6 +513,17 @@ pub(crate) fn apply(
         None => zero.clone(),
     };
     let config_value = Value::Object(config.clone());
+    // Upstream converts the configuration to a typed value first, and refuses it when that
+    // fails (a 500 there, as any error it does not map; bad input here).
+    typed::check_applied(&types, &config_value).map_err(|err| {
+        ApiError::bad_request(format!(
+            "failed to create typed patch object ({}, Kind={}) {}/{}: {err}",
+            resource.group_version(),
+            resource.kind,
+            object::meta_str(config, "namespace").unwrap_or(""),
+            object::name_of(config),
+        ))
+    })?;
     // The merge starts from the object as stored (or nothing): the zero object only stands
     // for "no fields yet" in the comparison below.
     let mut base = Value::Object(live.cloned().unwrap_or_default());
@@ -670,6 +681,54 @@ mod tests {
                     "f:template": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
                         "f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}})
         );
+    }
+
+    #[test]
+    fn an_applied_configuration_with_a_keyless_or_repeated_list_item_is_refused() {
+        // Found by the `apply` fuzz target: a container without a name was merged in as a new
+        // element on every apply (upstream refuses the configuration: no duplicates, every
+        // key field, in its typed conversion).
+        let resource = deployments();
+        let containers = |list: Value| {
+            let mut config = deployment("nginx", 1);
+            config["spec"]["template"]["spec"]["containers"] = list;
+            config
+        };
+        for (list, detail) in [
+            (
+                json!([{"name": "c", "image": "a"}, {"image": "b"}]),
+                ".spec.template.spec.containers: element 1: associative list with keys has an \
+                 element that omits key field \"name\" (and doesn't have default value)",
+            ),
+            (
+                json!([{"name": "c", "image": "a"}, {"name": "c", "image": "b"}]),
+                ".spec.template.spec.containers: duplicate entries for key [name=\"c\"]",
+            ),
+            (
+                json!([{"name": "c", "ports": [{"containerPort": 80}, {"containerPort": 80, "protocol": "TCP"}]}]),
+                ".spec.template.spec.containers[name=\"c\"].ports: duplicate entries for key \
+                 [containerPort=80,protocol=\"TCP\"]",
+            ),
+        ] {
+            let error = apply(
+                &resource,
+                &writer("kubectl"),
+                None,
+                &containers(list),
+                false,
+            )
+            .expect_err("refused");
+            assert_eq!(error.code, StatusCode::BAD_REQUEST);
+            assert_eq!(
+                error.message,
+                format!(
+                    "failed to create typed patch object (apps/v1, Kind=Deployment) default/web: {detail}"
+                )
+            );
+        }
+        // A key field with a default may be left out (a port's protocol).
+        let ports = containers(json!([{"name": "c", "ports": [{"containerPort": 80}]}]));
+        apply(&resource, &writer("kubectl"), None, &ports, false).expect("applies");
     }
 
     #[test]

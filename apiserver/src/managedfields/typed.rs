@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::fieldpath::{Path, PathElement, Set};
+use super::fieldpath::{Path, PathElement, Set, path_string};
 use super::types::{ListKind, TypeDef, TypeId, Types, key_default};
 
 /// What changed between two versions of an object.
@@ -151,6 +151,74 @@ fn walk_field_set(types: &Types, id: TypeId, value: &Value, path: &mut Path, set
                 set.insert(path);
                 path.pop();
             }
+        }
+    }
+}
+
+/// Checks an applied configuration as upstream's typed conversion of it does (duplicates not
+/// allowed, unlike in a live object): each item of a keyed list has every key field (or its
+/// default), each item of a set is a scalar, and no two items of a list are the same element.
+/// The error names the list and the item in upstream's words.
+pub(crate) fn check_applied(types: &Types, value: &Value) -> Result<(), String> {
+    walk_check(types, types.root, value, &mut Vec::new())
+}
+
+fn walk_check(types: &Types, id: TypeId, value: &Value, path: &mut Path) -> Result<(), String> {
+    match shape(types, id, &[Some(value)]) {
+        Shape::Leaf => Ok(()),
+        Shape::Map => {
+            if let Value::Object(map) = value {
+                for (key, child) in map {
+                    path.push(PathElement::Field(key.clone()));
+                    walk_check(types, types.child(id, key), child, path)?;
+                    path.pop();
+                }
+            }
+            Ok(())
+        }
+        Shape::List(kind, elem) => {
+            let Value::Array(items) = value else {
+                return Ok(());
+            };
+            let mut seen = HashSet::new();
+            for (index, item) in items.iter().enumerate() {
+                let at =
+                    |detail: String| format!("{}: element {index}: {detail}", path_string(path));
+                match (kind, item) {
+                    (ListKind::Map(_), Value::Object(_)) | (ListKind::Atomic, _) => {}
+                    (ListKind::Map(_), _) => {
+                        return Err(at(
+                            "associative list with keys may not have non-map elements".to_owned(),
+                        ));
+                    }
+                    (ListKind::Set, Value::Array(_) | Value::Object(_)) => {
+                        return Err(at("set elements must be scalars".to_owned()));
+                    }
+                    (ListKind::Set, _) => {}
+                }
+                if let (ListKind::Map(keys), Value::Object(object)) = (kind, item)
+                    && let Some(missing) = keys.iter().find(|key| {
+                        object.get(key.as_str()).is_none_or(Value::is_null)
+                            && key_default(key).is_none()
+                    })
+                {
+                    return Err(at(format!(
+                        "associative list with keys has an element that omits key field \
+                         {missing:?} (and doesn't have default value)"
+                    )));
+                }
+                let element = item_element(kind, item, index).unwrap_or(PathElement::Index(index));
+                if !seen.insert(element.serialize_key()) {
+                    return Err(format!(
+                        "{}: duplicate entries for key {element}",
+                        path_string(path)
+                    ));
+                }
+                path.push(element);
+                walk_check(types, elem, item, path)?;
+                path.pop();
+            }
+            Ok(())
         }
     }
 }
@@ -328,7 +396,18 @@ fn walk_merge(
     config: Option<&Value>,
 ) -> Option<Value> {
     let (Some(live), Some(config)) = (live, config) else {
-        return config.or(live).cloned();
+        return match (live, config) {
+            // A map or list only the configuration has merges into an empty one, so that
+            // its nulls go as they do where the live object has it (and a re-apply of the
+            // same configuration changes nothing).
+            (None, Some(Value::Object(_))) => {
+                walk_merge(types, id, Some(&Value::Object(Map::new())), config)
+            }
+            (None, Some(Value::Array(_))) => {
+                walk_merge(types, id, Some(&Value::Array(Vec::new())), config)
+            }
+            _ => config.or(live).cloned(),
+        };
     };
     match shape(types, id, &[Some(live), Some(config)]) {
         Shape::Leaf => Some(config.clone()),
@@ -562,6 +641,23 @@ mod tests {
         assert_eq!(names, ["c", "a", "b"]);
         assert_eq!(containers[1]["image"], "a:2");
         assert_eq!(containers[1]["env"][0]["name"], "X");
+    }
+
+    #[test]
+    fn merge_drops_the_nulls_of_a_map_or_list_the_live_object_lacks() {
+        // Found by the `apply` fuzz target: a null under a map the live object did not have
+        // was kept (a create), then dropped when the same configuration was applied again.
+        let types = deployment_types();
+        let config = json!({"metadata": {"labels": {"a": null, "b": "1"}},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "c", "image": null, "env": [{"name": "X", "value": null}]}]}}}});
+        let expected = json!({"metadata": {"labels": {"b": "1"}},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "c", "env": [{"name": "X"}]}]}}}});
+        let created = merge(&types, &json!({}), &config);
+        assert_eq!(created, expected);
+        assert_eq!(merge(&types, &created, &config), expected);
+        assert_eq!(merge(&types, &json!({"metadata": {}}), &config), expected);
     }
 
     #[test]
