@@ -15,7 +15,7 @@ use clap::{Args, Parser, Subcommand};
 use kubemock_apiserver::{NodePortRange, ServerConfig, ServiceCidr};
 use kubemock_controllers::kubelet::KubeletConfig;
 use kubemock_controllers::{LeaderElection, ManagerConfig};
-use kubemock_storage::{Config, SledStore};
+use kubemock_storage::{Config, Retention, SledStore};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
@@ -134,6 +134,76 @@ struct ServeArgs {
     /// The ports NodePort and LoadBalancer Services get their node ports from.
     #[arg(long, default_value = kubemock_apiserver::DEFAULT_SERVICE_NODE_PORT_RANGE)]
     service_node_port_range: NodePortRange,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+/// The store's memory budgets and history retention (README, "Memory budgets").
+#[derive(Debug, Args)]
+struct StoreArgs {
+    /// Bytes of history (superseded versions and deletions) kept for watches and old reads:
+    /// in memory without `--data-dir`, on disk with it. Past it the oldest history is
+    /// compacted whatever its age, and a watch from it gets 410 Gone (`256Mi`, `1Gi`, bytes).
+    #[arg(long, default_value = "256Mi", value_parser = parse_size)]
+    history_budget: u64,
+    /// Revisions of history kept at least, unless the history budget needs them.
+    #[arg(long, default_value_t = kubemock_storage::Retention::default().min_revisions)]
+    history_min_revisions: u64,
+    /// Age of history kept at least, unless the history budget needs it (`5m`, `30s`, `0s`).
+    #[arg(long, default_value = "5m", value_parser = parse_delay)]
+    history_min_age: Duration,
+    /// How often history is compacted down to the retention (`30s`, `500ms`); the budget
+    /// compacts at once.
+    #[arg(long, default_value = "30s", value_parser = parse_interval)]
+    compaction_interval: Duration,
+    /// Bytes of events one watch may have waiting for its client before it is ended (the
+    /// client resumes from its last resourceVersion).
+    #[arg(long, default_value = "64Mi", value_parser = parse_size)]
+    watch_buffer_bytes: u64,
+    /// Bytes of the durable store's page cache (with `--data-dir`).
+    #[arg(long, default_value = "64Mi", value_parser = parse_size)]
+    store_cache_size: u64,
+}
+
+impl StoreArgs {
+    fn apply(&self, config: Config) -> Config {
+        config
+            .history_budget(self.history_budget)
+            .retention(Retention {
+                min_revisions: self.history_min_revisions,
+                min_age: self.history_min_age,
+            })
+            .compaction_interval(Some(self.compaction_interval))
+            .watch_buffer_bytes(self.watch_buffer_bytes)
+            .cache_capacity(self.store_cache_size)
+    }
+}
+
+/// A byte count: plain bytes, or with a binary (`Ki`, `Mi`, `Gi`, `Ti`) or decimal (`k`, `M`,
+/// `G`, `T`) suffix, as Kubernetes quantities are written.
+fn parse_size(text: &str) -> Result<u64, String> {
+    const SUFFIXES: [(&str, u64); 8] = [
+        ("Ki", 1 << 10),
+        ("Mi", 1 << 20),
+        ("Gi", 1 << 30),
+        ("Ti", 1 << 40),
+        ("k", 1_000),
+        ("M", 1_000_000),
+        ("G", 1_000_000_000),
+        ("T", 1_000_000_000_000),
+    ];
+    let text = text.trim();
+    let (number, scale) = SUFFIXES
+        .iter()
+        .find_map(|(suffix, scale)| text.strip_suffix(suffix).map(|n| (n, *scale)))
+        .unwrap_or((text, 1));
+    let value: u64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size like 256Mi, 1Gi or 4096"))?;
+    value
+        .checked_mul(scale)
+        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 /// `500ms`, `2s`, `1m`, or a number of seconds; never zero.
@@ -210,10 +280,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .apply(ManagerConfig::from_list(&args.controllers)?),
         )
     };
-    let config = match &args.data_dir {
+    let config = args.store.apply(match &args.data_dir {
         Some(dir) => Config::durable(dir),
         None => Config::ephemeral(),
-    };
+    });
     let store = tokio::task::spawn_blocking(move || SledStore::open(config))
         .await
         .context("opening the store")?
@@ -420,5 +490,18 @@ mod tests {
         assert_eq!(parse_delay("0s"), Ok(Duration::ZERO));
         assert_eq!(parse_delay("0"), Ok(Duration::ZERO));
         assert_eq!(parse_delay("250ms"), Ok(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_and_decimal_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("256Mi"), Ok(256 << 20));
+        assert_eq!(parse_size("1Gi"), Ok(1 << 30));
+        assert_eq!(parse_size("64Ki"), Ok(64 << 10));
+        assert_eq!(parse_size("2M"), Ok(2_000_000));
+        assert_eq!(parse_size("0"), Ok(0));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("1Mib").is_err());
+        assert!(parse_size("99999999999Ti").is_err());
     }
 }

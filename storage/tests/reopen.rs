@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kubemock_storage::{
-    Config, CreateOutcome, Error, Guard, Kv, RangeRequest, Retention, SledStore, UpdateOutcome,
+    Config, CreateOutcome, Error, Guard, Kv, RangeRequest, Retention, SledStore,
 };
 
 fn durable(dir: &tempfile::TempDir) -> Config {
@@ -166,65 +166,6 @@ async fn background_compaction_keeps_the_retained_revisions() {
         .await
         .expect("range");
     assert_eq!(snapshot.items.len(), 90);
-}
-
-#[tokio::test]
-async fn an_ephemeral_history_past_its_memory_budget_is_compacted_by_count_alone() {
-    // An hour of retention and an hour between regular passes: only the budget can compact.
-    let retention = Retention {
-        min_revisions: 50,
-        min_age: Duration::from_secs(3600),
-    };
-    let store = SledStore::open(
-        Config::ephemeral()
-            .retention(retention)
-            .compaction_interval(Some(Duration::from_secs(3600)))
-            .memory_budget(64 * 1024),
-    )
-    .expect("open");
-    // Live values are the data, not history: 100 objects of 1 KiB stay whatever the budget.
-    let value = Bytes::from(vec![b'x'; 1024]);
-    for i in 0..100 {
-        let key = Bytes::from(format!("/big/{i:04}"));
-        let outcome = store.create(key, value.clone()).await.expect("create");
-        assert!(matches!(outcome, CreateOutcome::Created(_)));
-    }
-    // 300 updates of one of them supersede 300 KiB: well past the budget.
-    let first = store.get(b"/big/0000", None).await.expect("get").kv;
-    let mut revision = first.expect("the first object").mod_revision;
-    for _ in 0..300 {
-        let outcome = store
-            .update(
-                "/big/0000".into(),
-                value.clone(),
-                Guard::ModRevision(revision),
-            )
-            .await
-            .expect("update");
-        let UpdateOutcome::Updated { kv, .. } = outcome else {
-            panic!("the guarded update applies");
-        };
-        revision = kv.mod_revision;
-    }
-    let deadline = Instant::now() + common::WAIT;
-    while store.compaction_point() == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the memory budget never triggered a compaction"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    assert!(
-        store.compaction_point() <= revision - 50,
-        "at least min_revisions are kept: {} of {revision}",
-        store.compaction_point()
-    );
-    // Every object is still there at the latest revision.
-    let all = store
-        .range(RangeRequest::prefix("/big/"))
-        .await
-        .expect("range");
-    assert_eq!(all.items.len(), 100);
 }
 
 #[tokio::test]
