@@ -267,6 +267,8 @@ pub(crate) struct Shared {
     /// The revision of the last checkpoint of the index (durable only; `checkpoint.rs`).
     /// Written by whoever writes a checkpoint, under the `compaction` lock.
     pub(crate) checkpointed: AtomicU64,
+    /// History records open read after the checkpoint (all of them without one). Set once.
+    replayed_at_open: u64,
     /// Set by the group commit when [`Config::checkpoint_every`] revisions were published
     /// since the last checkpoint; cleared by the checkpointer thread, which it wakes.
     checkpoint_due: AtomicBool,
@@ -362,6 +364,7 @@ impl SledStore {
             ledger: Mutex::new(Ledger::new(history_budget)),
             checkpointed: AtomicU64::new(loaded.checkpoint),
             checkpoint_due: AtomicBool::new(false),
+            replayed_at_open: loaded.replayed,
             config,
         });
         // A crash between persisting a compaction point and removing the history below it
@@ -461,6 +464,12 @@ impl SledStore {
     /// ephemeral). Open replays only the history after it.
     pub fn checkpoint_revision(&self) -> Revision {
         self.shared.checkpointed.load(Ordering::Acquire)
+    }
+
+    /// How many history records open read after the index checkpoint (without a checkpoint,
+    /// the whole log): what reopening cost beyond the checkpoint itself.
+    pub fn replayed_at_open(&self) -> u64 {
+        self.shared.replayed_at_open
     }
 
     /// Writes a checkpoint of the key index at the current revision now (durable stores; a
