@@ -32,9 +32,13 @@ pub(crate) const BUCKETS: u64 = 64;
 /// History bytes by the revision from which compaction frees them.
 #[derive(Debug)]
 pub(crate) struct Ledger {
+    /// What open found, unsorted: sorted into buckets only when a target is first needed, by
+    /// the compactor, so that open does not sort the whole history (about 3 ms a 100,000
+    /// revisions). Every revision in it is below every bucket's.
+    backlog: Vec<(Revision, u64)>,
     /// `(last revision, bytes)` per bucket, oldest first; revisions strictly increase.
     buckets: VecDeque<(Revision, u64)>,
-    /// Sum of the buckets' bytes.
+    /// Sum of the backlog's and the buckets' bytes.
     total: u64,
     /// A bucket takes more entries until it holds this many bytes.
     bucket_bytes: u64,
@@ -44,20 +48,38 @@ impl Ledger {
     /// An empty ledger for `budget` bytes.
     pub(crate) fn new(budget: u64) -> Self {
         Ledger {
+            backlog: Vec::new(),
             buckets: VecDeque::new(),
             total: 0,
             bucket_bytes: (budget / BUCKETS).max(1),
         }
     }
 
-    /// A ledger of `history` (pairs in any order), as `Index::history` returns it.
-    pub(crate) fn from_history(budget: u64, mut history: Vec<(Revision, u64)>) -> Self {
-        history.sort_unstable();
+    /// A ledger of `history` (pairs in any order), as `Index::history` returns it; revisions
+    /// added later must be above all of them.
+    pub(crate) fn from_history(budget: u64, history: Vec<(Revision, u64)>) -> Self {
         let mut ledger = Ledger::new(budget);
-        for (revision, bytes) in history {
-            ledger.add(revision, bytes);
-        }
+        ledger.total = history
+            .iter()
+            .fold(0u64, |total, (_, bytes)| total.saturating_add(*bytes));
+        ledger.backlog = history;
         ledger
+    }
+
+    /// Sorts the backlog into buckets in front of the others.
+    fn settle(&mut self) {
+        if self.backlog.is_empty() {
+            return;
+        }
+        let mut backlog = std::mem::take(&mut self.backlog);
+        backlog.sort_unstable();
+        let later = std::mem::take(&mut self.buckets);
+        let total = self.total;
+        for (revision, bytes) in backlog {
+            self.add(revision, bytes);
+        }
+        self.buckets.extend(later);
+        self.total = total;
     }
 
     /// History bytes held (rounded up to whole buckets already compacted into).
@@ -83,10 +105,11 @@ impl Ledger {
 
     /// The least revision to compact at so that at most `limit` bytes remain, or `None` if at
     /// most `limit` are held already.
-    pub(crate) fn target(&self, limit: u64) -> Option<Revision> {
+    pub(crate) fn target(&mut self, limit: u64) -> Option<Revision> {
         if self.total <= limit {
             return None;
         }
+        self.settle();
         let mut remaining = self.total;
         for (revision, bytes) in &self.buckets {
             remaining -= bytes;
@@ -100,6 +123,7 @@ impl Ledger {
 
     /// Forgets what compaction at `revision` freed.
     pub(crate) fn compacted(&mut self, revision: Revision) {
+        self.settle();
         while let Some((last, bytes)) = self.buckets.front().copied() {
             if last > revision {
                 break;
@@ -164,12 +188,17 @@ mod tests {
     #[test]
     fn rebuilding_from_unordered_history_equals_adding_in_order() {
         let history = vec![(9, 5), (2, 7), (4, 1), (2, 3)];
-        let rebuilt = Ledger::from_history(BUCKETS, history);
+        let mut rebuilt = Ledger::from_history(BUCKETS, history);
+        assert_eq!(rebuilt.total(), 16);
+        // Later additions are above the history open found.
+        rebuilt.add(12, 4);
         let mut added = Ledger::new(BUCKETS);
-        for (revision, bytes) in [(2, 3), (2, 7), (4, 1), (9, 5)] {
+        for (revision, bytes) in [(2, 3), (2, 7), (4, 1), (9, 5), (12, 4)] {
             added.add(revision, bytes);
         }
+        assert_eq!(rebuilt.target(10), added.target(10));
         assert_eq!(rebuilt.buckets, added.buckets);
-        assert_eq!(rebuilt.total(), 16);
+        rebuilt.compacted(4);
+        assert_eq!(rebuilt.total(), 9);
     }
 }

@@ -21,9 +21,11 @@
 //!    below a revision change only by compaction: so the index can be read in chunks, letting
 //!    the writer in between, and still give one consistent snapshot.
 //!
-//! Format (integers big-endian): `MAGIC | revision u64 | keys u64`, then per key `key_len u32 |
-//! key | entries u32 | entries × (mod_revision, create_revision, version, size: u64)`, then an
-//! FNV-1a 64 checksum of everything before it.
+//! Format: `MAGIC | revision u64 | keys u64` (big-endian), then per key, in key order,
+//! `key_len | key | count | entries`, each entry `mod_revision − previous mod_revision |
+//! create_gap | version | size`, where `create_gap` is `mod_revision − create_revision + 1`, or
+//! 0 for a tombstone (which has no version); all LEB128 varints (about 5 bytes an entry instead
+//! of 32: open reads and checks less), then a checksum of everything before it.
 
 use std::sync::atomic::Ordering;
 
@@ -36,7 +38,7 @@ use crate::index::{Entry, Index};
 use crate::store::Shared;
 
 /// First bytes of a checkpoint (and its format version, the last byte).
-const MAGIC: &[u8; 8] = b"kmidxcp1";
+const MAGIC: &[u8; 8] = b"kmidxcp2";
 /// Keys encoded per hold of the index's read lock: the writer waits at most that long.
 const CHECKPOINT_CHUNK_KEYS: usize = 1024;
 
@@ -74,7 +76,7 @@ impl Shared {
             }
         }
         out[keys_at..keys_at + 8].copy_from_slice(&keys.to_be_bytes());
-        let sum = fnv1a(&out);
+        let sum = checksum(&out);
         out.extend_from_slice(&sum.to_be_bytes());
         self.backend.write_checkpoint(&out)?;
         self.checkpointed.store(at, Ordering::Release);
@@ -84,21 +86,38 @@ impl Shared {
 }
 
 fn encode_key(out: &mut Vec<u8>, key: &[u8], entries: &[Entry]) {
-    // Keys are at most 4 GiB (`Error::KeyTooLong`), and a key has at most one entry per
-    // revision: both fit, saturating only keeps this total.
-    out.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_be_bytes());
+    put_varint(out, key.len() as u64);
     out.extend_from_slice(key);
-    out.extend_from_slice(
-        &u32::try_from(entries.len())
-            .unwrap_or(u32::MAX)
-            .to_be_bytes(),
-    );
+    put_varint(out, entries.len() as u64);
+    // (Saturating only keeps this total: the index's entries ascend, and a value is created at
+    // or before its revision.)
+    let mut previous = 0;
     for entry in entries {
-        out.extend_from_slice(&entry.mod_revision.to_be_bytes());
-        out.extend_from_slice(&entry.create_revision.to_be_bytes());
-        out.extend_from_slice(&entry.version.to_be_bytes());
-        out.extend_from_slice(&entry.size.to_be_bytes());
+        put_varint(out, entry.mod_revision.saturating_sub(previous));
+        previous = entry.mod_revision;
+        if entry.is_live() {
+            put_varint(
+                out,
+                entry
+                    .mod_revision
+                    .saturating_sub(entry.create_revision)
+                    .saturating_add(1),
+            );
+            put_varint(out, entry.version);
+        } else {
+            put_varint(out, 0);
+        }
+        put_varint(out, entry.size);
     }
+}
+
+/// Appends `value` as a LEB128 varint: 7 bits a byte, low bits first, high bit "more".
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
 }
 
 /// Decodes a checkpoint: its revision and index. Never panics; anything malformed (a wrong
@@ -111,7 +130,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(Revision, Index)> {
     let (body, sum) = bytes
         .split_last_chunk::<8>()
         .ok_or(corrupt("checkpoint shorter than its checksum"))?;
-    if fnv1a(body) != u64::from_be_bytes(*sum) {
+    if checksum(body) != u64::from_be_bytes(*sum) {
         return Err(corrupt("checkpoint checksum mismatch"));
     }
     let mut reader = Reader { rest: body };
@@ -119,33 +138,51 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(Revision, Index)> {
         return Err(corrupt("not a checkpoint of this format"));
     }
     let at = reader.u64()?;
-    let keys = reader.u64()?;
-    let mut index = Index::default();
-    for _ in 0..keys {
-        let key_len = reader.u32()? as usize;
+    let key_count = reader.u64()?;
+    // Not trusted to size an allocation beyond what the bytes left could hold.
+    let mut keys = Vec::with_capacity(
+        usize::try_from(key_count)
+            .unwrap_or(usize::MAX)
+            .min(reader.rest.len() / 3),
+    );
+    for _ in 0..key_count {
+        let key_len = usize::try_from(reader.varint()?)
+            .map_err(|_| corrupt("checkpoint key longer than memory"))?;
         let key = Bytes::copy_from_slice(reader.take(key_len)?);
-        let count = reader.u32()?;
-        if count == 0 {
-            return Err(corrupt("checkpoint key without entries"));
-        }
+        let count = reader.varint()?;
+        let capacity = usize::try_from(count)
+            .unwrap_or(usize::MAX)
+            .min(reader.rest.len() / 3);
+        let mut entries = Vec::with_capacity(capacity);
+        let mut mod_revision: Revision = 0;
         for _ in 0..count {
-            let entry = Entry {
-                mod_revision: reader.u64()?,
-                create_revision: reader.u64()?,
-                version: reader.u64()?,
-                size: reader.u64()?,
+            mod_revision = mod_revision
+                .checked_add(reader.varint()?)
+                .ok_or(corrupt("checkpoint revision overflows"))?;
+            let entry = match reader.varint()? {
+                0 => Entry::tombstone(mod_revision, reader.varint()?),
+                gap => Entry {
+                    mod_revision,
+                    create_revision: (mod_revision + 1)
+                        .checked_sub(gap)
+                        .filter(|create| *create > 0)
+                        .ok_or(corrupt("checkpoint entry created before revision 1"))?,
+                    version: reader.varint()?,
+                    size: reader.varint()?,
+                },
             };
-            if entry.mod_revision > at || entry.create_revision > entry.mod_revision {
+            if entry.mod_revision > at {
                 return Err(corrupt("checkpoint entry after its revision"));
             }
-            if !index.push(&key, entry) {
-                return Err(corrupt("checkpoint entries out of order"));
-            }
+            entries.push(entry);
         }
+        keys.push((key, entries));
     }
     if !reader.rest.is_empty() {
         return Err(corrupt("checkpoint longer than its keys"));
     }
+    let index =
+        Index::from_sorted(keys).ok_or(corrupt("checkpoint keys or entries out of order"))?;
     Ok((at, index))
 }
 
@@ -173,21 +210,45 @@ impl<'a> Reader<'a> {
         Ok(u64::from_be_bytes(array))
     }
 
-    fn u32(&mut self) -> Result<u32> {
-        let mut array = [0u8; 4];
-        array.copy_from_slice(self.take(4)?);
-        Ok(u32::from_be_bytes(array))
+    fn varint(&mut self) -> Result<u64> {
+        let mut value = 0u64;
+        for (i, byte) in self.rest.iter().enumerate().take(10) {
+            let bits = u64::from(byte & 0x7f);
+            // The tenth byte may carry only the 64th bit.
+            if i == 9 && bits > 1 {
+                break;
+            }
+            value |= bits << (7 * i);
+            if byte & 0x80 == 0 {
+                self.rest = &self.rest[i + 1..];
+                return Ok(value);
+            }
+        }
+        Err(Error::CorruptRecord {
+            revision: 0,
+            reason: "checkpoint varint malformed or truncated",
+        })
     }
 }
 
-/// FNV-1a, 64 bits: a checksum against a checkpoint that is not what was written (sled checks
-/// its own pages; this also catches a bug in the encoder).
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// A checksum against a checkpoint that is not what was written (sled checks its own pages;
+/// this also catches a bug in the encoder): FNV-1a's multiply-and-xor over 8-byte words, with a
+/// final mix, about eight times faster than byte by byte (open checks every byte).
+fn checksum(bytes: &[u8]) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
-    bytes.iter().fold(OFFSET, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(PRIME)
-    })
+    let mut words = bytes.chunks_exact(8);
+    let mut hash = OFFSET ^ bytes.len() as u64;
+    for word in &mut words {
+        let mut array = [0u8; 8];
+        array.copy_from_slice(word);
+        hash = (hash ^ u64::from_le_bytes(array)).wrapping_mul(PRIME);
+        hash ^= hash >> 29;
+    }
+    for byte in words.remainder() {
+        hash = (hash ^ u64::from(*byte)).wrapping_mul(PRIME);
+    }
+    hash ^ (hash >> 32)
 }
 
 #[cfg(test)]
@@ -211,7 +272,7 @@ mod tests {
         for (key, entries) in keys {
             encode_key(&mut out, key, entries);
         }
-        let sum = fnv1a(&out);
+        let sum = checksum(&out);
         out.extend_from_slice(&sum.to_be_bytes());
         out
     }
@@ -250,10 +311,45 @@ mod tests {
             bad[i] ^= 0x40;
             assert!(decode(&bad).is_err(), "byte {i} flipped");
         }
-        // Well-formed but wrong: an entry after the checkpoint's revision, entries out of order.
+        // Well-formed but wrong: an entry after the checkpoint's revision, a revision twice, a
+        // key twice.
         let late = encode(8, &[(b"key", vec![entry(9, 9, 1)])]);
         assert!(decode(&late).is_err());
-        let unordered = encode(9, &[(b"key", vec![entry(5, 5, 1), entry(3, 3, 1)])]);
-        assert!(decode(&unordered).is_err());
+        let repeated = encode(9, &[(b"key", vec![entry(5, 5, 1), entry(5, 5, 2)])]);
+        assert!(decode(&repeated).is_err());
+        let twice = encode(
+            9,
+            &[
+                (b"key", vec![entry(5, 5, 1)]),
+                (b"key", vec![entry(7, 7, 1)]),
+            ],
+        );
+        assert!(decode(&twice).is_err());
+    }
+
+    #[test]
+    fn varints_round_trip_at_their_boundaries() {
+        for value in [
+            0,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            u64::from(u32::MAX),
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            put_varint(&mut out, value);
+            let mut reader = Reader { rest: &out };
+            assert_eq!(reader.varint().expect("decodes"), value);
+            assert!(reader.rest.is_empty());
+        }
+        // Eleven continuation bytes, and a tenth byte beyond 64 bits, are malformed.
+        assert!(Reader { rest: &[0xff; 11] }.varint().is_err());
+        let mut too_big = vec![0xff; 9];
+        too_big.push(0x02);
+        assert!(Reader { rest: &too_big }.varint().is_err());
     }
 }

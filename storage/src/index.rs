@@ -68,7 +68,6 @@ pub(crate) struct RangePage {
 
 impl Index {
     /// Number of keys with at least one retained entry (live or not).
-    #[cfg(test)]
     pub(crate) fn key_count(&self) -> usize {
         self.keys.len()
     }
@@ -91,6 +90,23 @@ impl Index {
             }
         }
         true
+    }
+
+    /// An index of `keys` with their entries (a checkpoint's), built in one pass. `None` if
+    /// the keys are not strictly ascending or a key's entries are empty or not strictly
+    /// ascending.
+    pub(crate) fn from_sorted(keys: Vec<(Bytes, Vec<Entry>)>) -> Option<Self> {
+        let keys_ascend = keys.windows(2).all(|pair| pair[0].0 < pair[1].0);
+        let entries_ascend = keys.iter().all(|(_, entries)| {
+            !entries.is_empty()
+                && entries
+                    .windows(2)
+                    .all(|pair| pair[0].mod_revision < pair[1].mod_revision)
+        });
+        // From sorted input the map is built without a search per key.
+        (keys_ascend && entries_ascend).then(|| Index {
+            keys: keys.into_iter().collect(),
+        })
     }
 
     /// The key's live entry at the latest revision.

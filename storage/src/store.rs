@@ -330,8 +330,10 @@ impl SledStore {
             cache_capacity: config.cache_capacity,
         })?;
         let compacted = backend.compacted()?;
+        let backend_opened = started.elapsed();
         let tips = Tips::default();
         let loaded = load_index(&backend, compacted)?;
+        let index_loaded = started.elapsed();
         let current = loaded.last.max(compacted);
         let durable = config.data_dir.is_some();
         let history_budget = config.history_budget;
@@ -375,6 +377,7 @@ impl SledStore {
         }
         {
             let state = shared.state.read();
+            shared.tips.reserve(state.index.key_count());
             let mut cursor = None;
             loop {
                 cursor = state
@@ -388,7 +391,12 @@ impl SledStore {
                     break;
                 }
             }
-            *shared.ledger.lock() = Ledger::from_history(history_budget, state.index.history());
+            let ledger = Ledger::from_history(history_budget, state.index.history());
+            // Reopened with a smaller budget: the compactor's first pass is for it.
+            if ledger.total() > history_budget {
+                shared.budget_pressure.store(true, Ordering::Release);
+            }
+            *shared.ledger.lock() = ledger;
         }
         let mut threads = Vec::new();
         if durable {
@@ -413,6 +421,8 @@ impl SledStore {
             compacted,
             checkpoint = loaded.checkpoint,
             replayed = loaded.replayed,
+            backend_ms = backend_opened.as_millis() as u64,
+            index_ms = (index_loaded - backend_opened).as_millis() as u64,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "store opened"
         );
