@@ -38,7 +38,9 @@ use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
 use futures_util::StreamExt;
-use kubemock_storage::{Config, CreateOutcome, Guard, Kv, RangeRequest, SledStore, WatchItem};
+use kubemock_storage::{
+    Config, CreateOutcome, DEFAULT_CHECKPOINT_EVERY, Guard, Kv, RangeRequest, SledStore, WatchItem,
+};
 use tokio::runtime::Runtime;
 use tokio::sync::Notify;
 
@@ -330,7 +332,11 @@ fn bench_reopen(c: &mut Criterion) {
         let config = |dir: &Path| {
             Config::durable(dir)
                 .compaction_interval(None)
-                .checkpoint_every(if checkpoints { 20_000 } else { 0 })
+                .checkpoint_every(if checkpoints {
+                    DEFAULT_CHECKPOINT_EVERY
+                } else {
+                    0
+                })
                 .checkpoint_at_close(checkpoints)
         };
         // Many keys, no history...

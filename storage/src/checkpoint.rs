@@ -57,6 +57,7 @@ impl Shared {
         let keys_at = out.len();
         out.extend_from_slice(&0u64.to_be_bytes());
         let mut keys = 0u64;
+        let mut entries_written = 0u64;
         let mut cursor = None;
         loop {
             cursor = self.state.read().index.visit_chunk(
@@ -67,6 +68,7 @@ impl Shared {
                     let upto = entries.partition_point(|e| e.mod_revision <= at);
                     if upto > 0 {
                         keys += 1;
+                        entries_written += upto as u64;
                         encode_key(&mut out, key, &entries[..upto]);
                     }
                 },
@@ -80,6 +82,8 @@ impl Shared {
         out.extend_from_slice(&sum.to_be_bytes());
         self.backend.write_checkpoint(&out)?;
         self.checkpointed.store(at, Ordering::Release);
+        self.checkpoint_entries
+            .store(entries_written, Ordering::Release);
         debug!(revision = at, keys, bytes = out.len(), "index checkpointed");
         Ok(at)
     }

@@ -53,11 +53,16 @@ pub const DEFAULT_WATCH_BUFFER: usize = 1024;
 /// 1 GiB per watcher. 64 MiB is about half a second of a single writer replacing 1 MiB objects
 /// as fast as the store takes them, so a consumer that keeps up never meets it.
 pub const DEFAULT_WATCH_BUFFER_BYTES: u64 = 64 * 1024 * 1024;
-/// A durable store checkpoints its key index after this many revisions (and when it closes), so
-/// that open reads the checkpoint and at most about this many records of history instead of
-/// all of it: a few milliseconds of reading at open, and a checkpoint every second or so under
-/// a load of 20,000 writes a second.
-pub const DEFAULT_CHECKPOINT_EVERY: u64 = 20_000;
+/// A durable store checkpoints its key index after at least this many revisions (and when it
+/// closes), so that open reads the checkpoint and little history after it. Without a floor a
+/// small index would be checkpointed every few writes.
+pub const DEFAULT_CHECKPOINT_EVERY: u64 = 1_000;
+/// The checkpoint interval grows to the index's entries divided by this. Replaying a record at
+/// open cost about 100 times as much as reading an index entry from a checkpoint (ConfigMaps
+/// of a few hundred bytes to 24 KiB: about 10 µs against 0.1 µs), so with 16 the history after
+/// a checkpoint costs open at most about six times the checkpoint's own reading, and writing
+/// checkpoints costs about 16 encoded entries a write (a background thread's microsecond).
+const CHECKPOINT_INDEX_SHARE: u64 = 16;
 /// How often the background compactor samples the revision and applies the retention: fine
 /// enough that history never exceeds the retention by much, rare enough to cost nothing.
 pub const DEFAULT_COMPACTION_INTERVAL: Duration = Duration::from_secs(30);
@@ -112,8 +117,9 @@ pub struct Config {
     /// ephemeral and on disk when durable, before the compactor drops the oldest regardless of
     /// the retention (default [`DEFAULT_HISTORY_BUDGET`]; needs the background compactor).
     pub history_budget: u64,
-    /// A durable store checkpoints its key index every this many revisions (default
-    /// [`DEFAULT_CHECKPOINT_EVERY`]; 0: only when it closes).
+    /// A durable store checkpoints its key index every this many revisions, or every 16th of
+    /// its index's entries if that is more (default [`DEFAULT_CHECKPOINT_EVERY`]; 0: only when
+    /// it closes).
     pub checkpoint_every: u64,
     /// Whether closing a durable store checkpoints its index (default true, so that the next
     /// open replays no history). Tests turn it off to reopen as after a crash.
@@ -267,6 +273,9 @@ pub(crate) struct Shared {
     /// The revision of the last checkpoint of the index (durable only; `checkpoint.rs`).
     /// Written by whoever writes a checkpoint, under the `compaction` lock.
     pub(crate) checkpointed: AtomicU64,
+    /// Index entries in the last checkpoint (or, before the first, loaded at open): the
+    /// checkpoint interval grows with it. Written with `checkpointed`.
+    pub(crate) checkpoint_entries: AtomicU64,
     /// History records open read after the checkpoint (all of them without one). Set once.
     replayed_at_open: u64,
     /// Set by the group commit when [`Config::checkpoint_every`] revisions were published
@@ -367,6 +376,7 @@ impl SledStore {
             checkpointed: AtomicU64::new(loaded.checkpoint),
             checkpoint_due: AtomicBool::new(false),
             replayed_at_open: loaded.replayed,
+            checkpoint_entries: AtomicU64::new(0),
             config,
         });
         // A crash between persisting a compaction point and removing the history below it
@@ -378,11 +388,13 @@ impl SledStore {
         {
             let state = shared.state.read();
             shared.tips.reserve(state.index.key_count());
+            let mut entries_loaded = 0;
             let mut cursor = None;
             loop {
                 cursor = state
                     .index
                     .visit_chunk(cursor.as_ref(), usize::MAX, |key, entries| {
+                        entries_loaded += entries.len() as u64;
                         if let Some(last) = entries.last() {
                             shared.tips.record(key, Tip::of(*last));
                         }
@@ -391,6 +403,10 @@ impl SledStore {
                     break;
                 }
             }
+            // The checkpoint interval's basis until the first checkpoint.
+            shared
+                .checkpoint_entries
+                .store(entries_loaded, Ordering::Release);
             let ledger = Ledger::from_history(history_budget, state.index.history());
             // Reopened with a smaller budget: the compactor's first pass is for it.
             if ledger.total() > history_budget {
@@ -1054,8 +1070,11 @@ impl Shared {
             };
             self.publish(&events, target);
             self.durability.send_modify(|d| d.revision = target);
-            let every = self.config.checkpoint_every;
-            if every > 0
+            let every = self
+                .config
+                .checkpoint_every
+                .max(self.checkpoint_entries.load(Ordering::Acquire) / CHECKPOINT_INDEX_SHARE);
+            if self.config.checkpoint_every > 0
                 && target.saturating_sub(self.checkpointed.load(Ordering::Acquire)) >= every
                 && !self.checkpoint_due.swap(true, Ordering::AcqRel)
             {
