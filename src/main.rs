@@ -123,6 +123,11 @@ struct ServeArgs {
     /// Mutating requests in flight at most; more are answered 429. 0 is unlimited.
     #[arg(long, default_value_t = kubemock_apiserver::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT)]
     max_mutating_requests_inflight: usize,
+    /// Bytes of request bodies in flight at most (`128Mi`, `1Gi`, plain bytes); more are
+    /// answered 429. A body counts by its Content-Length, or as 3 MiB when chunked. 0 is
+    /// unlimited.
+    #[arg(long, default_value = "128Mi", value_parser = parse_bytes)]
+    max_request_body_bytes_inflight: usize,
     /// Interval between BOOKMARK events on watches that allow them (`60s`, `500ms`, or plain
     /// seconds); about a minute like the real server unless tests want them sooner.
     #[arg(long, default_value = "60s", value_parser = parse_interval)]
@@ -144,8 +149,8 @@ struct StoreArgs {
     /// Bytes of history (superseded versions and deletions) kept for watches and old reads:
     /// in memory without `--data-dir`, on disk with it. Past it the oldest history is
     /// compacted whatever its age, and a watch from it gets 410 Gone (`256Mi`, `1Gi`, bytes).
-    #[arg(long, default_value = "256Mi", value_parser = parse_size)]
-    history_budget: u64,
+    #[arg(long, default_value = "256Mi", value_parser = parse_bytes)]
+    history_budget: usize,
     /// Revisions of history kept at least, unless the history budget needs them.
     #[arg(long, default_value_t = kubemock_storage::Retention::default().min_revisions)]
     history_min_revisions: u64,
@@ -158,52 +163,50 @@ struct StoreArgs {
     compaction_interval: Duration,
     /// Bytes of events one watch may have waiting for its client before it is ended (the
     /// client resumes from its last resourceVersion).
-    #[arg(long, default_value = "64Mi", value_parser = parse_size)]
-    watch_buffer_bytes: u64,
+    #[arg(long, default_value = "64Mi", value_parser = parse_bytes)]
+    watch_buffer_bytes: usize,
     /// Bytes of the durable store's page cache (with `--data-dir`).
-    #[arg(long, default_value = "64Mi", value_parser = parse_size)]
-    store_cache_size: u64,
+    #[arg(long, default_value = "64Mi", value_parser = parse_bytes)]
+    store_cache_size: usize,
 }
 
 impl StoreArgs {
     fn apply(&self, config: Config) -> Config {
         config
-            .history_budget(self.history_budget)
+            .history_budget(self.history_budget as u64)
             .retention(Retention {
                 min_revisions: self.history_min_revisions,
                 min_age: self.history_min_age,
             })
             .compaction_interval(Some(self.compaction_interval))
-            .watch_buffer_bytes(self.watch_buffer_bytes)
-            .cache_capacity(self.store_cache_size)
+            .watch_buffer_bytes(self.watch_buffer_bytes as u64)
+            .cache_capacity(self.store_cache_size as u64)
     }
 }
 
-/// A byte count: plain bytes, or with a binary (`Ki`, `Mi`, `Gi`, `Ti`) or decimal (`k`, `M`,
-/// `G`, `T`) suffix, as Kubernetes quantities are written.
-fn parse_size(text: &str) -> Result<u64, String> {
-    const SUFFIXES: [(&str, u64); 8] = [
-        ("Ki", 1 << 10),
-        ("Mi", 1 << 20),
-        ("Gi", 1 << 30),
-        ("Ti", 1 << 40),
-        ("k", 1_000),
-        ("M", 1_000_000),
-        ("G", 1_000_000_000),
-        ("T", 1_000_000_000_000),
-    ];
+/// A size in bytes: plain digits, or with a binary (`Ki`, `Mi`, `Gi`) or decimal (`k`, `M`,
+/// `G`) suffix, as Kubernetes quantities write them.
+fn parse_bytes(text: &str) -> Result<usize, String> {
     let text = text.trim();
-    let (number, scale) = SUFFIXES
-        .iter()
-        .find_map(|(suffix, scale)| text.strip_suffix(suffix).map(|n| (n, *scale)))
-        .unwrap_or((text, 1));
-    let value: u64 = number
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size like 256Mi, 1Gi or 4096"))?;
-    value
-        .checked_mul(scale)
-        .ok_or_else(|| format!("{text:?} is too large"))
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let scale: usize = match suffix {
+        "" => 1,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        _ => return Err(format!("{text:?} is not a size like 128Mi, 1Gi or 4096")),
+    };
+    number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("{text:?} is not a size like 128Mi, 1Gi or 4096"))
 }
 
 /// `500ms`, `2s`, `1m`, or a number of seconds; never zero.
@@ -309,6 +312,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ServerConfig {
             max_requests_inflight: args.max_requests_inflight,
             max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+            max_request_body_bytes_inflight: args.max_request_body_bytes_inflight,
             bookmark_interval: args.bookmark_interval,
             service_cluster_ip_range: args.service_cluster_ip_range,
             service_node_port_range: args.service_node_port_range,
@@ -493,15 +497,13 @@ mod tests {
     }
 
     #[test]
-    fn sizes_parse_with_binary_and_decimal_suffixes() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("256Mi"), Ok(256 << 20));
-        assert_eq!(parse_size("1Gi"), Ok(1 << 30));
-        assert_eq!(parse_size("64Ki"), Ok(64 << 10));
-        assert_eq!(parse_size("2M"), Ok(2_000_000));
-        assert_eq!(parse_size("0"), Ok(0));
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("1Mib").is_err());
-        assert!(parse_size("99999999999Ti").is_err());
+    fn sizes_parse_with_quantity_suffixes() {
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("128Mi"), Ok(128 << 20));
+        assert_eq!(parse_bytes("1Gi"), Ok(1 << 30));
+        assert_eq!(parse_bytes("2k"), Ok(2000));
+        assert_eq!(parse_bytes("0"), Ok(0));
+        assert!(parse_bytes("12MB").is_err());
+        assert!(parse_bytes("Mi").is_err());
     }
 }

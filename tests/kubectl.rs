@@ -313,7 +313,7 @@ spec:
         env: [{name: MODE, value: prod}]
         resources:
           requests: {cpu: 100m, memory: 64Mi}
-          limits: {cpu: 1, memory: 128Mi}
+          limits: {cpu: '1', memory: 128Mi}
         readinessProbe:
           httpGet: {path: /, port: http}
 ---
@@ -356,6 +356,9 @@ async fn kubectl_apply_validates_through_openapi_and_get_deploy_lists_it() {
             .any(|l| l.split_whitespace().next() == Some("web")),
         "{out}"
     );
+    // Quantities are stored canonically, as upstream stores them, so the manifest writes them
+    // canonically: an integer `cpu: 1` would make every later apply "configured", as it does
+    // against a real cluster (kubernetes/kubernetes#66450).
     let out = cluster.kubectl(&["apply", "-f", file]).await;
     assert!(out.contains("deployment.apps/web unchanged"), "{out}");
     // Apply again with a new image, another replica count and the env var removed: kubectl

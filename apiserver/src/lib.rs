@@ -42,7 +42,9 @@ mod bootstrap;
 mod codec;
 mod crd;
 mod fieldvalidation;
+mod gotime;
 mod handlers;
+mod jsonpatch;
 mod keys;
 mod kubeconfig;
 mod limits;
@@ -80,7 +82,10 @@ pub use admission::{
 pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
 pub use handlers::nonresource::KUBERNETES_MINOR;
 pub use kubeconfig::kubeconfig;
-pub use limits::{DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUESTS_INFLIGHT};
+pub use limits::{
+    DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT,
+    DEFAULT_MAX_REQUESTS_INFLIGHT,
+};
 pub use registry::{
     Admission, Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Registry, Resource,
     Subresource,

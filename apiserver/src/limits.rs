@@ -10,6 +10,12 @@
 //! apart, by the metrics' open-requests gauge. The health checks and `/metrics` are never
 //! turned away, so that an overloaded server still reports itself alive and can be observed.
 //!
+//! Counting requests does not bound memory: 200 writes of 3 MiB bodies hold 600 MiB before
+//! they are parsed (several times that after). So request bodies also take their bytes from a
+//! budget (`ServerConfig::max_request_body_bytes_inflight`): a request whose body would take it
+//! past the budget is turned away like one that finds no slot. The bytes are the
+//! `Content-Length`, or the whole 3 MiB limit for a body of unknown length.
+//!
 //! A slot is a semaphore permit taken with `try_acquire` and given back when the handler
 //! returns; nothing waits for one.
 
@@ -24,6 +30,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::debug;
 
 use crate::handlers::target::RequestInfo;
+use crate::status::MAX_BODY_BYTES;
+
+/// Bytes of request bodies in flight by default: room for every mutating slot's body at an
+/// ordinary size, and for 40 bodies at the 3 MiB limit at once.
+pub const DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT: usize = 128 * 1024 * 1024;
 
 /// Read-only requests in flight by default: kube-apiserver's `--max-requests-inflight`.
 pub const DEFAULT_MAX_REQUESTS_INFLIGHT: usize = 400;
@@ -50,6 +61,8 @@ fn exempt(path: &str) -> bool {
 pub(crate) struct InFlight {
     read_only: Lane,
     mutating: Lane,
+    /// The free bytes of the request body budget; `None` when unlimited.
+    body_bytes: Option<Arc<Semaphore>>,
 }
 
 /// The slots of one kind of request.
@@ -78,15 +91,17 @@ impl Lane {
         Some(Slot {
             _permit: permit,
             in_use: self.in_use.clone(),
+            _body: None,
         })
     }
 }
 
-/// A taken slot; dropping it gives it back.
+/// A taken slot (and the body bytes it holds); dropping it gives them back.
 #[derive(Debug)]
 pub(crate) struct Slot {
     _permit: Option<OwnedSemaphorePermit>,
     in_use: Arc<AtomicUsize>,
+    _body: Option<OwnedSemaphorePermit>,
 }
 
 impl Drop for Slot {
@@ -105,21 +120,33 @@ pub(crate) struct InUse {
 }
 
 impl InFlight {
-    /// Limits of `max_read_only` and `max_mutating` requests in flight; 0 is unlimited.
-    pub(crate) fn new(max_read_only: usize, max_mutating: usize) -> Self {
+    /// Limits of `max_read_only` and `max_mutating` requests in flight, and of `max_body_bytes`
+    /// of their bodies; 0 is unlimited.
+    pub(crate) fn new(max_read_only: usize, max_mutating: usize, max_body_bytes: usize) -> Self {
         InFlight {
             read_only: Lane::new(max_read_only),
             mutating: Lane::new(max_mutating),
+            body_bytes: (max_body_bytes > 0)
+                .then(|| Arc::new(Semaphore::new(max_body_bytes.min(Semaphore::MAX_PERMITS)))),
         }
     }
 
-    /// Takes a slot of the given kind, if one is free; never waits.
-    pub(crate) fn try_acquire(&self, read_only: bool) -> Option<Slot> {
-        if read_only {
+    /// Takes a slot of the given kind and `body_bytes` of the body budget, if both are free;
+    /// never waits.
+    pub(crate) fn try_acquire(&self, read_only: bool, body_bytes: usize) -> Option<Slot> {
+        let body = match (&self.body_bytes, u32::try_from(body_bytes)) {
+            (_, Ok(0)) | (None, _) => None,
+            (Some(budget), Ok(bytes)) => Some(budget.clone().try_acquire_many_owned(bytes).ok()?),
+            // More than any body may be: the handler answers 413 without reading it.
+            (Some(_), Err(_)) => None,
+        };
+        let mut slot = if read_only {
             self.read_only.try_acquire()
         } else {
             self.mutating.try_acquire()
-        }
+        }?;
+        slot._body = body;
+        Some(slot)
     }
 
     /// How many slots are taken now.
@@ -155,7 +182,7 @@ pub(crate) async fn limit(
     if long_running {
         return next.run(request).await;
     }
-    match in_flight.try_acquire(read_only) {
+    match in_flight.try_acquire(read_only, body_bytes(&request)) {
         Some(slot) => {
             let response = next.run(request).await;
             drop(slot);
@@ -170,6 +197,24 @@ pub(crate) async fn limit(
             );
             too_many_requests()
         }
+    }
+}
+
+/// The bytes a request's body takes from the budget: its `Content-Length` (capped at the body
+/// limit), the whole limit for a chunked body of unknown length, none without a body.
+fn body_bytes(request: &Request) -> usize {
+    let headers = request.headers();
+    if let Some(length) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        return length.min(MAX_BODY_BYTES);
+    }
+    if headers.contains_key(header::TRANSFER_ENCODING) {
+        MAX_BODY_BYTES
+    } else {
+        0
     }
 }
 
@@ -245,9 +290,47 @@ mod tests {
         .expect("the requests take their slots");
     }
 
+    fn with_body(length: Option<usize>) -> Request {
+        let mut builder = Request::builder().method(Method::POST).uri("/w");
+        builder = match length {
+            Some(length) => builder.header(header::CONTENT_LENGTH, length),
+            None => builder.header(header::TRANSFER_ENCODING, "chunked"),
+        };
+        builder.body(Body::empty()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn request_bodies_take_their_bytes_from_the_budget() {
+        let in_flight = InFlight::new(0, 0, 1000);
+        let release = CancellationToken::new();
+        let app = blocking_app(in_flight.clone(), release.clone());
+        let held = tokio::spawn(app.clone().oneshot(with_body(Some(800))));
+        wait_for_in_use(&in_flight, 0, 1).await;
+        // 800 of 1000 bytes are taken: 300 more do not fit, a chunked body (3 MiB) neither.
+        for length in [Some(300), None] {
+            let response = app.clone().oneshot(with_body(length)).await.unwrap();
+            assert_eq!(
+                response.status(),
+                StatusCode::TOO_MANY_REQUESTS,
+                "{length:?}"
+            );
+        }
+        // What fits, and requests without a body, still go through.
+        let small = tokio::spawn(app.clone().oneshot(with_body(Some(200))));
+        let read = tokio::spawn(app.clone().oneshot(request(Method::GET, "/r")));
+        wait_for_in_use(&in_flight, 1, 2).await;
+        release.cancel();
+        for handle in [held, small, read] {
+            assert_eq!(handle.await.unwrap().unwrap().status(), StatusCode::OK);
+        }
+        // The bytes are given back.
+        let again = tokio::spawn(app.clone().oneshot(with_body(Some(1000))));
+        assert_eq!(again.await.unwrap().unwrap().status(), StatusCode::OK);
+    }
+
     #[tokio::test]
     async fn a_full_lane_turns_requests_away_with_429_and_the_other_lane_is_unaffected() {
-        let in_flight = InFlight::new(1, 1);
+        let in_flight = InFlight::new(1, 1, 0);
         let release = CancellationToken::new();
         let app = blocking_app(in_flight.clone(), release.clone());
         let held_read = tokio::spawn(app.clone().oneshot(request(Method::GET, "/a")));
@@ -291,7 +374,7 @@ mod tests {
 
     #[tokio::test]
     async fn health_checks_metrics_and_watches_are_never_turned_away() {
-        let in_flight = InFlight::new(1, 1);
+        let in_flight = InFlight::new(1, 1, 0);
         let release = CancellationToken::new();
         let app = blocking_app(in_flight.clone(), release.clone());
         let held = tokio::spawn(app.clone().oneshot(request(Method::GET, "/a")));
@@ -332,7 +415,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_limit_of_zero_is_unlimited_but_still_counted() {
-        let in_flight = InFlight::new(0, 0);
+        let in_flight = InFlight::new(0, 0, 0);
         let release = CancellationToken::new();
         let app = blocking_app(in_flight.clone(), release.clone());
         let held: Vec<_> = (0..3)

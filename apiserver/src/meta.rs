@@ -8,6 +8,8 @@ use axum::http::StatusCode;
 use kubemock_storage::Revision;
 use serde_json::{Map, Value};
 
+use kubemock_apimachinery::validation;
+
 use crate::registry::NameRule;
 use crate::status::{ApiError, Cause, Details};
 
@@ -21,10 +23,19 @@ pub(crate) fn parse_resource_version(value: &str) -> Result<Option<Revision>, Ap
     if value.is_empty() {
         return Ok(None);
     }
-    value
-        .parse::<Revision>()
+    parse_uint(value)
         .map(Some)
-        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {value}")))
+        .ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {value}")))
+}
+
+/// `value` read as Go's `strconv.ParseUint(value, 10, 64)` reads it, which is how upstream
+/// parses resourceVersions (`staging/src/k8s.io/apiserver/pkg/storage/api_object_versioner.go`):
+/// decimal digits only (no sign, no space), within 64 bits.
+pub(crate) fn parse_uint(value: &str) -> Option<u64> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok()
 }
 
 /// Now, as RFC 3339 UTC with seconds precision (`metav1.Time`).
@@ -163,7 +174,7 @@ fn decimal(digits: &[u8]) -> Option<i64> {
 }
 
 /// A proleptic Gregorian date to days since 1970-01-01 (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let year = if month <= 2 { year - 1 } else { year };
     let era = year.div_euclid(400);
     let yoe = year.rem_euclid(400);
@@ -209,78 +220,30 @@ pub(crate) fn generate_name(prefix: &str) -> String {
     name
 }
 
-const SUBDOMAIN_REGEX: &str = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const LABEL_REGEX: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-const DNS1035_REGEX: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
-
-fn is_label(s: &str, first_alpha: bool) -> bool {
-    let bytes = s.as_bytes();
-    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
-        return false;
-    };
-    let first_ok = if first_alpha {
-        first.is_ascii_lowercase()
-    } else {
-        first.is_ascii_lowercase() || first.is_ascii_digit()
-    };
-    first_ok
-        && (last.is_ascii_lowercase() || last.is_ascii_digit())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-}
-
 /// Problems with `name` under `rule`, as field-error details (empty when valid). With
 /// `prefix`, `name` is a generateName prefix: a trailing `-` is allowed.
 pub(crate) fn name_errors(name: &str, rule: NameRule, prefix: bool) -> Vec<String> {
-    let checked = if prefix {
-        name.strip_suffix('-').unwrap_or(name)
-    } else {
-        name
+    // `staging/src/k8s.io/apimachinery/pkg/api/validation/generic.go`: a generateName prefix
+    // has its trailing dash masked (`maskTrailingDash`), the rules are upstream's
+    // (`kubemock_apimachinery::validation`), each message after the quoted name.
+    let masked;
+    let checked = match name.strip_suffix('-') {
+        Some(rest) if prefix && name.len() > 1 => {
+            masked = format!("{rest}a");
+            masked.as_str()
+        }
+        _ => name,
     };
-    let mut errors = Vec::new();
+    let messages = match rule {
+        NameRule::Subdomain => validation::is_dns1123_subdomain(checked),
+        NameRule::Label => validation::is_dns1123_label(checked),
+        NameRule::Dns1035 => validation::is_dns1035_label(checked),
+    };
     let quoted = serde_json::to_string(name).unwrap_or_default();
-    match rule {
-        NameRule::Subdomain => {
-            if name.len() > 253 {
-                errors.push(format!(
-                    "Invalid value: {quoted}: must be no more than 253 characters"
-                ));
-            }
-            if !checked.split('.').all(|part| is_label(part, false)) {
-                errors.push(format!(
-                    "Invalid value: {quoted}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{SUBDOMAIN_REGEX}')"
-                ));
-            }
-        }
-        NameRule::Label => {
-            if name.len() > 63 {
-                errors.push(format!(
-                    "Invalid value: {quoted}: must be no more than 63 characters"
-                ));
-            }
-            if name.contains('.') {
-                errors.push(format!("Invalid value: {quoted}: must not contain dots"));
-            } else if !is_label(checked, false) {
-                errors.push(format!(
-                    "Invalid value: {quoted}: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '{LABEL_REGEX}')"
-                ));
-            }
-        }
-        NameRule::Dns1035 => {
-            if name.len() > 63 {
-                errors.push(format!(
-                    "Invalid value: {quoted}: must be no more than 63 characters"
-                ));
-            }
-            if !is_label(checked, true) {
-                errors.push(format!(
-                    "Invalid value: {quoted}: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '{DNS1035_REGEX}')"
-                ));
-            }
-        }
-    }
-    errors
+    messages
+        .into_iter()
+        .map(|message| format!("Invalid value: {quoted}: {message}"))
+        .collect()
 }
 
 /// A field error, for [`invalid`].
@@ -448,6 +411,11 @@ mod tests {
     fn resource_versions_round_trip_and_reject_garbage() {
         assert_eq!(parse_resource_version("42").unwrap(), Some(42));
         assert_eq!(parse_resource_version("").unwrap(), None);
+        for garbage in ["+5", " 5", "-1", "5.0", "18446744073709551616"] {
+            assert!(parse_resource_version(garbage).is_err(), "{garbage:?}");
+        }
+        assert_eq!(parse_uint("007"), Some(7));
+        assert_eq!(parse_uint("18446744073709551615"), Some(u64::MAX));
         let err = parse_resource_version("abc").unwrap_err();
         assert_eq!(err.code, StatusCode::BAD_REQUEST);
         assert_eq!(resource_version(7), "7");

@@ -7,7 +7,8 @@
 //! - `apiserver_request_duration_seconds` (histogram, the real buckets, same labels but `code`)
 //! - `apiserver_longrunning_requests` (gauge: watches open now)
 //! - `apiserver_current_inflight_requests{request_kind}` (`readOnly`, `mutating`)
-//! - `kubemock_store_revision`, `kubemock_store_compacted_revision`, `process_start_time_seconds`
+//! - `kubemock_store_revision`, `kubemock_store_compacted_revision`,
+//!   `kubemock_crd_sync_timeouts_total`, `process_start_time_seconds`
 //!
 //! Requests are labelled from the [`RequestInfo`] the pipeline classified them into (the same
 //! parse the handlers use); requests upstream does not instrument are not counted, except
@@ -110,6 +111,8 @@ pub(crate) struct Snapshot {
     pub(crate) revision: Option<u64>,
     /// The store's compaction point (`None` if the store did not answer).
     pub(crate) compacted: Option<u64>,
+    /// Definition writes that gave up waiting for the CustomResourceDefinitions controller.
+    pub(crate) crd_sync_timeouts: u64,
 }
 
 impl Metrics {
@@ -236,6 +239,16 @@ impl Metrics {
                 out.sample(name, Vec::new(), value as f64);
             }
         }
+        out.family(
+            "kubemock_crd_sync_timeouts_total",
+            "CustomResourceDefinition writes that answered before the definitions controller had caught up with them (it did not within 5 s).",
+            "counter",
+        );
+        out.sample(
+            "kubemock_crd_sync_timeouts_total",
+            Vec::new(),
+            snapshot.crd_sync_timeouts as f64,
+        );
         out.family(
             "process_start_time_seconds",
             "Start time of the process since unix epoch in seconds.",
@@ -430,6 +443,7 @@ mod tests {
             },
             revision: Some(42),
             compacted: Some(7),
+            crd_sync_timeouts: 3,
         }
     }
 
@@ -456,6 +470,7 @@ mod tests {
         ));
         assert!(text.contains("\nkubemock_store_revision 42\n"));
         assert!(text.contains("\nkubemock_store_compacted_revision 7\n"));
+        assert!(text.contains("\nkubemock_crd_sync_timeouts_total 3\n"));
         assert!(
             text.contains("\n# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds ")
         );

@@ -11,7 +11,7 @@ use crate::codec::Syntax;
 use crate::meta;
 use crate::negotiate;
 use crate::registry::Resource;
-use crate::status::{ApiError, ApiResult};
+use crate::status::{ApiError, ApiResult, MAX_BODY_BYTES};
 
 /// A Kubernetes object: a JSON object.
 pub(crate) type Object = Map<String, Value>;
@@ -165,7 +165,13 @@ pub(crate) fn to_stored(object: &Object) -> ApiResult<Bytes> {
         }
         serde_json::to_vec(&ordered)
     };
-    encoded.map(Bytes::from).map_err(ApiError::internal)
+    let encoded = encoded.map_err(ApiError::internal)?;
+    // What a patch or a status write makes of an object is bounded like a request body, so
+    // one object never grows past what a client could send (etcd refuses 1.5 MiB by default).
+    if encoded.len() > MAX_BODY_BYTES {
+        return Err(ApiError::too_large());
+    }
+    Ok(Bytes::from(encoded))
 }
 
 /// A stored object as answered, straight from its bytes: the resourceVersion is spliced into

@@ -34,19 +34,43 @@ pub(crate) fn routes() -> Router<AppState> {
         .fallback(not_found)
 }
 
-async fn method_not_allowed() -> ApiError {
-    ApiError::route_method_not_allowed()
+async fn method_not_allowed(request: Request) -> Response {
+    let drained = drain(request).await;
+    answered(
+        drained,
+        ApiError::route_method_not_allowed().into_response(),
+    )
 }
 
 /// Unknown paths: a `Status` under the API roots, plain text elsewhere (§9.2).
 async fn not_found(request: Request) -> Response {
-    let path = request.uri().path();
+    let path = request.uri().path().to_owned();
+    let drained = drain(request).await;
     let under_api_root = ["/api", "/apis"]
         .iter()
         .any(|root| path == *root || path.starts_with(&format!("{root}/")));
-    if under_api_root {
+    let response = if under_api_root {
         ApiError::route_not_found().into_response()
     } else {
         nonresource::not_found_text()
+    };
+    answered(drained, response)
+}
+
+/// Reads and drops a request's body (up to the body limit) before it is answered: an answer
+/// that leaves the body unread makes hyper close the kept-alive connection under a client
+/// still using it (Go's server, upstream's, likewise discards an unread body). `false` when
+/// the body was over the limit and is left unread.
+async fn drain(request: Request) -> bool {
+    axum::body::to_bytes(request.into_body(), crate::status::MAX_BODY_BYTES)
+        .await
+        .is_ok()
+}
+
+/// `response`, marked `Connection: close` if the body was not `drained`.
+fn answered(drained: bool, mut response: Response) -> Response {
+    if !drained {
+        resource::close_connection(&mut response);
     }
+    response
 }

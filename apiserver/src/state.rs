@@ -3,17 +3,20 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kubemock_storage::{Kv, Revision};
 use parking_lot::Mutex;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
+use tracing::warn;
 
 use crate::admission::{NodePortRange, ServiceAllocator, ServiceCidr};
 use crate::status::ApiResult;
 
 use crate::limits::{
-    DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUESTS_INFLIGHT, InFlight,
+    DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT,
+    DEFAULT_MAX_REQUESTS_INFLIGHT, InFlight,
 };
 use crate::metrics::Metrics;
 use crate::openapi::Documents;
@@ -41,6 +44,10 @@ pub struct ServerConfig {
     /// Other requests in flight at most; more are answered 429. 0 is unlimited. Default
     /// [`DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT`].
     pub max_mutating_requests_inflight: usize,
+    /// Bytes of request bodies in flight at most (each body counted by its `Content-Length`, or
+    /// as the 3 MiB body limit when its length is unknown); a request that would go past it is
+    /// answered 429. 0 is unlimited. Default [`DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT`].
+    pub max_request_body_bytes_inflight: usize,
     /// Where Services get their cluster IPs (`--service-cluster-ip-range`); the `kubernetes`
     /// Service has the first address. Default 10.96.0.0/12.
     pub service_cluster_ip_range: ServiceCidr,
@@ -55,6 +62,7 @@ impl Default for ServerConfig {
             bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
             max_requests_inflight: DEFAULT_MAX_REQUESTS_INFLIGHT,
             max_mutating_requests_inflight: DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+            max_request_body_bytes_inflight: DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT,
             service_cluster_ip_range: ServiceCidr::default(),
             service_node_port_range: NodePortRange::default(),
         }
@@ -82,6 +90,12 @@ struct Inner {
     openapi: Mutex<Option<(u64, Arc<Documents>)>>,
     /// The store revision the CustomResourceDefinitions controller has caught up with.
     crd_progress: watch::Sender<Revision>,
+    /// Wakes the CustomResourceDefinitions controller to ask its watch for progress: a
+    /// definition's write that changed nothing has no event to wait for, so the controller
+    /// learns from the store's progress answer that it has seen everything up to now.
+    crd_progress_wanted: Notify,
+    /// Definition writes that gave up waiting for the controller ([`CRD_SYNC_WAIT`]).
+    crd_sync_timeouts: AtomicU64,
     /// Request metrics, written by the pipeline's metrics layer, read by `/metrics`.
     metrics: Metrics,
     /// The in-flight limit's slots, taken by the pipeline's limit layer, read by `/metrics`.
@@ -101,6 +115,7 @@ impl AppState {
         let in_flight = InFlight::new(
             config.max_requests_inflight,
             config.max_mutating_requests_inflight,
+            config.max_request_body_bytes_inflight,
         );
         AppState {
             inner: Arc::new(Inner {
@@ -111,6 +126,8 @@ impl AppState {
                 tasks: TaskTracker::new(),
                 openapi: Mutex::new(None),
                 crd_progress: watch::Sender::new(0),
+                crd_progress_wanted: Notify::new(),
+                crd_sync_timeouts: AtomicU64::new(0),
                 metrics: Metrics::new(),
                 in_flight,
                 service_allocator: tokio::sync::OnceCell::new(),
@@ -169,8 +186,31 @@ impl AppState {
     /// write up to `revision`: a definition's write answers once it is served.
     pub(crate) async fn crd_synced(&self, revision: Revision) {
         let mut progress = self.inner.crd_progress.subscribe();
+        if *progress.borrow_and_update() >= revision {
+            return;
+        }
+        self.inner.crd_progress_wanted.notify_one();
         let caught_up = progress.wait_for(|seen| *seen >= revision);
-        let _ = tokio::time::timeout(CRD_SYNC_WAIT, caught_up).await;
+        if tokio::time::timeout(CRD_SYNC_WAIT, caught_up)
+            .await
+            .is_err()
+        {
+            self.inner.crd_sync_timeouts.fetch_add(1, Ordering::Relaxed);
+            warn!(
+                revision,
+                "custom resource definitions controller did not catch up in time"
+            );
+        }
+    }
+
+    /// Resolves when a definition's write waits for the controller to report its progress.
+    pub(crate) async fn crd_progress_wanted(&self) {
+        self.inner.crd_progress_wanted.notified().await;
+    }
+
+    /// How many definition writes gave up waiting for the controller (`/metrics`).
+    pub(crate) fn crd_sync_timeouts(&self) -> u64 {
+        self.inner.crd_sync_timeouts.load(Ordering::Relaxed)
     }
 
     /// The shutdown token.

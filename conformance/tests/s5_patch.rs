@@ -254,3 +254,32 @@ async fn s5_4_strategic_merge_patch_merges_lists_by_their_merge_keys() {
         .await;
     assert_eq!(reply.status, 400);
 }
+
+/// Found by `kubemock-httpfuzz` (seed 100, request 15619): a JSON patch whose first `move`
+/// replaced the whole document and whose second operation failed made the patch library's
+/// rollback fail too, and the handler panicked (500 "handler panicked: ... unable to undo
+/// applied patches"). The patched copy is thrown away on failure anyway: it is a 422 like any
+/// operation that cannot apply (upstream's `applyJSPatch` in
+/// `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go`).
+#[tokio::test]
+async fn s5_2_json_patch_failing_after_a_move_of_the_whole_document_is_422_not_a_panic() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s5-2-undo").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let created = h.post(&path, &configmap("u", json!({"a": "1"}))).await;
+    assert_eq!(created.status, 201);
+    for ops in [
+        json!([{"op": "move", "path": "", "from": "/metadata/name"},
+               {"op": "move", "path": "/value", "from": "/metadata/annotations"}]),
+        json!([{"op": "move", "path": "", "from": "/metadata/labels"},
+               {"op": "replace", "path": "/metadata/labels", "value": {}}]),
+        json!([{"op": "move", "path": "/data", "from": "/data/a"},
+               {"op": "move", "path": "/apiVersion", "from": "/metadata/labels"}]),
+    ] {
+        let reply = h.patch(&format!("{path}/u"), JSON_PATCH, &ops).await;
+        assert_eq!(reply.status, 422, "{ops}: {:?}", reply.body);
+        assert_eq!(reply.body["reason"], "Invalid");
+    }
+    let read = h.get(&format!("{path}/u")).await;
+    assert_eq!(read.body, created.body);
+}

@@ -17,8 +17,10 @@ use super::proto_table::{Form, Message, Table, Ty};
 use super::proto_wire::{Reader, Wire};
 use crate::meta;
 
-/// Messages nest far less deeply than this; the bound stops hostile input.
-pub(crate) const MAX_DEPTH: usize = 64;
+/// How deep messages may nest: as deep as a stored object's JSON may (each message is at least
+/// one JSON level, a map entry's value included), so every object the server stores encodes,
+/// and hostile input stops there.
+pub(crate) const MAX_DEPTH: usize = crate::fieldvalidation::MAX_DEPTH;
 
 /// The largest stack kept for reuse between decodings (entries): enough for any real object.
 const MAX_SPARE: usize = 4096;
@@ -83,7 +85,7 @@ impl<'t> Decoder<'t> {
         depth: usize,
     ) -> Result<Value, String> {
         if depth > MAX_DEPTH {
-            return Err("protobuf message nested too deeply".to_owned());
+            return Err(crate::fieldvalidation::too_deep_message());
         }
         let message = self.table.get(index);
         match message.form {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use kubemock_storage::{Guard, KeyValue, RangeRequest, Revision, UpdateOutcome};
+use kubemock_storage::{Guard, KeyValue, RangeRequest, Revision, UpdateOutcome, WatchItem};
 use serde_json::{Value, json};
 use tracing::warn;
 
@@ -81,10 +81,18 @@ async fn run(state: AppState) {
                 }
             }
         };
-        tokio::select! {
-            () = state.shutdown().cancelled() => return,
-            _ = watch.next() => {}
-            () = tokio::time::sleep(CLEANUP_POLL), if busy => {}
+        // Until a definition changes: a write that changed nothing asks for the watch's
+        // progress instead, which says that nothing changed up to the store's revision.
+        loop {
+            tokio::select! {
+                () = state.shutdown().cancelled() => return,
+                () = state.crd_progress_wanted() => watch.request_progress(),
+                item = watch.next() => match item {
+                    Some(Ok(WatchItem::Progress(seen))) => state.crd_caught_up(seen),
+                    _ => break,
+                },
+                () = tokio::time::sleep(CLEANUP_POLL), if busy => break,
+            }
         }
     }
 }

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use kubemock_storage::{CreateOutcome, KeyValue};
 use serde_json::{Value, json};
 
-use super::resource::Call;
+use super::resource::{Call, Origin};
 use crate::admission;
 use crate::crd;
 use crate::fieldvalidation::with_warnings;
@@ -33,7 +33,7 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
     let dry_run = call.dry_run("CreateOptions")?;
     let writer = call.writer("CreateOptions")?;
     let mut object = object::decode_body(&call.headers, &call.body, resource)?;
-    let warnings = call.validate_fields(&mut object)?;
+    let warnings = call.decode_object(&mut object, Origin::Body)?;
     let (created, stored) = create_stored(
         &call.state,
         resource,
@@ -197,15 +197,17 @@ fn prepare(
     ] {
         metadata.shift_remove(field);
     }
-    match metadata.shift_remove("resourceVersion") {
-        Some(Value::String(rv)) if !rv.is_empty() => {
-            return Err(ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "",
-                "resourceVersion should not be set on objects to be created",
-            ));
-        }
-        _ => {}
+    // Upstream's store (`staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go`, `Create`)
+    // refuses only a resourceVersion that `strconv.ParseUint` reads as more than zero, with an
+    // error that is not a Status (so a 500 without a reason); anything else is ignored.
+    if let Some(Value::String(rv)) = metadata.shift_remove("resourceVersion")
+        && meta::parse_uint(&rv).is_some_and(|rv| rv != 0)
+    {
+        return Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "",
+            "resourceVersion should not be set on objects to be created",
+        ));
     }
     let name = metadata
         .get("name")

@@ -17,7 +17,7 @@ use super::list;
 use super::resource::Call;
 use super::update::{self, Written};
 use crate::codec::Syntax;
-use crate::fieldvalidation::with_warnings;
+use crate::fieldvalidation::{json_kind, with_warnings};
 use crate::keys;
 use crate::meta;
 use crate::object::{self, Object};
@@ -60,6 +60,7 @@ impl DeleteOptions {
                 .parse(&call.body)
                 .map_err(|err| ApiError::bad_request(format!("invalid DeleteOptions: {err}")))?
         };
+        check_types(&body)?;
         let preconditions = body.get("preconditions");
         let field = |name: &str| {
             preconditions
@@ -122,6 +123,89 @@ impl DeleteOptions {
             propagation,
             grace_period_seconds,
         })
+    }
+}
+
+/// The members of `metav1.DeleteOptions` and their Go types; `preconditions` is checked on
+/// its own.
+const OPTION_TYPES: &[(&str, &str)] = &[
+    ("kind", "string"),
+    ("apiVersion", "string"),
+    ("gracePeriodSeconds", "int64"),
+    ("orphanDependents", "bool"),
+    ("propagationPolicy", "v1.DeletionPropagation"),
+    ("dryRun", "[]string"),
+    ("ignoreStoreReadErrorWithClusterBreakingPotential", "bool"),
+];
+
+/// Refuses a DeleteOptions body whose members have the wrong JSON type, with the message of
+/// Go's decoder, rather than ignore them (a `gracePeriodSeconds` of `"0"` would otherwise
+/// delete gracefully, a `preconditions.uid` of `5` check nothing). Upstream answers these
+/// with a 500 (the decoder's error is not a Status); a 400 is what the request is.
+fn check_types(body: &Value) -> ApiResult<()> {
+    let Value::Object(map) = body else {
+        return match body {
+            Value::Null => Ok(()),
+            other => Err(ApiError::bad_request(format!(
+                "json: cannot unmarshal {} into Go value of type v1.DeleteOptions",
+                json_kind(other)
+            ))),
+        };
+    };
+    let refuse = |structure: &str, field: &str, found: &Value, go_type: &str| {
+        ApiError::bad_request(format!(
+            "json: cannot unmarshal {} into Go struct field {structure}.{field} of type {go_type}",
+            match found {
+                Value::Number(n) if go_type == "int64" => format!("number {n}"),
+                other => json_kind(other).to_owned(),
+            }
+        ))
+    };
+    for (field, go_type) in OPTION_TYPES {
+        let Some(value) = map.get(*field).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let fits = match *go_type {
+            "int64" => value.as_i64().is_some(),
+            "bool" => value.is_boolean(),
+            "[]string" => value
+                .as_array()
+                .is_some_and(|items| items.iter().all(|i| i.is_string() || i.is_null())),
+            _ => value.is_string(),
+        };
+        if !fits {
+            return Err(refuse("DeleteOptions", field, value, go_type));
+        }
+    }
+    match map.get("preconditions") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Object(preconditions)) => {
+            for field in ["uid", "resourceVersion"] {
+                let go_type = if field == "uid" {
+                    "types.UID"
+                } else {
+                    "string"
+                };
+                match preconditions.get(field) {
+                    None | Some(Value::Null | Value::String(_)) => {}
+                    Some(other) => {
+                        return Err(refuse(
+                            "Preconditions",
+                            &format!("preconditions.{field}"),
+                            other,
+                            go_type,
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        }
+        Some(other) => Err(refuse(
+            "DeleteOptions",
+            "preconditions",
+            other,
+            "v1.Preconditions",
+        )),
     }
 }
 

@@ -96,6 +96,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
         in_flight: state.in_flight().in_use(),
         revision: store.current_revision().await.ok(),
         compacted: store.compacted_revision().await.ok(),
+        crd_sync_timeouts: state.crd_sync_timeouts(),
     };
     (
         StatusCode::OK,

@@ -6,16 +6,18 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::Value;
+use tracing::debug;
 
 use super::create;
 use super::get::{fetch, fetch_existing};
-use super::resource::Call;
+use super::resource::{Call, Origin, patch_invalid};
 use super::update::{self, Written};
 use crate::admission;
 use crate::codec;
 use crate::codec::protobuf::SCHEMA;
 use crate::crd;
-use crate::fieldvalidation::with_warnings;
+use crate::fieldvalidation::{self, FieldValidation, Refusal, with_warnings};
+use crate::jsonpatch;
 use crate::keys;
 use crate::managedfields::{self, Writer};
 use crate::meta::{self, FieldError};
@@ -27,13 +29,11 @@ use crate::strategic::{self, PatchError};
 /// another writer got in between).
 const PATCH_ATTEMPTS: usize = 16;
 
-/// The most operations a JSON patch may have (§5.2).
-const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
-
 /// A parsed patch document.
 enum Patch {
-    /// RFC 6902.
-    Json(json_patch::Patch),
+    /// RFC 6902, with the unknown members of its operations (reported as `fieldValidation`
+    /// asks, as upstream's strict decoding of the operations reports them).
+    Json(jsonpatch::Patch, Vec<String>),
     /// RFC 7386.
     Merge(Value),
     /// Kubernetes' strategic merge patch (built-in kinds).
@@ -47,21 +47,36 @@ impl Patch {
     fn parse(call: &Call) -> ApiResult<Patch> {
         match codec::media_type(&call.headers).as_str() {
             "application/json-patch+json" => {
-                let operations: Vec<Value> = serde_json::from_slice(&call.body)
-                    .map_err(|err| ApiError::bad_request(format!("invalid JSON patch: {err}")))?;
-                if operations.len() > MAX_JSON_PATCH_OPERATIONS {
+                // `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go`,
+                // `applyJSPatch`: the operations are decoded strictly first (but under
+                // `fieldValidation=Ignore`), then as the library decodes them, then counted.
+                let strict = FieldValidation::from_query(&call.query)? != FieldValidation::Ignore;
+                let patch = jsonpatch::Patch::decode(&call.body).map_err(|err| {
+                    if strict {
+                        ApiError::bad_request(format!("error decoding patch: {err}"))
+                    } else {
+                        ApiError::bad_request(err)
+                    }
+                })?;
+                let unknown = if strict {
+                    patch.strict_fields().map_err(|err| {
+                        ApiError::bad_request(format!("error decoding patch: {err}"))
+                    })?
+                } else {
+                    Vec::new()
+                };
+                if patch.len() > jsonpatch::MAX_OPERATIONS {
                     return Err(ApiError::new(
                         StatusCode::PAYLOAD_TOO_LARGE,
                         "RequestEntityTooLarge",
                         format!(
-                            "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
-                            operations.len()
+                            "The allowed maximum operations in a JSON patch is {}, got {}",
+                            jsonpatch::MAX_OPERATIONS,
+                            patch.len()
                         ),
                     ));
                 }
-                let patch = serde_json::from_value(Value::Array(operations))
-                    .map_err(|err| ApiError::bad_request(format!("invalid JSON patch: {err}")))?;
-                Ok(Patch::Json(patch))
+                Ok(Patch::Json(patch, unknown))
             }
             "application/merge-patch+json" => match serde_json::from_slice::<Value>(&call.body) {
                 Ok(value @ Value::Object(_)) => Ok(Patch::Merge(value)),
@@ -108,10 +123,13 @@ impl Patch {
     /// `target`, an object of kind `api_version`/`kind`, with the patch applied.
     fn apply(&self, mut target: Value, api_version: &str, kind: &str) -> ApiResult<Value> {
         match self {
-            Patch::Json(patch) => {
+            Patch::Json(patch, _) => {
                 // §5.2: an operation that cannot apply (a failed `test` included) is a 422
                 // whose message the real server discards.
-                json_patch::patch(&mut target, patch).map_err(|_| unprocessable())?;
+                patch.apply(&mut target).map_err(|err| {
+                    debug!(error = %err.0, "JSON patch does not apply");
+                    unprocessable()
+                })?;
             }
             Patch::Merge(patch) | Patch::Apply(patch) => json_patch::merge(&mut target, patch),
             Patch::Strategic(patch) => {
@@ -153,7 +171,18 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
     }
     if subresource == Some("scale") {
         return update::write_scale(call, dry_run, &writer, |scale| {
-            patch.apply(Value::Object(scale.clone()), "autoscaling/v1", "Scale")
+            let patched = patch.apply(Value::Object(scale.clone()), "autoscaling/v1", "Scale")?;
+            let Value::Object(mut patched) = patched else {
+                return Err(unprocessable());
+            };
+            if let Err(err) = update::decode_scale(&mut patched) {
+                let value = match &patch {
+                    Patch::Strategic(patch) => fieldvalidation::go_print(patch),
+                    _ => serde_json::to_string(&patched).unwrap_or_default(),
+                };
+                return Err(patch_invalid(value, &Refusal::Decode(err)));
+            }
+            Ok(Value::Object(patched))
         })
         .await;
     }
@@ -169,7 +198,12 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
             )?,
             resource,
         )?;
-        let warnings = call.validate_fields(&mut body)?;
+        let origin = match &patch {
+            Patch::Json(_, unknown) => Origin::Patched(unknown),
+            Patch::Strategic(patch) => Origin::Strategic(patch),
+            Patch::Merge(_) | Patch::Apply(_) => Origin::Patched(&[]),
+        };
+        let warnings = call.decode_object(&mut body, origin)?;
         update::check_identity(call, &body)?;
         // §5.1: a resourceVersion the patch pins is a precondition; otherwise the body carries
         // the current one, and a concurrent writer just means another attempt.
@@ -266,7 +300,7 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
     {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
-    let warnings = call.validate_fields(&mut config)?;
+    let warnings = call.decode_object(&mut config, Origin::Applied)?;
     update::check_identity(call, &config)?;
     let force = call.query.flag("force");
     let name = call.target.name.as_deref().unwrap_or("");

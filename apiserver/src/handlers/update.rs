@@ -10,16 +10,17 @@ use serde_json::{Value, json};
 
 use super::create;
 use super::get::{fetch, fetch_existing};
-use super::resource::Call;
+use super::resource::{Call, Origin};
 use super::scale;
 use crate::admission;
 use crate::codec::Syntax;
 use crate::crd;
-use crate::fieldvalidation::with_warnings;
+use crate::fieldvalidation::{self, DecodeError, with_warnings};
 use crate::keys;
 use crate::managedfields::{self, Writer};
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
+use crate::openapi::SCHEMAS;
 use crate::registry::{GenerationPolicy, Resource};
 use crate::status::{ApiError, ApiResult};
 
@@ -38,7 +39,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
         return put_scale(call, dry_run, &writer).await;
     }
     let mut body = object::decode_body(&call.headers, &call.body, resource)?;
-    let warnings = call.validate_fields(&mut body)?;
+    let warnings = call.decode_object(&mut body, Origin::Body)?;
     let name = call.target.name.as_deref().unwrap_or("");
     let namespace = call.target.namespace.as_deref();
     check_identity(call, &body)?;
@@ -48,11 +49,16 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
     for _ in 0..UPDATE_ATTEMPTS {
         let Some(current) = fetch(&call.state, &key).await? else {
             if resource.behaviour.create_on_update && subresource.is_none() {
+                // Upstream creates through its update path (`registry/generic/registry/
+                // store.go`, `Update`), which never reaches the store's check of a create's
+                // resourceVersion: the body's is ignored.
+                let mut fresh = body.clone();
+                object::metadata_mut(&mut fresh).shift_remove("resourceVersion");
                 let created = create::create_object(
                     &call.state,
                     resource,
                     namespace,
-                    body.clone(),
+                    fresh,
                     dry_run,
                     Some(&writer),
                 )
@@ -375,7 +381,11 @@ pub(crate) fn merge(
             labels.insert("kubernetes.io/metadata.name".to_owned(), name);
         }
     }
-    bump_generation(resource, existing, &mut updated);
+    // Upstream's status strategies never move the generation (a Deployment's revision
+    // annotation is written through `/status`, and must not look like a new spec).
+    if subresource != Some("status") {
+        bump_generation(resource, existing, &mut updated);
+    }
     meta::canonicalize_metadata(object::metadata_mut(&mut updated));
     updated
 }
@@ -422,12 +432,30 @@ pub(crate) fn bump_generation(resource: &Resource, existing: &Object, updated: &
     object::metadata_mut(updated).insert("generation".to_owned(), json!(generation));
 }
 
-/// `PUT .../scale`: the body is the new Scale.
+/// `PUT .../scale`: the body is the new Scale, decoded as upstream decodes an
+/// `autoscaling/v1` Scale (a `replicas` of the wrong type is a 400, never a zero).
 async fn put_scale(call: &Call, dry_run: bool, writer: &Writer) -> ApiResult<Response> {
     let body: Value = Syntax::of_body(&call.headers)?
         .parse(&call.body)
         .map_err(|err| ApiError::bad_request(format!("the body is not a valid Scale: {err}")))?;
+    let Value::Object(mut scale) = body else {
+        return Err(ApiError::bad_request(
+            "the body is not a valid Scale: expected an object",
+        ));
+    };
+    decode_scale(&mut scale).map_err(|err| {
+        ApiError::bad_request(format!(
+            "Scale in version \"v1\" cannot be handled as a Scale: {}",
+            err.message()
+        ))
+    })?;
+    let body = Value::Object(scale);
     write_scale(call, dry_run, writer, |_| Ok(body.clone())).await
+}
+
+/// Decodes a proposed `autoscaling/v1` Scale (`fieldvalidation::decode_kind`).
+pub(crate) fn decode_scale(scale: &mut Object) -> Result<(), DecodeError> {
+    fieldvalidation::decode_kind(&SCHEMAS, "autoscaling", "v1", "Scale", scale)
 }
 
 /// Writes `spec.replicas` of the parent from the Scale that `propose` makes of the current one
@@ -499,6 +527,20 @@ pub(crate) async fn bind(call: &Call) -> ApiResult<Response> {
     let body: Value = Syntax::of_body(&call.headers)?
         .parse(&call.body)
         .map_err(|err| ApiError::bad_request(format!("the body is not a valid Binding: {err}")))?;
+    let body = match body {
+        Value::Object(mut binding) => {
+            fieldvalidation::decode_kind(&SCHEMAS, "", "v1", "Binding", &mut binding).map_err(
+                |err| {
+                    ApiError::bad_request(format!(
+                        "Binding in version \"v1\" cannot be handled as a Binding: {}",
+                        err.message()
+                    ))
+                },
+            )?;
+            Value::Object(binding)
+        }
+        other => other,
+    };
     let node = body
         .get("target")
         .and_then(|t| t.get("name"))

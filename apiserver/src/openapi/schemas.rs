@@ -121,9 +121,11 @@ impl Schemas {
         self.components.get(name)
     }
 
-    /// `schema` with references followed: a `$ref` (alone, or as schemars' single-element
-    /// `allOf`) becomes the component it names.
-    pub(crate) fn resolve<'a>(&'a self, mut schema: &'a Value) -> &'a Value {
+    /// `schema` with references followed (a `$ref` alone, or as schemars' single-element
+    /// `allOf`): the component it ends at, and that component's name (`None` when `schema`
+    /// is not a reference).
+    pub(crate) fn follow<'a>(&'a self, mut schema: &'a Value) -> (Option<&'a str>, &'a Value) {
+        let mut name = None;
         // References do not chain deeply; the bound only guards against a cycle.
         for _ in 0..16 {
             let reference = schema.get("$ref").and_then(Value::as_str).or_else(|| {
@@ -136,15 +138,16 @@ impl Schemas {
                     _ => None,
                 }
             });
-            let Some(target) = reference
+            let Some((component, target)) = reference
                 .and_then(|r| r.strip_prefix(COMPONENTS_PREFIX))
-                .and_then(|name| self.components.get(name))
+                .and_then(|component| self.components.get_key_value(component))
             else {
-                return schema;
+                break;
             };
+            name = Some(component.as_str());
             schema = target;
         }
-        schema
+        (name, schema)
     }
 
     /// The named components and every component they reference, transitively, sorted by
@@ -227,7 +230,7 @@ mod tests {
             json!([{"group": "apps", "kind": "Deployment", "version": "v1"}])
         );
         assert!(deployment.get("required").is_none());
-        let spec = schemas.resolve(&deployment["properties"]["spec"]);
+        let spec = schemas.follow(&deployment["properties"]["spec"]).1;
         assert!(spec["properties"]["template"].is_object());
         let closure = schemas.closure([name]);
         assert!(closure.contains_key("io.k8s.api.core.v1.Container"));

@@ -42,33 +42,15 @@ impl Misfit {
     }
 }
 
-/// A quantity in milli-units (cpu) or units (everything else), `None` when unparsable.
+/// A quantity in milli-units (cpu) or units (everything else, rounded up), as kube-scheduler
+/// reads requests and allocatable (`MilliValue` / `Value`); `None` when unparsable.
 pub fn parse_quantity(quantity: &Quantity, milli: bool) -> Option<i128> {
-    let text = quantity.0.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
-        .unwrap_or(text.len());
-    let (number, suffix) = text.split_at(split);
-    let value: f64 = number.parse().ok()?;
-    let factor: f64 = match suffix {
-        "" => 1.0,
-        "m" => 0.001,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024.0,
-        "Mi" => 1024.0 * 1024.0,
-        "Gi" => 1024.0 * 1024.0 * 1024.0,
-        "Ti" => 1024.0_f64.powi(4),
-        "Pi" => 1024.0_f64.powi(5),
-        "Ei" => 1024.0_f64.powi(6),
-        _ => return None,
-    };
-    let scaled = value * factor * if milli { 1000.0 } else { 1.0 };
-    Some(scaled.ceil() as i128)
+    let quantity = kubemock_apimachinery::quantity::Quantity::try_from(quantity).ok()?;
+    Some(i128::from(if milli {
+        quantity.milli_value()
+    } else {
+        quantity.value()
+    }))
 }
 
 /// The requests of a pod: the sum over its containers, at least each init container's
