@@ -15,7 +15,7 @@ use clap::{Args, Parser, Subcommand};
 use kubemock_apiserver::{NodePortRange, ServerConfig, ServiceCidr};
 use kubemock_controllers::kubelet::KubeletConfig;
 use kubemock_controllers::{LeaderElection, ManagerConfig};
-use kubemock_storage::{Config, SledStore};
+use kubemock_storage::{Config, Retention, SledStore};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
@@ -139,6 +139,49 @@ struct ServeArgs {
     /// The ports NodePort and LoadBalancer Services get their node ports from.
     #[arg(long, default_value = kubemock_apiserver::DEFAULT_SERVICE_NODE_PORT_RANGE)]
     service_node_port_range: NodePortRange,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+/// The store's memory budgets and history retention (README, "Memory budgets").
+#[derive(Debug, Args)]
+struct StoreArgs {
+    /// Bytes of history (superseded versions and deletions) kept for watches and old reads:
+    /// in memory without `--data-dir`, on disk with it. Past it the oldest history is
+    /// compacted whatever its age, and a watch from it gets 410 Gone (`256Mi`, `1Gi`, bytes).
+    #[arg(long, default_value = "256Mi", value_parser = parse_bytes)]
+    history_budget: usize,
+    /// Revisions of history kept at least, unless the history budget needs them.
+    #[arg(long, default_value_t = kubemock_storage::Retention::default().min_revisions)]
+    history_min_revisions: u64,
+    /// Age of history kept at least, unless the history budget needs it (`5m`, `30s`, `0s`).
+    #[arg(long, default_value = "5m", value_parser = parse_delay)]
+    history_min_age: Duration,
+    /// How often history is compacted down to the retention (`30s`, `500ms`); the budget
+    /// compacts at once.
+    #[arg(long, default_value = "30s", value_parser = parse_interval)]
+    compaction_interval: Duration,
+    /// Bytes of events one watch may have waiting for its client before it is ended (the
+    /// client resumes from its last resourceVersion).
+    #[arg(long, default_value = "64Mi", value_parser = parse_bytes)]
+    watch_buffer_bytes: usize,
+    /// Bytes of the durable store's page cache (with `--data-dir`).
+    #[arg(long, default_value = "64Mi", value_parser = parse_bytes)]
+    store_cache_size: usize,
+}
+
+impl StoreArgs {
+    fn apply(&self, config: Config) -> Config {
+        config
+            .history_budget(self.history_budget as u64)
+            .retention(Retention {
+                min_revisions: self.history_min_revisions,
+                min_age: self.history_min_age,
+            })
+            .compaction_interval(Some(self.compaction_interval))
+            .watch_buffer_bytes(self.watch_buffer_bytes as u64)
+            .cache_capacity(self.store_cache_size as u64)
+    }
 }
 
 /// A size in bytes: plain digits, or with a binary (`Ki`, `Mi`, `Gi`) or decimal (`k`, `M`,
@@ -240,10 +283,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .apply(ManagerConfig::from_list(&args.controllers)?),
         )
     };
-    let config = match &args.data_dir {
+    let config = args.store.apply(match &args.data_dir {
         Some(dir) => Config::durable(dir),
         None => Config::ephemeral(),
-    };
+    });
     let store = tokio::task::spawn_blocking(move || SledStore::open(config))
         .await
         .context("opening the store")?

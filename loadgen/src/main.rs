@@ -10,6 +10,8 @@
 //!   `suite`); `bench/http.sh` builds the release binaries and runs it.
 //! - `load --url URL --scenario S`: one load run against a server that is already running.
 //! - `startup --kubemock BIN --mode M`: the startup series alone.
+//! - `watchcheck --kubemock BIN` (or `--url URL`): writers and watchers, then a check that every
+//!   watcher saw exactly the acknowledged history (the library's `watchcheck`).
 //!
 //! # Layout
 //! - `http`: the raw keep-alive HTTP/1.1 client connection.
@@ -63,6 +65,53 @@ enum Command {
     Load(LoadArgs),
     /// Measure kubemock's startup: spawn to the first 200 on /readyz.
     Startup(StartupArgs),
+    /// Writers and reconnecting, relisting watchers against one server, then a check that
+    /// every watcher saw exactly the acknowledged history: in order, no gap, no duplicate.
+    Watchcheck(WatchcheckArgs),
+}
+
+#[derive(Debug, Args)]
+struct WatchcheckArgs {
+    /// A running server to check (nothing else may write ConfigMaps in the namespace; for
+    /// 410s, start it with short history, see `--kubemock`).
+    #[arg(
+        long,
+        conflicts_with = "kubemock",
+        required_unless_present = "kubemock"
+    )]
+    url: Option<String>,
+    /// A kubemock binary to start for the check, with the flags of
+    /// `kubemock_loadgen::watchcheck::SERVE_ARGS` (no controllers, 200 revisions of history,
+    /// compaction every 100 ms, bookmarks every second).
+    #[arg(long)]
+    kubemock: Option<PathBuf>,
+    /// With `--kubemock`: a durable store (in a temporary data directory).
+    #[arg(long, requires = "kubemock")]
+    durable: bool,
+    /// An extra argument for `kubemock serve` (repeatable; after the defaults, so it wins).
+    #[arg(long = "serve-arg", allow_hyphen_values = true, requires = "kubemock")]
+    serve_args: Vec<String>,
+    /// Concurrent writers.
+    #[arg(long, default_value_t = 4)]
+    writers: usize,
+    /// Concurrent watchers.
+    #[arg(long, default_value_t = 20)]
+    watchers: usize,
+    /// ConfigMap names the writers choose from.
+    #[arg(long, default_value_t = 100)]
+    keys: usize,
+    /// Seconds of writing.
+    #[arg(long, default_value_t = 60.0)]
+    duration: f64,
+    /// Longest pause, in milliseconds, of a watcher before it resumes (one resume in five).
+    #[arg(long, default_value_t = 1000)]
+    max_pause_ms: u64,
+    /// Seed of every random choice (default: random, printed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Namespace to write in (default: `watchcheck-SEED`).
+    #[arg(long)]
+    namespace: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -238,6 +287,64 @@ async fn run(command: Command, client_threads: usize) -> anyhow::Result<()> {
             drop(stdout);
             if let Some(path) = args.json {
                 suite::write_json(&path, &report)?;
+            }
+        }
+        Command::Watchcheck(args) => {
+            let seed = args.seed.unwrap_or_else(|| fastrand::u64(..));
+            let duration = Duration::try_from_secs_f64(args.duration)
+                .map_err(|_| anyhow!("--duration must be >= 0 seconds"))?;
+            let data_dir = match args.durable {
+                true => Some(tempfile::tempdir().context("creating a data directory")?),
+                false => None,
+            };
+            let server = match &args.kubemock {
+                Some(binary) => {
+                    let mut extra: Vec<String> = kubemock_loadgen::watchcheck::SERVE_ARGS
+                        .iter()
+                        .map(|arg| (*arg).to_owned())
+                        .collect();
+                    extra.extend(args.serve_args.iter().cloned());
+                    let serve = server::kubemock_args(data_dir.as_ref().map(|d| d.path()), &extra);
+                    Some(server::ServerProcess::start(binary, &serve).await?)
+                }
+                None => None,
+            };
+            let url = match (&server, args.url) {
+                (Some(server), _) => format!("http://{}", server.addr()),
+                (None, Some(url)) => url,
+                (None, None) => return Err(anyhow!("--url or --kubemock is required")),
+            };
+            let config = kubemock_loadgen::watchcheck::Config {
+                url,
+                namespace: args
+                    .namespace
+                    .unwrap_or_else(|| format!("watchcheck-{:x}", seed & 0xffff_ffff)),
+                writers: args.writers.max(1),
+                watchers: args.watchers,
+                keys: args.keys.max(1),
+                duration,
+                max_pause: Duration::from_millis(args.max_pause_ms),
+                seed,
+                force_relist: false,
+            };
+            eprintln!(
+                "watchcheck: seed {seed}, {} writers, {} watchers, {} keys, {:?}",
+                config.writers, config.watchers, config.keys, config.duration
+            );
+            let report = kubemock_loadgen::watchcheck::run(&config).await;
+            if let Some(server) = server {
+                server.stop().await?;
+            }
+            let report = report?;
+            let mut stdout = std::io::stdout().lock();
+            writeln!(stdout, "watchcheck (seed {seed}): {report}")?;
+            for failure in &report.failures {
+                writeln!(stdout, "  {failure}")?;
+            }
+            if !report.passed() {
+                return Err(anyhow!(
+                    "the watchers did not see exactly the acknowledged history"
+                ));
             }
         }
         Command::Startup(args) => {

@@ -12,8 +12,12 @@
 //!   with ~100 byte values, and a page of 500 keys starting in the middle of them.
 //! - `watch_fan_out/1000_watchers`: one update, from the call until all 1,000 live watchers of
 //!   its prefix have received its event (ephemeral store, so no flush is included).
-//! - `reopen/100k_keys`: opening a durable data directory holding 100,000 keys with ~100 byte
-//!   values (rebuilding the key index from the history log); close and drop are not timed.
+//! - `reopen/100k_keys/{checkpoint,full_log}`: opening a durable data directory holding 100,000
+//!   keys with ~100 byte values; `checkpoint`: the key index was checkpointed at close, so open
+//!   reads the checkpoint; `full_log`: no checkpoint was ever written, so open reads the whole
+//!   history log (as before checkpoints existed). Close and drop are not timed.
+//! - `reopen/100k_revisions_10_keys/{checkpoint,full_log}`: the same for a directory whose 10
+//!   keys were updated 100,000 times (~100 byte values, nothing compacted).
 //!
 //! Background compaction is disabled everywhere so that it does not disturb measurements.
 //! Read the medians (`target/criterion/<group>/<bench>/new/estimates.json`, `median`).
@@ -34,7 +38,9 @@ use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
 use futures_util::StreamExt;
-use kubemock_storage::{Config, CreateOutcome, Guard, Kv, RangeRequest, SledStore, WatchItem};
+use kubemock_storage::{
+    Config, CreateOutcome, DEFAULT_CHECKPOINT_EVERY, Guard, Kv, RangeRequest, SledStore, WatchItem,
+};
 use tokio::runtime::Runtime;
 use tokio::sync::Notify;
 
@@ -50,6 +56,10 @@ const SMALL_VALUE: usize = 100;
 const GET_KEYS: usize = 10_000;
 /// Keys in the range and reopen benchmarks' stores.
 const MANY_KEYS: usize = 100_000;
+/// Keys of the long-history reopen benchmark...
+const FEW_KEYS: usize = 10;
+/// ... and the revisions written to them.
+const LONG_HISTORY: u64 = 100_000;
 /// Page size of the paginated range.
 const PAGE: usize = 500;
 /// Watchers in the fan-out benchmark.
@@ -313,32 +323,87 @@ fn bench_watch_fan_out(c: &mut Criterion) {
 
 fn bench_reopen(c: &mut Criterion) {
     let rt = runtime();
-    let dir = tempfile::tempdir().expect("create a data directory");
-    {
-        let store = durable(dir.path());
-        let keys = keys("/registry/configmaps/reopen/cm-", MANY_KEYS);
-        rt.block_on(preload(&store, &keys, SMALL_VALUE));
-        store.close();
-    }
-
     let mut group = c.benchmark_group("reopen");
     group.sampling_mode(SamplingMode::Flat);
     group.sample_size(10);
-    group.bench_function("100k_keys", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let start = Instant::now();
-                let store = durable(dir.path());
-                total += start.elapsed();
-                assert_eq!(store.revision(), MANY_KEYS as u64);
-                store.close();
-                drop(store);
-            }
-            total
-        });
-    });
+    // With the index checkpointed at close, and with no checkpoint ever (so that every open
+    // reads the whole log, as before checkpoints existed).
+    for (name, checkpoints) in [("checkpoint", true), ("full_log", false)] {
+        let config = |dir: &Path| {
+            Config::durable(dir)
+                .compaction_interval(None)
+                .checkpoint_every(if checkpoints {
+                    DEFAULT_CHECKPOINT_EVERY
+                } else {
+                    0
+                })
+                .checkpoint_at_close(checkpoints)
+        };
+        // Many keys, no history...
+        let many_keys = tempfile::tempdir().expect("create a data directory");
+        {
+            let store = SledStore::open(config(many_keys.path())).expect("open");
+            let keys = keys("/registry/configmaps/reopen/cm-", MANY_KEYS);
+            rt.block_on(preload(&store, &keys, SMALL_VALUE));
+            store.close();
+        }
+        // ... and a long history over few keys.
+        let long_history = tempfile::tempdir().expect("create a data directory");
+        {
+            let store = SledStore::open(config(long_history.path())).expect("open");
+            rt.block_on(rewrite(&store, FEW_KEYS, LONG_HISTORY));
+            store.close();
+        }
+        for (bench, dir, revision) in [
+            ("100k_keys", &many_keys, MANY_KEYS as u64),
+            ("100k_revisions_10_keys", &long_history, LONG_HISTORY),
+        ] {
+            group.bench_function(BenchmarkId::new(bench, name), |b| {
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let start = Instant::now();
+                        let store = SledStore::open(config(dir.path())).expect("reopen");
+                        total += start.elapsed();
+                        assert_eq!(store.revision(), revision);
+                        store.close();
+                        drop(store);
+                    }
+                    total
+                });
+            });
+        }
+    }
     group.finish();
+}
+
+/// Writes `revisions` changes to `keys` keys (`keys` writers, each creating its key, then
+/// updating it), with seeded random ~100 byte values.
+async fn rewrite(store: &SledStore, keys: usize, revisions: u64) {
+    let per_key = revisions / keys as u64;
+    let mut tasks = Vec::with_capacity(keys);
+    for key in 0..keys {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut rng = fastrand::Rng::with_seed(SEED ^ key as u64);
+            let name = Bytes::from(format!("/registry/configmaps/history/cm-{key}"));
+            let outcome = store
+                .create(name.clone(), random_bytes(&mut rng, SMALL_VALUE))
+                .await
+                .expect("create");
+            assert!(matches!(outcome, CreateOutcome::Created(_)));
+            for _ in 1..per_key {
+                let value = random_bytes(&mut rng, SMALL_VALUE);
+                store
+                    .update(name.clone(), value, Guard::Unconditional)
+                    .await
+                    .expect("update");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("writer task");
+    }
 }
 
 criterion_group!(

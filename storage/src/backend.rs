@@ -4,10 +4,21 @@
 //! versions, or backends, touches this file alone.
 //!
 //! Both hold the same thing: the log, big-endian revisions to history records (`revision.rs`),
-//! and the compaction point. Nothing else is stored: the current revision is the log's last key
-//! (or the compaction point, if compaction removed everything), and the key index is rebuilt
-//! from the log on open. On disk, sled keeps the log in one tree and the format version and the
-//! compaction point in another.
+//! and the compaction point. A durable one also holds the latest checkpoint of the key index
+//! (`checkpoint.rs`), a cache of what the log says: the current revision is the log's last key
+//! (or the compaction point, or the checkpoint's revision, if compaction removed everything
+//! after them), and the key index is the checkpoint's plus the log after it (or, without a
+//! usable checkpoint, the whole log). On disk, sled keeps the log in one tree, the checkpoint in
+//! another, and the format version and the compaction point in a third.
+//!
+//! Large records are stored in pieces. sled 0.34 keeps a written value in memory until its page
+//! cache evicts the page holding it, and its cache hears of page accesses in batches of 64 per
+//! shard (of 256): a thousand 900 KiB records stayed resident, about 1 GiB whatever the cache's
+//! capacity, while a gigabyte of 8 KiB values stayed within about 80 MiB. So a record longer
+//! than [`PIECE`] is written, in one atomic batch, as a short stub under its revision followed
+//! by its pieces under the revision and a 4-byte piece number: keys sort right after the stub
+//! and before the next revision, so a scan of the log meets a record's pieces right after its
+//! stub. Only this module knows; the rest of the store reads and writes whole records.
 //!
 //! An ephemeral store keeps its log in memory (an ordered map of shared buffers) instead of
 //! sled's temporary mode: it is never flushed and gone at close either way, and sled's
@@ -28,8 +39,22 @@ use crate::Revision;
 use crate::error::{BackendError, Error, Result};
 use crate::revision::{decode_revision, encode_revision};
 
-/// The on-disk format this build reads and writes.
-const FORMAT: u64 = 1;
+/// The on-disk format this build writes: 2 stores large records in pieces (format 1 never did,
+/// so this build reads it too, and marks the directory 2 on open).
+const FORMAT: u64 = 2;
+/// The oldest on-disk format this build reads.
+const OLDEST_FORMAT: u64 = 1;
+/// The longest record stored in one value, and the size of the pieces of longer ones: values
+/// this small stay within sled's page cache (see the module doc).
+pub(crate) const PIECE: usize = 8 * 1024;
+/// First byte of a stub. No record starts with it: records start with their tag, 1 or 2
+/// (`revision.rs`, which tests that).
+pub(crate) const STUB_TAG: u8 = 0xC5;
+/// Length of a stub: tag, record length (u64) and piece count (u32).
+const STUB_LEN: usize = 1 + 8 + 4;
+/// Key in the checkpoint tree of the checkpoint's piece count; the pieces are under 8-byte
+/// big-endian piece numbers.
+const CHECKPOINT_HEAD: &[u8] = b"head";
 /// Meta key of the format version.
 const META_FORMAT: &[u8] = b"format";
 /// Meta key of the compaction point.
@@ -65,11 +90,12 @@ pub(crate) enum Backend {
     Memory(MemoryLog),
 }
 
-/// The sled database and its two trees.
+/// The sled database and its three trees.
 pub(crate) struct SledLog {
     db: sled::Db,
     log: sled::Tree,
     meta: sled::Tree,
+    checkpoint: sled::Tree,
 }
 
 /// The in-memory log. Only the store's single writer inserts (at increasing revisions) and only
@@ -79,7 +105,7 @@ pub(crate) struct MemoryLog {
     compacted: AtomicU64,
 }
 
-fn backend_error(op: &'static str) -> impl FnOnce(sled::Error) -> Error {
+fn backend_error(op: &'static str) -> impl Fn(sled::Error) -> Error + Copy {
     move |source| Error::Backend {
         op,
         source: BackendError(Arc::new(source)),
@@ -134,8 +160,11 @@ impl Backend {
     /// Records with revisions in `from..=to`, in revision order.
     pub(crate) fn scan(&self, from: Revision, to: Revision) -> Scan {
         match self {
+            // Up to the last piece of `to`'s record.
             Backend::Sled(sled) => Scan::Sled(Box::new(
-                sled.log.range(encode_revision(from)..=encode_revision(to)),
+                sled.log
+                    .range(encode_revision(from).to_vec()..=piece_key(to, u32::MAX).to_vec())
+                    .peekable(),
             )),
             Backend::Memory(memory) => Scan::Memory(MemoryScan {
                 records: Arc::clone(&memory.records),
@@ -146,25 +175,35 @@ impl Backend {
         }
     }
 
-    /// Removes the records of `revisions` in one atomic batch; returns the memory it freed
-    /// (0 on disk).
-    pub(crate) fn remove(&self, revisions: &[Revision]) -> Result<u64> {
+    /// Removes the records of `revisions` in one atomic batch.
+    pub(crate) fn remove(&self, revisions: &[Revision]) -> Result<()> {
         match self {
-            Backend::Sled(sled) => sled.remove(revisions).map(|()| 0),
+            Backend::Sled(sled) => sled.remove(revisions),
             Backend::Memory(memory) => {
                 let mut records = memory.records.write();
-                Ok(revisions
-                    .iter()
-                    .filter_map(|revision| records.remove(revision))
-                    .map(|record| record.len() as u64)
-                    .sum())
+                for revision in revisions {
+                    records.remove(revision);
+                }
+                Ok(())
             }
         }
     }
 
-    /// Whether the log is in memory (an ephemeral store).
-    pub(crate) fn in_memory(&self) -> bool {
-        matches!(self, Backend::Memory(_))
+    /// Replaces the checkpoint with `bytes` in one atomic step (durable only after the next
+    /// [`Backend::flush`]). A memory log keeps none.
+    pub(crate) fn write_checkpoint(&self, bytes: &[u8]) -> Result<()> {
+        match self {
+            Backend::Sled(sled) => sled.write_checkpoint(bytes),
+            Backend::Memory(_) => Ok(()),
+        }
+    }
+
+    /// The checkpoint, if one was written.
+    pub(crate) fn read_checkpoint(&self) -> Result<Option<Vec<u8>>> {
+        match self {
+            Backend::Sled(sled) => sled.read_checkpoint(),
+            Backend::Memory(_) => Ok(None),
+        }
     }
 
     /// The persisted compaction point (0 if never compacted).
@@ -217,10 +256,22 @@ impl SledLog {
         let meta = db
             .open_tree("meta")
             .map_err(backend_error("open the meta tree"))?;
-        let backend = SledLog { db, log, meta };
+        let checkpoint = db
+            .open_tree("checkpoint")
+            .map_err(backend_error("open the checkpoint tree"))?;
+        let backend = SledLog {
+            db,
+            log,
+            meta,
+            checkpoint,
+        };
         match backend.meta_u64(META_FORMAT)? {
-            None => backend.set_meta_u64(META_FORMAT, FORMAT)?,
             Some(FORMAT) => {}
+            None => backend.set_meta_u64(META_FORMAT, FORMAT)?,
+            // Durable at the first flush, with the first record that needs it.
+            Some(found) if (OLDEST_FORMAT..FORMAT).contains(&found) => {
+                backend.set_meta_u64(META_FORMAT, FORMAT)?;
+            }
             Some(found) => {
                 return Err(Error::UnsupportedFormat {
                     found,
@@ -232,28 +283,120 @@ impl SledLog {
     }
 
     fn insert(&self, revision: Revision, record: Vec<u8>) -> Result<()> {
-        self.log
-            .insert(encode_revision(revision), record)
-            .map_err(backend_error("write a history record"))?;
-        Ok(())
-    }
-
-    fn get(&self, revision: Revision) -> Result<Option<RawRecord>> {
-        Ok(self
-            .log
-            .get(encode_revision(revision))
-            .map_err(backend_error("read a history record"))?
-            .map(Bytes::from_owner))
-    }
-
-    fn remove(&self, revisions: &[Revision]) -> Result<()> {
+        let key = encode_revision(revision);
+        if record.len() <= PIECE {
+            self.log
+                .insert(key, record)
+                .map_err(backend_error("write a history record"))?;
+            return Ok(());
+        }
+        let pieces = record.chunks(PIECE);
+        let count = u32::try_from(pieces.len()).map_err(|_| Error::CorruptRecord {
+            revision,
+            reason: "record too long to store",
+        })?;
         let mut batch = sled::Batch::default();
-        for revision in revisions {
-            batch.remove(&encode_revision(*revision));
+        batch.insert(&key, stub(record.len() as u64, count).as_slice());
+        for (number, piece) in (0u32..).zip(pieces) {
+            batch.insert(piece_key(revision, number).as_slice(), piece);
         }
         self.log
             .apply_batch(batch)
-            .map_err(backend_error("remove compacted records"))
+            .map_err(backend_error("write a history record"))
+    }
+
+    fn get(&self, revision: Revision) -> Result<Option<RawRecord>> {
+        let Some(value) = self
+            .log
+            .get(encode_revision(revision))
+            .map_err(backend_error("read a history record"))?
+        else {
+            return Ok(None);
+        };
+        let Some((len, count)) = parse_stub(&value, revision)? else {
+            return Ok(Some(Bytes::from_owner(value)));
+        };
+        let mut pieces = self
+            .log
+            .range(piece_key(revision, 0)..=piece_key(revision, u32::MAX))
+            .peekable();
+        assemble(revision, len, count, &mut pieces).map(Some)
+    }
+
+    /// Removes key by key, not in one batch: removal need not be atomic (open finishes an
+    /// interrupted compaction), and sled holds every page a batch touches until the batch
+    /// ends: one batch removing a compaction's worth of large records held hundreds of
+    /// megabytes. A record in pieces loses its pieces first and its stub last, so that a crash
+    /// in between leaves a stub that names missing pieces (which the next removal of that
+    /// revision completes), never pieces that no stub names.
+    fn remove(&self, revisions: &[Revision]) -> Result<()> {
+        let error = backend_error("remove compacted records");
+        for revision in revisions {
+            let key = encode_revision(*revision);
+            let Some(value) = self.log.get(key).map_err(error)? else {
+                continue;
+            };
+            if let Some((_, count)) = parse_stub(&value, *revision)? {
+                for number in 0..count {
+                    self.log
+                        .remove(piece_key(*revision, number))
+                        .map_err(error)?;
+                }
+            }
+            self.log.remove(key).map_err(error)?;
+        }
+        Ok(())
+    }
+
+    fn write_checkpoint(&self, bytes: &[u8]) -> Result<()> {
+        let old = self.checkpoint_pieces()?.unwrap_or(0);
+        let pieces = bytes.chunks(PIECE);
+        let count = pieces.len() as u64;
+        let mut batch = sled::Batch::default();
+        for (number, piece) in (0u64..).zip(pieces) {
+            batch.insert(&number.to_be_bytes(), piece);
+        }
+        for number in count..old {
+            batch.remove(&number.to_be_bytes());
+        }
+        batch.insert(CHECKPOINT_HEAD, &count.to_be_bytes());
+        self.checkpoint
+            .apply_batch(batch)
+            .map_err(backend_error("write the index checkpoint"))
+    }
+
+    fn checkpoint_pieces(&self) -> Result<Option<u64>> {
+        let Some(raw) = self
+            .checkpoint
+            .get(CHECKPOINT_HEAD)
+            .map_err(backend_error("read the index checkpoint"))?
+        else {
+            return Ok(None);
+        };
+        let array: [u8; 8] = raw.as_ref().try_into().map_err(|_| Error::CorruptRecord {
+            revision: 0,
+            reason: "checkpoint head is not an 8-byte count",
+        })?;
+        Ok(Some(u64::from_be_bytes(array)))
+    }
+
+    fn read_checkpoint(&self) -> Result<Option<Vec<u8>>> {
+        let Some(count) = self.checkpoint_pieces()? else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        for number in 0..count {
+            let piece = self
+                .checkpoint
+                .get(number.to_be_bytes())
+                .map_err(backend_error("read the index checkpoint"))?
+                .ok_or(Error::CorruptRecord {
+                    revision: 0,
+                    reason: "checkpoint piece missing",
+                })?;
+            bytes.extend_from_slice(&piece);
+        }
+        Ok(Some(bytes))
     }
 
     fn meta_u64(&self, key: &[u8]) -> Result<Option<u64>> {
@@ -275,6 +418,88 @@ impl SledLog {
     }
 }
 
+/// The stub of a record of `len` bytes in `count` pieces.
+fn stub(len: u64, count: u32) -> [u8; STUB_LEN] {
+    let mut stub = [0u8; STUB_LEN];
+    stub[0] = STUB_TAG;
+    stub[1..9].copy_from_slice(&len.to_be_bytes());
+    stub[9..].copy_from_slice(&count.to_be_bytes());
+    stub
+}
+
+/// The record length and piece count of a stub, or `None` for a whole record.
+fn parse_stub(value: &[u8], revision: Revision) -> Result<Option<(u64, u32)>> {
+    if value.first() != Some(&STUB_TAG) {
+        return Ok(None);
+    }
+    let corrupt = Error::CorruptRecord {
+        revision,
+        reason: "malformed stub of a record in pieces",
+    };
+    let stub: &[u8; STUB_LEN] = value.try_into().map_err(|_| corrupt.clone())?;
+    let mut len = [0u8; 8];
+    len.copy_from_slice(&stub[1..9]);
+    let mut count = [0u8; 4];
+    count.copy_from_slice(&stub[9..]);
+    Ok(Some((u64::from_be_bytes(len), u32::from_be_bytes(count))))
+}
+
+/// The log key of piece `number` of the record at `revision`: the revision's key, then the
+/// piece number, so pieces sort after their stub and before the next revision.
+fn piece_key(revision: Revision, number: u32) -> [u8; 12] {
+    let mut key = [0u8; 12];
+    key[..8].copy_from_slice(&encode_revision(revision));
+    key[8..].copy_from_slice(&number.to_be_bytes());
+    key
+}
+
+/// Reads the `count` pieces of the record at `revision` from `pieces` (log items in key
+/// order, from its first piece on) and joins them; they must add up to `len` bytes. Takes only
+/// the record's own pieces from `pieces`: after an error the iterator is at the next record.
+fn assemble(
+    revision: Revision,
+    len: u64,
+    count: u32,
+    pieces: &mut std::iter::Peekable<impl Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>>,
+) -> Result<RawRecord> {
+    let corrupt = |reason| Error::CorruptRecord { revision, reason };
+    let capacity = usize::try_from(len).map_err(|_| corrupt("record longer than memory"))?;
+    // Not trusted for more than a few pieces' worth before the pieces are there to back it.
+    let mut record = Vec::with_capacity(capacity.min(PIECE * 16));
+    for number in 0..count {
+        let expected = piece_key(revision, number);
+        match pieces.next_if(|item| {
+            item.as_ref()
+                .map_or(true, |(key, _)| key.as_ref() == expected)
+        }) {
+            Some(Ok((_, piece))) => record.extend_from_slice(&piece),
+            Some(Err(err)) => return Err(backend_error("read a history record")(err)),
+            None => {
+                // Leave the iterator at the next record, past what is left of this one.
+                let prefix = encode_revision(revision);
+                while pieces
+                    .next_if(|item| {
+                        item.as_ref().is_ok_and(|(key, _)| {
+                            key.len() > prefix.len() && key.starts_with(&prefix)
+                        })
+                    })
+                    .is_some()
+                {}
+                return Err(corrupt(PIECE_MISSING));
+            }
+        }
+    }
+    if record.len() as u64 != len {
+        return Err(corrupt("record pieces do not add up to its length"));
+    }
+    Ok(Bytes::from(record))
+}
+
+/// The reason of the [`Error::CorruptRecord`] of a record in pieces whose pieces are missing:
+/// what a removal interrupted by a crash leaves behind (see `SledLog::remove`), which open
+/// tells apart from other damage below the compaction point.
+pub(crate) const PIECE_MISSING: &str = "record piece missing";
+
 impl Default for MemoryLog {
     fn default() -> Self {
         MemoryLog {
@@ -287,7 +512,7 @@ impl Default for MemoryLog {
 /// A scan of the log in revision order. It owns what it needs (a scan outlives no lock): sled's
 /// iterator, or the memory log and a chunk of records copied out of it under its read lock.
 pub(crate) enum Scan {
-    Sled(Box<sled::Iter>),
+    Sled(Box<std::iter::Peekable<sled::Iter>>),
     Memory(MemoryScan),
 }
 
@@ -310,7 +535,13 @@ impl Iterator for Scan {
                 Some(
                     item.map_err(backend_error("scan the history"))
                         .and_then(|(key, value)| {
-                            Ok((decode_revision(&key)?, Bytes::from_owner(value)))
+                            let revision = decode_revision(&key)?;
+                            match parse_stub(&value, revision)? {
+                                None => Ok((revision, Bytes::from_owner(value))),
+                                Some((len, count)) => {
+                                    Ok((revision, assemble(revision, len, count, iter)?))
+                                }
+                            }
                         }),
                 )
             }

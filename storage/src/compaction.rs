@@ -1,7 +1,8 @@
 //! Compaction: history older than the retention window is dropped, so the log does not grow
 //! forever, while every key's state at the compaction point stays readable.
 //!
-//! `compact(C)` persists C as the compaction point (flushed in durable mode), raises the
+//! `compact(C)` persists C as the compaction point (flushed in durable mode, together with a
+//! checkpoint of the index at or past C if the last one is older: `checkpoint.rs`), raises the
 //! in-memory point, so reads and watches below C fail with [`Error::Compacted`] from then on,
 //! and then removes, key by key, the records no read at C or later can reach (see `index.rs`
 //! for which). Removal happens in chunks so that writers never wait long for the index lock.
@@ -9,10 +10,10 @@
 //!
 //! The background compactor samples the published revision every interval and compacts to the
 //! newest revision that is both older than `min_age` and more than `min_revisions` back (etcd's
-//! revision-sampling periodic compactor). An ephemeral store's history (superseded values and
-//! tombstones) lives in memory: when it outgrows the memory budget the writer wakes the
-//! compactor, which then compacts by `min_revisions` alone, at most once per
-//! [`MEMORY_COMPACTION_PAUSE`].
+//! revision-sampling periodic compactor). The history's bytes are budgeted (`budget.rs`): when
+//! they outgrow the budget the writer wakes the compactor at once, which then compacts as far
+//! as it takes to bring them down to [`BUDGET_LOW_WATER`] of the budget, whatever the retention
+//! says.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -28,9 +29,13 @@ use crate::store::{Retention, Shared};
 const COMPACTION_CHUNK_KEYS: usize = 1024;
 /// Revisions removed from the backend per batch.
 const REMOVAL_BATCH: usize = 8192;
-/// The least time between two compactions for memory (an ephemeral store's history past its
-/// budget): under a sustained load each pass drops about this long's worth of writes.
-const MEMORY_COMPACTION_PAUSE: Duration = Duration::from_secs(1);
+/// A compaction for the budget brings the history down to this fraction of it (7/8), so that
+/// under a sustained load of replacements a pass runs once per eighth of the budget written,
+/// not after every write.
+const BUDGET_LOW_WATER: (u64, u64) = (7, 8);
+/// How soon the compactor tries again when a pass for the budget could not go far enough
+/// because the revisions it needed were not published yet (durable mode, a group commit away).
+const BUDGET_RETRY: Duration = Duration::from_millis(5);
 
 impl Shared {
     /// Compacts at `revision`; returns the compaction point afterwards. Blocking.
@@ -47,14 +52,21 @@ impl Shared {
         if revision <= compacted {
             return Ok(compacted);
         }
+        if self.durable && self.checkpointed.load(Ordering::Acquire) < revision {
+            // The records this removes must be below the checkpoint open starts from, or it
+            // would miss that they are gone (`checkpoint.rs`, rule 2).
+            self.checkpoint_locked()?;
+        }
         self.backend.set_compacted(revision)?;
-        if self.config.data_dir.is_some() {
-            // The point must be durable before any record below it is removed; otherwise a
-            // crash could reopen with a point below history that no longer exists.
+        if self.durable {
+            // The point (and that checkpoint) must be durable before any record below it is
+            // removed; otherwise a crash could reopen with a point below history that no
+            // longer exists.
             self.backend.flush()?;
         }
         self.compacted.store(revision, Ordering::Release);
         let removed = self.remove_history(revision)?;
+        self.ledger.lock().compacted(revision);
         debug!(revision, removed, "compacted");
         Ok(revision)
     }
@@ -78,13 +90,7 @@ impl Shared {
                 self.tips.forget(&key, revision);
             }
             if removed.len() >= REMOVAL_BATCH || (cursor.is_none() && !removed.is_empty()) {
-                let freed = self.backend.remove(&removed)?;
-                // (Saturating: the count is an estimate only if a record were removed twice.)
-                let _ = self.history_bytes.fetch_update(
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                    |bytes| Some(bytes.saturating_sub(freed)),
-                );
+                self.backend.remove(&removed)?;
                 total += removed.len();
                 removed.clear();
             }
@@ -98,39 +104,53 @@ impl Shared {
     pub(crate) fn run_compactor(&self, interval: Duration) {
         let retention = self.config.retention;
         let mut samples = VecDeque::new();
+        let mut next_sample = Instant::now() + interval;
+        let mut retry = false;
         loop {
             {
                 let mut stop = self.stop.lock();
-                if !*stop && !self.memory_pressure.load(Ordering::Acquire) {
-                    self.stop_cv.wait_for(&mut stop, interval);
-                }
-                if *stop {
-                    return;
+                loop {
+                    if *stop {
+                        return;
+                    }
+                    if self.budget_pressure.load(Ordering::Acquire) || Instant::now() >= next_sample
+                    {
+                        break;
+                    }
+                    let wake = if retry {
+                        next_sample.min(Instant::now() + BUDGET_RETRY)
+                    } else {
+                        next_sample
+                    };
+                    if self.stop_cv.wait_until(&mut stop, wake).timed_out() && retry {
+                        break;
+                    }
                 }
             }
             let now = Instant::now();
             let current = self.published.load(Ordering::Acquire);
-            let by_retention = retention_target(&mut samples, now, current, retention);
-            // Past the memory budget, the age no longer counts; the revision count still does.
-            let pressure = self.memory_pressure.load(Ordering::Acquire);
-            let by_memory = pressure
-                .then(|| current.saturating_sub(retention.min_revisions))
-                .filter(|target| *target > 0);
-            if let Some(target) = by_retention
-                .max(by_memory)
-                .filter(|target| *target > self.compacted.load(Ordering::Acquire))
+            let mut target = None;
+            if now >= next_sample {
+                target = retention_target(&mut samples, now, current, retention);
+                next_sample = now + interval;
+            }
+            // Cleared before the target is read: a write after this wakes the next pass.
+            let pressure = self.budget_pressure.swap(false, Ordering::AcqRel) || retry;
+            retry = false;
+            if pressure {
+                let budget = self.config.history_budget;
+                let low_water = budget / BUDGET_LOW_WATER.1 * BUDGET_LOW_WATER.0;
+                if let Some(by_budget) = self.ledger.lock().target(low_water) {
+                    // Revisions not yet published (durable mode) cannot be compacted yet.
+                    retry = by_budget > current;
+                    target = target.max(Some(by_budget.min(current)));
+                }
+            }
+            if let Some(target) =
+                target.filter(|target| *target > self.compacted.load(Ordering::Acquire))
                 && let Err(err) = self.compact(target)
             {
                 warn!(error = %err, target, "background compaction failed");
-            }
-            if pressure {
-                // Writers leave the flag set during the pause: one pass per pause at most.
-                let mut stop = self.stop.lock();
-                if !*stop {
-                    self.stop_cv.wait_for(&mut stop, MEMORY_COMPACTION_PAUSE);
-                }
-                drop(stop);
-                self.memory_pressure.store(false, Ordering::Release);
             }
         }
     }

@@ -1,7 +1,8 @@
 //! The in-memory key index: for every key, the revisions at which it changed (etcd's
 //! `key_index.go`). It lets a read at any retained revision find the right record without
 //! scanning history, and a write check existence and guards without touching the backend.
-//! It is never persisted: `store.rs` rebuilds it from the history log on open.
+//! A durable store checkpoints it (`checkpoint.rs`) so that open reads the checkpoint and only
+//! the history written after it; without one, `store.rs` rebuilds it from the whole log.
 //!
 //! Worked example (reused by the tests below). Writes: rev 1 put `a`; rev 2 put `b`; rev 3 put
 //! `a`; rev 4 delete `a`; rev 5 put `a`. Entries:
@@ -32,15 +33,18 @@ pub(crate) struct Entry {
     pub(crate) create_revision: Revision,
     /// Version within the generation; 0 for a tombstone.
     pub(crate) version: u64,
+    /// Length of the change's encoded history record: what dropping it frees (`budget.rs`).
+    pub(crate) size: u64,
 }
 
 impl Entry {
-    /// A delete of the key at `revision`.
-    pub(crate) fn tombstone(revision: Revision) -> Self {
+    /// A delete of the key at `revision`, whose record is `size` bytes long.
+    pub(crate) fn tombstone(revision: Revision, size: u64) -> Self {
         Entry {
             mod_revision: revision,
             create_revision: 0,
             version: 0,
+            size,
         }
     }
 
@@ -64,7 +68,6 @@ pub(crate) struct RangePage {
 
 impl Index {
     /// Number of keys with at least one retained entry (live or not).
-    #[cfg(test)]
     pub(crate) fn key_count(&self) -> usize {
         self.keys.len()
     }
@@ -87,6 +90,23 @@ impl Index {
             }
         }
         true
+    }
+
+    /// An index of `keys` with their entries (a checkpoint's), built in one pass. `None` if
+    /// the keys are not strictly ascending or a key's entries are empty or not strictly
+    /// ascending.
+    pub(crate) fn from_sorted(keys: Vec<(Bytes, Vec<Entry>)>) -> Option<Self> {
+        let keys_ascend = keys.windows(2).all(|pair| pair[0].0 < pair[1].0);
+        let entries_ascend = keys.iter().all(|(_, entries)| {
+            !entries.is_empty()
+                && entries
+                    .windows(2)
+                    .all(|pair| pair[0].mod_revision < pair[1].mod_revision)
+        });
+        // From sorted input the map is built without a search per key.
+        (keys_ascend && entries_ascend).then(|| Index {
+            keys: keys.into_iter().collect(),
+        })
     }
 
     /// The key's live entry at the latest revision.
@@ -142,6 +162,47 @@ impl Index {
             }
         }
         page
+    }
+
+    /// Calls `visit` with the keys from `cursor` (inclusive) on and their entries, at most
+    /// `max_keys` of them. Returns where to continue, or `None` when done. (The checkpoint
+    /// writes the index in such chunks, releasing the lock between them.)
+    pub(crate) fn visit_chunk(
+        &self,
+        cursor: Option<&Bytes>,
+        max_keys: usize,
+        mut visit: impl FnMut(&Bytes, &[Entry]),
+    ) -> Option<Bytes> {
+        let lower = cursor.map_or(Bound::Unbounded, |key| Bound::Included(key.as_ref()));
+        for (seen, (key, entries)) in self
+            .keys
+            .range::<[u8], _>((lower, Bound::Unbounded))
+            .enumerate()
+        {
+            if seen == max_keys {
+                return Some(key.clone());
+            }
+            visit(key, entries);
+        }
+        None
+    }
+
+    /// The history the index holds: for every entry that is not a key's live latest one, the
+    /// revision from which compaction may drop it and its record's size, in no order. A
+    /// superseded value may go once the change that replaced it is at or below the compaction
+    /// point; a tombstone once it is itself (see `compact_chunk`).
+    pub(crate) fn history(&self) -> Vec<(Revision, u64)> {
+        let mut history = Vec::new();
+        for entries in self.keys.values() {
+            for (i, entry) in entries.iter().enumerate() {
+                if !entry.is_live() {
+                    history.push((entry.mod_revision, entry.size));
+                } else if let Some(next) = entries.get(i + 1) {
+                    history.push((next.mod_revision, entry.size));
+                }
+            }
+        }
+        history
     }
 
     /// Compacts at `revision` the keys from `cursor` (inclusive) on, at most `max_keys` of
@@ -211,6 +272,7 @@ mod tests {
             mod_revision: revision,
             create_revision: create,
             version,
+            size: 10 * revision,
         }
     }
 
@@ -220,7 +282,7 @@ mod tests {
         assert!(index.push(b"a", put(1, 1, 1)));
         assert!(index.push(b"b", put(2, 2, 1)));
         assert!(index.push(b"a", put(3, 1, 2)));
-        assert!(index.push(b"a", Entry::tombstone(4)));
+        assert!(index.push(b"a", Entry::tombstone(4, 40)));
         assert!(index.push(b"a", put(5, 5, 1)));
         index
     }
@@ -285,6 +347,40 @@ mod tests {
     }
 
     #[test]
+    fn history_pairs_each_dropped_record_with_the_revision_that_frees_it() {
+        let mut index = example();
+        let mut history = index.history();
+        history.sort_unstable();
+        // a@1 is replaced at 3, a@3 at 4 (the delete), the tombstone frees itself at 4; a@5
+        // and b@2 are live.
+        assert_eq!(history, vec![(3, 10), (4, 30), (4, 40)]);
+        // Exactly what compaction at 4 drops.
+        let mut removed = Vec::new();
+        index.compact_chunk(None, usize::MAX, 4, &mut removed, &mut Vec::new());
+        assert_eq!(removed.len(), history.len());
+        assert!(index.history().is_empty());
+    }
+
+    #[test]
+    fn visiting_in_chunks_sees_every_key_once() {
+        let index = example();
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            cursor = index.visit_chunk(cursor.as_ref(), 1, |key, entries| {
+                seen.push((key.clone(), entries.len()));
+            });
+            if cursor.is_none() {
+                break;
+            }
+        }
+        assert_eq!(
+            seen,
+            vec![(Bytes::from_static(b"a"), 4), (Bytes::from_static(b"b"), 1)]
+        );
+    }
+
+    #[test]
     fn compaction_in_chunks_equals_compaction_at_once() {
         let mut whole = example();
         let mut chunked = example();
@@ -308,7 +404,7 @@ mod tests {
     fn a_key_deleted_before_the_compaction_point_disappears() {
         let mut index = Index::default();
         index.push(b"x", put(1, 1, 1));
-        index.push(b"x", Entry::tombstone(2));
+        index.push(b"x", Entry::tombstone(2, 20));
         let mut removed = Vec::new();
         index.compact_chunk(None, usize::MAX, 2, &mut removed, &mut Vec::new());
         assert_eq!(removed, vec![1, 2]);

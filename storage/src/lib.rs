@@ -43,13 +43,17 @@
 //! - `kv`: the [`Kv`] trait and its request, response and event types.
 //! - `error`: [`Error`]: compaction, future revisions, lag, close, backend and corruption.
 //! - `revision`: the [`Revision`] type and the history record format.
-//! - `index`: the in-memory key index (key to revisions), rebuilt on open.
+//! - `index`: the in-memory key index (key to revisions), loaded on open.
+//! - `checkpoint`: checkpoints of the index, so that open reads the history after the last one
+//!   only.
 //! - `tips`: each key's latest change, readable without the writer's lock.
-//! - `backend`: the history log: sled on disk (the only module that names it), or memory for
-//!   an ephemeral store.
+//! - `backend`: the history log: sled on disk (the only module that names it; large records in
+//!   pieces), or memory for an ephemeral store.
+//! - `budget`: the history's bytes, by the revision compaction frees them at.
 //! - `store`: [`SledStore`]: reads, the single writer, group commit, open and close.
 //! - `watch`: replay then live delivery, the hub, progress.
-//! - `compaction`: on-demand and background compaction with a retention window.
+//! - `compaction`: on-demand and background compaction with a retention window and a byte
+//!   budget.
 //!
 //! # Guarantees
 //! 1. One global revision: every committed change takes the next one; strictly increasing,
@@ -59,17 +63,21 @@
 //!    `Conflict` outcome carrying the current state.
 //! 4. Get and range at the latest or any retained older revision; a range is one snapshot.
 //! 5. Watch: history then live, in revision order, no gap, no duplicate; a watcher that cannot
-//!    keep up ends with [`Error::WatcherLagged`] and never slows writers.
+//!    keep up (its buffer full, in events or in bytes) ends with [`Error::WatcherLagged`] and
+//!    never slows writers.
 //! 6. Progress: a watcher can learn the revision up to which it has seen everything.
-//! 7. Compaction in the background (retention by count and age) and on demand; reads and
-//!    watches below the compaction point fail with [`Error::Compacted`], above the current
-//!    revision with [`Error::FutureRevision`].
+//! 7. Compaction in the background (retention by count and age, overridden by a budget of
+//!    history bytes) and on demand; reads and watches below the compaction point fail with
+//!    [`Error::Compacted`], above the current revision with [`Error::FutureRevision`].
 //! 8. Durability: with a data directory a write is acknowledged only after a flush covering it
 //!    (group commit), and nobody sees a change before it is durable. Without one, the
 //!    history lives in memory and nothing touches the disk.
-//! 9. Reopen recovers the revision, the keys and the history since the compaction point.
+//! 9. Reopen recovers the revision, the keys and the history since the compaction point,
+//!    reading the index's last checkpoint and the history written after it.
 
 mod backend;
+mod budget;
+mod checkpoint;
 mod compaction;
 mod error;
 mod index;
@@ -86,6 +94,6 @@ pub use kv::{
 };
 pub use revision::Revision;
 pub use store::{
-    Config, DEFAULT_CACHE_CAPACITY, DEFAULT_COMPACTION_INTERVAL, DEFAULT_MEMORY_BUDGET,
-    DEFAULT_WATCH_BUFFER, Retention, SledStore,
+    Config, DEFAULT_CACHE_CAPACITY, DEFAULT_CHECKPOINT_EVERY, DEFAULT_COMPACTION_INTERVAL,
+    DEFAULT_HISTORY_BUDGET, DEFAULT_WATCH_BUFFER, DEFAULT_WATCH_BUFFER_BYTES, Retention, SledStore,
 };

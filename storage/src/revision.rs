@@ -12,8 +12,9 @@
 //! ```
 //!
 //! `tag` is [`TAG_PUT`] or [`TAG_DELETE`] (a tombstone: create_revision, version and value are
-//! zero/empty). `prev_revision` is 0 when the key did not exist before this change.
-//! Decoding never panics: a short or malformed record is [`Error::CorruptRecord`].
+//! zero/empty); never the first byte of the sled backend's stubs (`backend.rs`).
+//! `prev_revision` is 0 when the key did not exist before this change. Decoding never panics: a
+//! short or malformed record is [`Error::CorruptRecord`].
 
 use crate::error::{Error, Result};
 
@@ -83,11 +84,6 @@ impl<'a> Record<'a> {
         out.extend_from_slice(self.key);
         out.extend_from_slice(self.value);
         out
-    }
-
-    /// The length of the encoded record of `key` with `value`.
-    pub(crate) fn encoded_len(key: &[u8], value: &[u8]) -> usize {
-        HEADER_LEN + key.len() + value.len()
     }
 
     /// Decodes the record stored under `revision`.
@@ -163,6 +159,13 @@ mod tests {
             value: b"",
         };
         assert_eq!(Record::decode(&tombstone.encode(), 9).unwrap(), tombstone);
+    }
+
+    #[test]
+    fn no_record_starts_like_a_stub_of_a_record_in_pieces() {
+        // The sled backend tells a stub from a whole record by its first byte.
+        assert_ne!(TAG_PUT, crate::backend::STUB_TAG);
+        assert_ne!(TAG_DELETE, crate::backend::STUB_TAG);
     }
 
     #[test]

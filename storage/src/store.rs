@@ -26,10 +26,12 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 use tokio::sync::watch;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 use crate::Revision;
-use crate::backend::{Backend, BackendConfig, RawRecord};
+use crate::backend::{Backend, BackendConfig, PIECE_MISSING, RawRecord};
+use crate::budget::Ledger;
+use crate::checkpoint;
 use crate::error::{BackendError, Error, Result};
 use crate::index::{Entry, Index};
 use crate::kv::{
@@ -46,17 +48,34 @@ pub const DEFAULT_CACHE_CAPACITY: u64 = 64 * 1024 * 1024;
 /// Events a watcher may have queued before it is cut off as lagging: about a second of a busy
 /// store's writes, so a healthy consumer never hits it, and at most this many `Arc`s per watcher.
 pub const DEFAULT_WATCH_BUFFER: usize = 1024;
+/// Bytes (keys and values, previous values included) a watcher may have queued before it is cut
+/// off as lagging, whatever the event count: 1,024 queued events of 1 MiB objects would be
+/// 1 GiB per watcher. 64 MiB is about half a second of a single writer replacing 1 MiB objects
+/// as fast as the store takes them, so a consumer that keeps up never meets it.
+pub const DEFAULT_WATCH_BUFFER_BYTES: u64 = 64 * 1024 * 1024;
+/// A durable store checkpoints its key index after at least this many revisions (and when it
+/// closes), so that open reads the checkpoint and little history after it. Without a floor a
+/// small index would be checkpointed every few writes.
+pub const DEFAULT_CHECKPOINT_EVERY: u64 = 1_000;
+/// The checkpoint interval grows to the index's entries divided by this. Replaying a record at
+/// open cost about 100 times as much as reading an index entry from a checkpoint (ConfigMaps
+/// of a few hundred bytes to 24 KiB: about 10 µs against 0.1 µs), so with 16 the history after
+/// a checkpoint costs open at most about six times the checkpoint's own reading, and writing
+/// checkpoints costs about 16 encoded entries a write (a background thread's microsecond).
+const CHECKPOINT_INDEX_SHARE: u64 = 16;
 /// How often the background compactor samples the revision and applies the retention: fine
 /// enough that history never exceeds the retention by much, rare enough to cost nothing.
 pub const DEFAULT_COMPACTION_INTERVAL: Duration = Duration::from_secs(30);
-/// How much history an ephemeral store keeps in memory before the compactor drops the oldest
-/// regardless of its age (never below [`Retention::min_revisions`]): a test server under a
-/// sustained load of tens of thousands of writes a second would otherwise hold five minutes of
-/// them, gigabytes.
-pub const DEFAULT_MEMORY_BUDGET: u64 = 256 * 1024 * 1024;
+/// How many bytes of history (superseded values and tombstones) the store keeps before the
+/// compactor drops the oldest regardless of the [`Retention`] floors (`budget.rs`): in memory
+/// for an ephemeral store, on disk for a durable one. A test server under a sustained load of
+/// tens of thousands of writes a second, or one rewriting large objects, would otherwise hold
+/// five minutes or 10,000 revisions of them: gigabytes.
+pub const DEFAULT_HISTORY_BUDGET: u64 = 256 * 1024 * 1024;
 
 /// How much history the background compactor keeps. Both minimums hold: history is dropped
-/// only when it is older than `min_age` *and* more than `min_revisions` revisions back.
+/// only when it is older than `min_age` *and* more than `min_revisions` revisions back, unless
+/// it outgrows [`Config::history_budget`], which overrides both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retention {
     /// Keep at least this many of the latest revisions.
@@ -90,10 +109,21 @@ pub struct Config {
     pub compaction_interval: Option<Duration>,
     /// Per-watcher event buffer (default [`DEFAULT_WATCH_BUFFER`]).
     pub watch_buffer: usize,
-    /// Bytes of history (superseded values and tombstones) an ephemeral store holds before
-    /// compacting by count alone (default [`DEFAULT_MEMORY_BUDGET`]; needs the background
-    /// compactor).
-    pub memory_budget: u64,
+    /// Per-watcher buffer in bytes (default [`DEFAULT_WATCH_BUFFER_BYTES`]): a watcher with
+    /// this much queued is cut off as lagging, however few events that is. A single event
+    /// larger than this still reaches a watcher that has nothing queued.
+    pub watch_buffer_bytes: u64,
+    /// Bytes of history (superseded values and tombstones) the store holds, in memory when
+    /// ephemeral and on disk when durable, before the compactor drops the oldest regardless of
+    /// the retention (default [`DEFAULT_HISTORY_BUDGET`]; needs the background compactor).
+    pub history_budget: u64,
+    /// A durable store checkpoints its key index every this many revisions, or every 16th of
+    /// its index's entries if that is more (default [`DEFAULT_CHECKPOINT_EVERY`]; 0: only when
+    /// it closes).
+    pub checkpoint_every: u64,
+    /// Whether closing a durable store checkpoints its index (default true, so that the next
+    /// open replays no history). Tests turn it off to reopen as after a crash.
+    pub checkpoint_at_close: bool,
 }
 
 impl Config {
@@ -105,7 +135,10 @@ impl Config {
             retention: Retention::default(),
             compaction_interval: Some(DEFAULT_COMPACTION_INTERVAL),
             watch_buffer: DEFAULT_WATCH_BUFFER,
-            memory_budget: DEFAULT_MEMORY_BUDGET,
+            watch_buffer_bytes: DEFAULT_WATCH_BUFFER_BYTES,
+            history_budget: DEFAULT_HISTORY_BUDGET,
+            checkpoint_every: DEFAULT_CHECKPOINT_EVERY,
+            checkpoint_at_close: true,
         }
     }
 
@@ -138,10 +171,31 @@ impl Config {
         self
     }
 
-    /// Sets the memory budget of an ephemeral store's history, in bytes.
+    /// Sets the history budget, in bytes.
     #[must_use]
-    pub fn memory_budget(mut self, bytes: u64) -> Self {
-        self.memory_budget = bytes;
+    pub fn history_budget(mut self, bytes: u64) -> Self {
+        self.history_budget = bytes;
+        self
+    }
+
+    /// Sets the per-watcher buffer in bytes (at least 1).
+    #[must_use]
+    pub fn watch_buffer_bytes(mut self, bytes: u64) -> Self {
+        self.watch_buffer_bytes = bytes.max(1);
+        self
+    }
+
+    /// Sets how many revisions apart a durable store checkpoints its index (0: at close only).
+    #[must_use]
+    pub fn checkpoint_every(mut self, revisions: u64) -> Self {
+        self.checkpoint_every = revisions;
+        self
+    }
+
+    /// Sets whether closing checkpoints the index.
+    #[must_use]
+    pub fn checkpoint_at_close(mut self, checkpoint: bool) -> Self {
+        self.checkpoint_at_close = checkpoint;
         self
     }
 
@@ -173,7 +227,7 @@ pub struct SledStore {
 pub(crate) struct Shared {
     pub(crate) backend: Backend,
     /// True with a data directory: writes wait for a flush.
-    durable: bool,
+    pub(crate) durable: bool,
     pub(crate) config: Config,
     /// Each key's latest change, for reads that need no more than that without the `state`
     /// lock (`tips.rs`). Recorded by the writer under the `state` write lock.
@@ -204,17 +258,29 @@ pub(crate) struct Shared {
     durability: watch::Sender<Durability>,
     /// Set (under the `state` write lock) when closing: no write starts after it.
     closed: AtomicBool,
-    /// Stop flag of the background compactor, with its condition variable (which also wakes
-    /// it when the history outgrows the memory budget).
+    /// Stop flag of the background threads, with its condition variable (which also wakes
+    /// the compactor when the history outgrows its budget, and the checkpointer when one is
+    /// due).
     pub(crate) stop: Mutex<bool>,
     pub(crate) stop_cv: Condvar,
-    /// Set by the writer when an ephemeral store's history exceeds the memory budget; cleared
-    /// by the compactor after its pass and a pause, so it compacts at most once per pause.
-    pub(crate) memory_pressure: AtomicBool,
-    /// An ephemeral store's history in bytes: superseded values and tombstones, which
-    /// compaction can drop (live values are the data itself). Added to by the writer,
-    /// subtracted from by compaction.
-    pub(crate) history_bytes: AtomicU64,
+    /// Set by the writer when the history exceeds its budget (and the flag was clear, so it
+    /// wakes the compactor once); cleared by the compactor when it starts a pass.
+    pub(crate) budget_pressure: AtomicBool,
+    /// The history's bytes by the revision compaction frees them at (`budget.rs`): superseded
+    /// values and tombstones (live values are the data itself). Added to by the writer under
+    /// the `state` write lock, reduced by compaction; a leaf lock, held for one operation.
+    pub(crate) ledger: Mutex<Ledger>,
+    /// The revision of the last checkpoint of the index (durable only; `checkpoint.rs`).
+    /// Written by whoever writes a checkpoint, under the `compaction` lock.
+    pub(crate) checkpointed: AtomicU64,
+    /// Index entries in the last checkpoint (or, before the first, loaded at open): the
+    /// checkpoint interval grows with it. Written with `checkpointed`.
+    pub(crate) checkpoint_entries: AtomicU64,
+    /// History records open read after the checkpoint (all of them without one). Set once.
+    replayed_at_open: u64,
+    /// Set by the group commit when [`Config::checkpoint_every`] revisions were published
+    /// since the last checkpoint; cleared by the checkpointer thread, which it wakes.
+    checkpoint_due: AtomicBool,
 }
 
 /// What the single writer guards.
@@ -273,16 +339,19 @@ impl SledStore {
             cache_capacity: config.cache_capacity,
         })?;
         let compacted = backend.compacted()?;
+        let backend_opened = started.elapsed();
         let tips = Tips::default();
-        let (index, last) = rebuild_index(&backend, compacted, &tips)?;
-        let current = last.max(compacted);
+        let loaded = load_index(&backend, compacted)?;
+        let index_loaded = started.elapsed();
+        let current = loaded.last.max(compacted);
         let durable = config.data_dir.is_some();
+        let history_budget = config.history_budget;
         let shared = Arc::new(Shared {
             backend,
             durable,
             tips,
             state: RwLock::new(State {
-                index,
+                index: loaded.index,
                 committed: current,
             }),
             pending: Mutex::new(Pending {
@@ -302,20 +371,58 @@ impl SledStore {
             closed: AtomicBool::new(false),
             stop: Mutex::new(false),
             stop_cv: Condvar::new(),
-            memory_pressure: AtomicBool::new(false),
-            history_bytes: AtomicU64::new(0),
+            budget_pressure: AtomicBool::new(false),
+            ledger: Mutex::new(Ledger::new(history_budget)),
+            checkpointed: AtomicU64::new(loaded.checkpoint),
+            checkpoint_due: AtomicBool::new(false),
+            replayed_at_open: loaded.replayed,
+            checkpoint_entries: AtomicU64::new(0),
             config,
         });
         // A crash between persisting a compaction point and removing the history below it
-        // leaves superseded records behind; remove them now.
+        // leaves superseded records behind; and a checkpoint names the records compacted away
+        // after it (`checkpoint.rs`). Remove them now.
         if compacted > 0 {
             shared.remove_history(compacted)?;
+        }
+        {
+            let state = shared.state.read();
+            shared.tips.reserve(state.index.key_count());
+            let mut entries_loaded = 0;
+            let mut cursor = None;
+            loop {
+                cursor = state
+                    .index
+                    .visit_chunk(cursor.as_ref(), usize::MAX, |key, entries| {
+                        entries_loaded += entries.len() as u64;
+                        if let Some(last) = entries.last() {
+                            shared.tips.record(key, Tip::of(*last));
+                        }
+                    });
+                if cursor.is_none() {
+                    break;
+                }
+            }
+            // The checkpoint interval's basis until the first checkpoint.
+            shared
+                .checkpoint_entries
+                .store(entries_loaded, Ordering::Release);
+            let ledger = Ledger::from_history(history_budget, state.index.history());
+            // Reopened with a smaller budget: the compactor's first pass is for it.
+            if ledger.total() > history_budget {
+                shared.budget_pressure.store(true, Ordering::Release);
+            }
+            *shared.ledger.lock() = ledger;
         }
         let mut threads = Vec::new();
         if durable {
             let for_thread = Arc::clone(&shared);
             threads.push(spawn_thread("kubemock-group-commit", move || {
                 for_thread.run_group_commit();
+            })?);
+            let for_thread = Arc::clone(&shared);
+            threads.push(spawn_thread("kubemock-checkpointer", move || {
+                for_thread.run_checkpointer();
             })?);
         }
         if let Some(interval) = shared.config.compaction_interval {
@@ -328,6 +435,10 @@ impl SledStore {
             durable,
             revision = current,
             compacted,
+            checkpoint = loaded.checkpoint,
+            replayed = loaded.replayed,
+            backend_ms = backend_opened.as_millis() as u64,
+            index_ms = (index_loaded - backend_opened).as_millis() as u64,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "store opened"
         );
@@ -368,6 +479,31 @@ impl SledStore {
     pub fn live_watchers(&self) -> usize {
         self.shared.hub.lock().len()
     }
+
+    /// Bytes of history (superseded values and tombstones) the store holds, as its budget
+    /// counts them ([`Config::history_budget`]): at most a 64th of the budget above the truth.
+    pub fn history_bytes(&self) -> u64 {
+        self.shared.ledger.lock().total()
+    }
+
+    /// The revision of the last checkpoint of the key index (0 if none; always 0 when
+    /// ephemeral). Open replays only the history after it.
+    pub fn checkpoint_revision(&self) -> Revision {
+        self.shared.checkpointed.load(Ordering::Acquire)
+    }
+
+    /// How many history records open read after the index checkpoint (without a checkpoint,
+    /// the whole log): what reopening cost beyond the checkpoint itself.
+    pub fn replayed_at_open(&self) -> u64 {
+        self.shared.replayed_at_open
+    }
+
+    /// Writes a checkpoint of the key index at the current revision now (durable stores; a
+    /// no-op for ephemeral ones), and makes it durable. Blocking. Returns its revision.
+    pub fn checkpoint(&self) -> Result<Revision> {
+        self.shared.check_open()?;
+        self.shared.checkpoint_durably()
+    }
 }
 
 fn spawn_thread(name: &str, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
@@ -380,16 +516,51 @@ fn spawn_thread(name: &str, body: impl FnOnce() + Send + 'static) -> Result<Join
         })
 }
 
-/// Rebuilds the key index from the history log (etcd's restore), checking that revisions above
-/// the compaction point are contiguous. Returns the index and the last revision found.
-fn rebuild_index(backend: &Backend, compacted: Revision, tips: &Tips) -> Result<(Index, Revision)> {
-    let mut index = Index::default();
-    let mut last = 0;
-    let mut expected = compacted + 1;
-    for item in backend.scan(1, Revision::MAX) {
-        let (revision, raw) = item?;
+/// The key index as open finds it.
+struct Loaded {
+    index: Index,
+    /// The last revision the index covers: the log's last record's, or the checkpoint's.
+    last: Revision,
+    /// The checkpoint's revision (0 without a usable one).
+    checkpoint: Revision,
+    /// Log records read after the checkpoint.
+    replayed: u64,
+}
+
+/// Loads the key index: the checkpoint's (`checkpoint.rs`), if there is a usable one, then the
+/// log's records after it (etcd's restore, from a snapshot), checking that revisions above the
+/// compaction point are contiguous. Without a checkpoint, the whole log.
+fn load_index(backend: &Backend, compacted: Revision) -> Result<Loaded> {
+    let (mut index, checkpoint) = match backend.read_checkpoint()? {
+        None => (Index::default(), 0),
+        Some(bytes) => match checkpoint::decode(&bytes) {
+            Ok((at, index)) => (index, at),
+            Err(err) => {
+                warn!(error = %err, "unusable index checkpoint; rebuilding from the whole log");
+                (Index::default(), 0)
+            }
+        },
+    };
+    let mut last = checkpoint;
+    let mut replayed = 0;
+    // Below either point the log may have gaps (compacted; or not read, the checkpoint's).
+    let mut expected = compacted.max(checkpoint) + 1;
+    let from = if checkpoint > 0 { checkpoint + 1 } else { 1 };
+    let mut half_removed = Vec::new();
+    for item in backend.scan(from, Revision::MAX) {
+        let (revision, raw) = match item {
+            Ok(item) => item,
+            // A removal a crash interrupted (`backend.rs`): compaction had dropped the record.
+            Err(Error::CorruptRecord { revision, reason })
+                if reason == PIECE_MISSING && revision <= compacted =>
+            {
+                half_removed.push(revision);
+                continue;
+            }
+            Err(err) => return Err(err),
+        };
         let record = Record::decode(&raw, revision)?;
-        if revision > compacted {
+        if revision >= expected {
             if revision != expected {
                 return Err(Error::RevisionGap {
                     expected,
@@ -398,28 +569,34 @@ fn rebuild_index(backend: &Backend, compacted: Revision, tips: &Tips) -> Result<
             }
             expected += 1;
         }
-        let entry = entry_of(&record, revision);
+        let entry = entry_of(&record, revision, raw.len());
         if !index.push(record.key, entry) {
             return Err(Error::CorruptRecord {
                 revision,
                 reason: "record older than its key's previous record",
             });
         }
-        let key = index.shared_key(record.key).unwrap_or_default();
-        tips.record(&key, Tip::of(entry));
         last = revision;
+        replayed += 1;
     }
-    Ok((index, last))
+    backend.remove(&half_removed)?;
+    Ok(Loaded {
+        index,
+        last,
+        checkpoint,
+        replayed,
+    })
 }
 
-fn entry_of(record: &Record<'_>, revision: Revision) -> Entry {
+fn entry_of(record: &Record<'_>, revision: Revision, size: usize) -> Entry {
     match record.kind {
         RecordKind::Put => Entry {
             mod_revision: revision,
             create_revision: record.create_revision,
             version: record.version,
+            size: size as u64,
         },
-        RecordKind::Delete => Entry::tombstone(revision),
+        RecordKind::Delete => Entry::tombstone(revision, size as u64),
     }
 }
 
@@ -465,11 +642,33 @@ impl Shared {
         }
     }
 
+    /// The backend's record at `revision`, for a read at `read_at`: absent, or half removed, is
+    /// [`Error::Compacted`] if compaction overtook the read, else the index is wrong.
+    pub(crate) fn record_for(&self, revision: Revision, read_at: Revision) -> Result<RawRecord> {
+        match self.backend.get(revision) {
+            Ok(Some(raw)) => Ok(raw),
+            Ok(None) => Err(self.missing_record(revision, read_at)),
+            Err(err) => Err(self.overtaken(err, read_at)),
+        }
+    }
+
+    /// `err`, unless compaction has passed `read_at` meanwhile: then what the reader got was
+    /// history being removed under it, and the answer is [`Error::Compacted`].
+    pub(crate) fn overtaken(&self, err: Error, read_at: Revision) -> Error {
+        let compacted = self.compacted.load(Ordering::Acquire);
+        if read_at < compacted {
+            Error::Compacted {
+                requested: read_at,
+                compacted,
+            }
+        } else {
+            err
+        }
+    }
+
     /// Loads the value of `key` at the index `entry`, for a read at `read_at`.
     fn load(&self, key: Bytes, entry: Entry, read_at: Revision) -> Result<KeyValue> {
-        let Some(raw) = self.backend.get(entry.mod_revision)? else {
-            return Err(self.missing_record(entry.mod_revision, read_at));
-        };
+        let raw = self.record_for(entry.mod_revision, read_at)?;
         let record = Record::decode(&raw, entry.mod_revision)?;
         if record.kind != RecordKind::Put || record.key != key.as_ref() {
             return Err(Error::IndexMismatch {
@@ -495,9 +694,7 @@ impl Shared {
         if record.prev_revision == 0 {
             return Ok(None);
         }
-        let Some(raw) = self.backend.get(record.prev_revision)? else {
-            return Err(self.missing_record(record.prev_revision, read_at));
-        };
+        let raw = self.record_for(record.prev_revision, read_at)?;
         let prev = Record::decode(&raw, record.prev_revision)?;
         if prev.kind != RecordKind::Put || prev.key != record.key {
             return Err(Error::IndexMismatch {
@@ -667,29 +864,30 @@ impl Shared {
                 )
             }
         };
+        let size = record.len() as u64;
+        // The value this change replaced, and a tombstone itself, are history from now on.
+        let superseded = prev
+            .as_ref()
+            .and_then(|_| state.index.latest(&key))
+            .map_or(0, |replaced| replaced.size)
+            + match kind {
+                EventKind::Put => 0,
+                EventKind::Delete => size,
+            };
         self.backend.insert(revision, record)?;
-        if self.backend.in_memory() {
-            // The value this change replaced, and a tombstone itself, are history from now on.
-            let superseded = prev
-                .as_ref()
-                .map_or(0, |p| Record::encoded_len(&p.key, &p.value))
-                + match kind {
-                    EventKind::Put => 0,
-                    EventKind::Delete => Record::encoded_len(&key, &[]),
-                };
-            self.note_history(superseded);
-        }
         let entry = match kind {
             EventKind::Put => Entry {
                 mod_revision: revision,
                 create_revision: kv.create_revision,
                 version: kv.version,
+                size,
             },
-            EventKind::Delete => Entry::tombstone(revision),
+            EventKind::Delete => Entry::tombstone(revision, size),
         };
         if !state.index.push(&key, entry) {
             return Err(Error::IndexMismatch { revision });
         }
+        self.note_history(revision, superseded);
         // Before the change is published (below, or by the group commit): see `tips.rs`.
         self.tips.record(&key, Tip::of(entry));
         state.committed = revision;
@@ -708,14 +906,19 @@ impl Shared {
         Ok(kv)
     }
 
-    /// Counts `bytes` more of an ephemeral store's history, and wakes the compactor when it
-    /// outgrows the memory budget.
-    fn note_history(&self, bytes: usize) {
-        let total = self
-            .history_bytes
-            .fetch_add(bytes as u64, Ordering::Relaxed)
-            .saturating_add(bytes as u64);
-        if total > self.config.memory_budget && !self.memory_pressure.swap(true, Ordering::AcqRel) {
+    /// Counts `bytes` more history, freed by compaction at `revision`, and wakes the compactor
+    /// when the history outgrows its budget.
+    fn note_history(&self, revision: Revision, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        let total = {
+            let mut ledger = self.ledger.lock();
+            ledger.add(revision, bytes);
+            ledger.total()
+        };
+        if total > self.config.history_budget && !self.budget_pressure.swap(true, Ordering::AcqRel)
+        {
             // Under the compactor's lock, so the wake-up cannot fall between its check of the
             // flag and its wait.
             let _stop = self.stop.lock();
@@ -867,7 +1070,55 @@ impl Shared {
             };
             self.publish(&events, target);
             self.durability.send_modify(|d| d.revision = target);
+            let every = self
+                .config
+                .checkpoint_every
+                .max(self.checkpoint_entries.load(Ordering::Acquire) / CHECKPOINT_INDEX_SHARE);
+            if self.config.checkpoint_every > 0
+                && target.saturating_sub(self.checkpointed.load(Ordering::Acquire)) >= every
+                && !self.checkpoint_due.swap(true, Ordering::AcqRel)
+            {
+                let _stop = self.stop.lock();
+                self.stop_cv.notify_all();
+            }
         }
+    }
+
+    /// The checkpointer's loop (durable mode): writes a checkpoint of the index whenever the
+    /// group commit says one is due. Not flushed here: the next group commit (or close) makes
+    /// it durable, and until then the previous one serves. Returns when the store closes.
+    fn run_checkpointer(&self) {
+        loop {
+            {
+                let mut stop = self.stop.lock();
+                while !*stop && !self.checkpoint_due.load(Ordering::Acquire) {
+                    self.stop_cv.wait(&mut stop);
+                }
+                if *stop {
+                    return;
+                }
+            }
+            self.checkpoint_due.store(false, Ordering::Release);
+            let result = {
+                let _compaction = self.compaction.lock();
+                self.checkpoint_locked()
+            };
+            if let Err(err) = result {
+                warn!(error = %err, "index checkpoint failed; open will replay more history");
+            }
+        }
+    }
+
+    /// Writes a checkpoint at the published revision if the last one is older, and flushes
+    /// it. Blocking. Returns the checkpoint's revision.
+    pub(crate) fn checkpoint_durably(&self) -> Result<Revision> {
+        let _compaction = self.compaction.lock();
+        let before = self.checkpointed.load(Ordering::Acquire);
+        let at = self.checkpoint_locked()?;
+        if at != before {
+            self.backend.flush()?;
+        }
+        Ok(at)
     }
 }
 
@@ -899,6 +1150,15 @@ impl Lifecycle {
             if thread.join().is_err() {
                 error!("a store background thread panicked");
             }
+        }
+        // Everything committed is published now: checkpoint it, so that the next open reads
+        // no history (not after a failed flush: nothing more can be made durable).
+        if shared.durable
+            && shared.config.checkpoint_at_close
+            && shared.durability.borrow().failed.is_none()
+            && let Err(err) = shared.checkpoint_durably()
+        {
+            warn!(error = %err, "index checkpoint at close failed; open will replay history");
         }
         shared.close_watchers();
     }

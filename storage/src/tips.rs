@@ -85,6 +85,13 @@ impl Tips {
         }
     }
 
+    /// Makes room for `keys` more keys at once (open records every key).
+    pub(crate) fn reserve(&self, keys: usize) {
+        for shard in &self.shards {
+            shard.write().reserve(keys / SHARDS + 1);
+        }
+    }
+
     /// Forgets `key` if its latest change is at or below `revision` (compaction dropped it
     /// from the index).
     pub(crate) fn forget(&self, key: &[u8], revision: Revision) {

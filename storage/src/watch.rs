@@ -9,15 +9,19 @@
 //! falls behind while replaying simply replays more; nothing is buffered for it meanwhile.
 //!
 //! Live delivery is a non-blocking `try_send` into the watcher's bounded channel. When it is
-//! full the watcher is dropped from the hub and, once it has drained what it had, ends with
+//! full, or holds more than [`crate::Config::watch_buffer_bytes`] of keys and values, the
+//! watcher is dropped from the hub and, once it has drained what it had, ends with
 //! [`Error::WatcherLagged`]; its consumer may watch again from the last delivered revision.
+//! Counting events alone would let one slow watcher of large objects hold gigabytes (1,024
+//! events of 1 MiB). A replaying watcher likewise reads at most [`REPLAY_CHUNK`] records or
+//! [`REPLAY_CHUNK_BYTES`] per step.
 //!
 //! Progress: a live watcher with nothing queued has seen everything up to the published
 //! revision; checked under the hub lock, that revision is safe to report.
 
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
@@ -36,6 +40,9 @@ use crate::store::Shared;
 /// History records read per replay step: bounds a replaying watcher's buffer and the time one
 /// poll spends reading before it yields.
 const REPLAY_CHUNK: u64 = 256;
+/// Bytes of events a replay step queues at most (it always takes one event): 256 events of
+/// 1 MiB objects, with their previous values, would be half a gigabyte per replaying watcher.
+const REPLAY_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
 /// Replay steps that found no event for this watcher's prefix, per poll, before it yields to
 /// the executor (a narrow prefix over a long history must not monopolise a worker thread).
 const IDLE_REPLAY_STEPS_PER_POLL: usize = 8;
@@ -63,6 +70,20 @@ struct Subscriber {
     sender: mpsc::Sender<Arc<Event>>,
     /// Why the subscriber was dropped; shared with its stream.
     end: Arc<AtomicU8>,
+    /// Bytes of the events in its channel ([`event_bytes`]): added here before a send,
+    /// subtracted by the stream when it takes an event out.
+    queued: Arc<AtomicU64>,
+}
+
+/// What an event holds on to, for the watch buffer's budget: its key and value, and its
+/// previous value. (Watchers share one event; each counts it in full, as each may be what
+/// keeps it alive.)
+fn event_bytes(event: &Event) -> u64 {
+    let prev = event
+        .prev
+        .as_ref()
+        .map_or(0, |prev| prev.key.len() + prev.value.len());
+    (event.kv.key.len() + event.kv.value.len() + prev) as u64
 }
 
 impl Hub {
@@ -89,12 +110,23 @@ impl Shared {
         // event (a controller reacting to it) must never get the state before the event.
         hub.published = revision;
         self.published.store(revision, Ordering::Release);
+        let budget = self.config.watch_buffer_bytes;
         if !events.is_empty() {
             hub.subscribers.retain(|id, subscriber| {
                 for event in events {
                     if !event.kv.key.starts_with(&subscriber.prefix) {
                         continue;
                     }
+                    let size = event_bytes(event);
+                    // One event larger than the budget still goes to a watcher with nothing
+                    // queued, or it could never be watched.
+                    let queued = subscriber.queued.load(Ordering::Acquire);
+                    if queued > 0 && queued.saturating_add(size) > budget {
+                        subscriber.end.store(END_LAGGED, Ordering::Release);
+                        debug!(watcher = id, queued, "watcher lagged past its byte budget");
+                        return false;
+                    }
+                    subscriber.queued.fetch_add(size, Ordering::AcqRel);
                     match subscriber.sender.try_send(Arc::clone(event)) {
                         Ok(()) => {}
                         Err(TrySendError::Full(_)) => {
@@ -139,6 +171,8 @@ pub(crate) struct SledWatch {
     /// The channel's sender until it moves into the hub.
     sender: Option<mpsc::Sender<Arc<Event>>>,
     end: Arc<AtomicU8>,
+    /// Bytes in the channel (see [`Subscriber::queued`]).
+    queued: Arc<AtomicU64>,
     /// Revision of the last event yielded (initially the start revision).
     delivered: Revision,
     progress_requested: bool,
@@ -172,6 +206,7 @@ impl SledWatch {
             receiver,
             sender: Some(sender),
             end: Arc::new(AtomicU8::new(END_NONE)),
+            queued: Arc::new(AtomicU64::new(0)),
             delivered: after,
             progress_requested: false,
             done: false,
@@ -201,6 +236,7 @@ impl SledWatch {
                 prefix: self.prefix.clone(),
                 sender,
                 end: Arc::clone(&self.end),
+                queued: Arc::clone(&self.queued),
             },
         );
         self.phase = Phase::Live { id };
@@ -215,9 +251,11 @@ impl SledWatch {
         let read_at = next - 1;
         let mut expected = next;
         let mut queued = 0;
+        let mut bytes = 0;
         let mut gap = None;
         for item in shared.backend.scan(next, last) {
-            let (revision, raw) = item?;
+            // A record half removed under the scan is history compaction took meanwhile.
+            let (revision, raw) = item.map_err(|err| shared.overtaken(err, read_at))?;
             if revision != expected {
                 gap = Some(revision);
                 break;
@@ -226,8 +264,12 @@ impl SledWatch {
             let record = Record::decode(&raw, revision)?;
             if record.key.starts_with(&self.prefix) {
                 let event = shared.event_of(&raw, &record, revision, read_at)?;
+                bytes += event_bytes(&event);
                 self.replayed.push_back(Arc::new(event));
                 queued += 1;
+                if bytes >= REPLAY_CHUNK_BYTES {
+                    break;
+                }
             }
         }
         // History below the compaction point may have been removed while we read it.
@@ -239,13 +281,14 @@ impl SledWatch {
                 compacted,
             });
         }
-        if expected != last + 1 {
+        // Short of `last` only if the byte bound stopped the scan, or a record is missing.
+        if expected != last + 1 && (gap.is_some() || bytes < REPLAY_CHUNK_BYTES) {
             return Err(Error::RevisionGap {
                 expected,
                 found: gap.unwrap_or(last + 1),
             });
         }
-        self.phase = Phase::Replaying { next: last + 1 };
+        self.phase = Phase::Replaying { next: expected };
         Ok(queued)
     }
 
@@ -295,6 +338,7 @@ impl SledWatch {
                     }
                     return match self.receiver.poll_recv(cx) {
                         Poll::Ready(Some(event)) => {
+                            self.queued.fetch_sub(event_bytes(&event), Ordering::AcqRel);
                             self.delivered = event.revision();
                             Poll::Ready(Some(Ok(WatchItem::Event(event))))
                         }

@@ -166,12 +166,23 @@ struct Run {
 }
 
 impl Run {
-    fn config(dir: Option<&tempfile::TempDir>) -> Config {
+    fn config(dir: Option<&tempfile::TempDir>, rng: &mut fastrand::Rng) -> Config {
         let config = match dir {
             Some(dir) => Config::durable(dir.path()),
             None => Config::ephemeral(),
         };
-        config.compaction_interval(None).watch_buffer(100_000)
+        config
+            .compaction_interval(None)
+            .watch_buffer(100_000)
+            // Index checkpoints never, every few dozen or every few hundred revisions, and half
+            // of the reopens as after a crash (no checkpoint at close): open then reads a
+            // checkpoint older than the log's end, with compactions before and after it.
+            .checkpoint_every(match rng.u8(..3) {
+                0 => 0,
+                1 => rng.u64(1..=60),
+                _ => rng.u64(200..=600),
+            })
+            .checkpoint_at_close(rng.bool())
     }
 
     fn store(&self) -> &SledStore {
@@ -184,7 +195,12 @@ impl Run {
     }
 
     fn value(&mut self) -> Bytes {
-        let len = self.rng.usize(0..64);
+        // Now and then one that the sled backend stores in pieces (over 8 KiB).
+        let len = if self.rng.u8(..25) == 0 {
+            self.rng.usize(8 * 1024..24 * 1024)
+        } else {
+            self.rng.usize(0..64)
+        };
         Bytes::from(
             (0..len)
                 .map(|_| self.rng.alphanumeric() as u8)
@@ -376,11 +392,15 @@ impl Run {
     }
 
     async fn compact(&mut self) {
-        // Mostly small steps, so that history stays interesting.
-        let target = self.model.compacted
-            + self
-                .rng
-                .u64(0..=(self.model.current() + 1 - self.model.compacted).min(12));
+        // Mostly small steps, so that history stays interesting; now and then a long one (past
+        // the last index checkpoint, typically).
+        let window = self.model.current() + 1 - self.model.compacted;
+        let step = if self.rng.u8(..5) == 0 {
+            window
+        } else {
+            window.min(12)
+        };
+        let target = self.model.compacted + self.rng.u64(0..=step);
         let got = self.store().compact(target).await;
         if target > self.model.current() {
             return assert_err(
@@ -411,7 +431,7 @@ impl Run {
             common::next_item(&mut self.follower).await,
             Some(Err(Error::Closed))
         ));
-        let config = Self::config(self.dir.as_ref());
+        let config = Self::config(self.dir.as_ref(), &mut self.rng);
         self.store = Some(SledStore::open(config).expect("reopen"));
         assert_eq!(
             self.store().revision(),
@@ -433,10 +453,11 @@ impl Run {
 
 async fn run(seed: u64, steps: usize, durable: bool) {
     let dir = durable.then(|| tempfile::tempdir().expect("tempdir"));
-    let store = SledStore::open(Run::config(dir.as_ref())).expect("open");
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let store = SledStore::open(Run::config(dir.as_ref(), &mut rng)).expect("open");
     let follower = store.watch(Bytes::new(), 0).await.expect("follow");
     let mut run = Run {
-        rng: fastrand::Rng::with_seed(seed),
+        rng,
         model: Model::default(),
         store: Some(store),
         dir,

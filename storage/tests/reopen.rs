@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kubemock_storage::{
-    Config, CreateOutcome, Error, Guard, Kv, RangeRequest, Retention, SledStore, UpdateOutcome,
+    Config, CreateOutcome, Error, Guard, Kv, RangeRequest, Retention, SledStore,
 };
 
 fn durable(dir: &tempfile::TempDir) -> Config {
@@ -169,65 +169,6 @@ async fn background_compaction_keeps_the_retained_revisions() {
 }
 
 #[tokio::test]
-async fn an_ephemeral_history_past_its_memory_budget_is_compacted_by_count_alone() {
-    // An hour of retention and an hour between regular passes: only the budget can compact.
-    let retention = Retention {
-        min_revisions: 50,
-        min_age: Duration::from_secs(3600),
-    };
-    let store = SledStore::open(
-        Config::ephemeral()
-            .retention(retention)
-            .compaction_interval(Some(Duration::from_secs(3600)))
-            .memory_budget(64 * 1024),
-    )
-    .expect("open");
-    // Live values are the data, not history: 100 objects of 1 KiB stay whatever the budget.
-    let value = Bytes::from(vec![b'x'; 1024]);
-    for i in 0..100 {
-        let key = Bytes::from(format!("/big/{i:04}"));
-        let outcome = store.create(key, value.clone()).await.expect("create");
-        assert!(matches!(outcome, CreateOutcome::Created(_)));
-    }
-    // 300 updates of one of them supersede 300 KiB: well past the budget.
-    let first = store.get(b"/big/0000", None).await.expect("get").kv;
-    let mut revision = first.expect("the first object").mod_revision;
-    for _ in 0..300 {
-        let outcome = store
-            .update(
-                "/big/0000".into(),
-                value.clone(),
-                Guard::ModRevision(revision),
-            )
-            .await
-            .expect("update");
-        let UpdateOutcome::Updated { kv, .. } = outcome else {
-            panic!("the guarded update applies");
-        };
-        revision = kv.mod_revision;
-    }
-    let deadline = Instant::now() + common::WAIT;
-    while store.compaction_point() == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the memory budget never triggered a compaction"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    assert!(
-        store.compaction_point() <= revision - 50,
-        "at least min_revisions are kept: {} of {revision}",
-        store.compaction_point()
-    );
-    // Every object is still there at the latest revision.
-    let all = store
-        .range(RangeRequest::prefix("/big/"))
-        .await
-        .expect("range");
-    assert_eq!(all.items.len(), 100);
-}
-
-#[tokio::test]
 async fn reads_outside_the_window_fail_with_their_own_errors() {
     let store = SledStore::open(Config::ephemeral()).expect("open");
     common::create_keys(&store, "/k/", 5).await;
@@ -261,4 +202,168 @@ async fn reads_outside_the_window_fail_with_their_own_errors() {
         }
         .is_revision_out_of_range()
     );
+}
+
+/// Puts `rounds` new values on each of `keys` keys (creating them first): `keys * rounds`
+/// revisions of history over a few live keys.
+async fn churn(store: &SledStore, keys: u64, rounds: u64) {
+    for round in 0..rounds {
+        for n in 0..keys {
+            let key = Bytes::from(format!("/k/{n:02}"));
+            let value = Bytes::from(format!("v{round}"));
+            if round == 0 && store.get(&key, None).await.expect("get").kv.is_none() {
+                store.create(key, value).await.expect("create");
+            } else {
+                store
+                    .update(key, value, Guard::Unconditional)
+                    .await
+                    .expect("update");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn finding_8_reopen_reads_the_index_checkpoint_and_only_the_history_after_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = |at_close| {
+        durable(&dir)
+            .checkpoint_every(0)
+            .checkpoint_at_close(at_close)
+    };
+    // 3,000 revisions over 10 keys, closed cleanly: the close checkpoints the index.
+    let (latest, old) = {
+        let store = SledStore::open(config(true)).expect("open");
+        churn(&store, 10, 300).await;
+        let latest = store
+            .range(RangeRequest::prefix("/k/"))
+            .await
+            .expect("range");
+        let old = store
+            .range(RangeRequest::prefix("/k/").at_revision(1_500))
+            .await
+            .expect("range");
+        store.close();
+        (latest, old)
+    };
+    {
+        let store = SledStore::open(config(false)).expect("reopen");
+        assert_eq!(store.checkpoint_revision(), 3_000);
+        assert_eq!(
+            store.replayed_at_open(),
+            0,
+            "no history read beyond the checkpoint"
+        );
+        let range = |revision| {
+            let request = RangeRequest::prefix("/k/");
+            let store = store.clone();
+            async move {
+                let request = match revision {
+                    Some(revision) => request.at_revision(revision),
+                    None => request,
+                };
+                store.range(request).await.expect("range")
+            }
+        };
+        assert_eq!(
+            range(None).await,
+            latest,
+            "latest state from the checkpoint"
+        );
+        assert_eq!(range(Some(1_500)).await, old, "history from the checkpoint");
+        // A checkpoint at 5,500, then 100 more writes, then a close without one (a crash).
+        churn(&store, 10, 250).await;
+        assert_eq!(store.checkpoint().expect("checkpoint"), 5_500);
+        churn(&store, 10, 10).await;
+        store.close();
+    }
+    let store = SledStore::open(config(false)).expect("reopen");
+    assert_eq!(store.revision(), 5_600);
+    assert_eq!(store.checkpoint_revision(), 5_500);
+    assert_eq!(
+        store.replayed_at_open(),
+        100,
+        "only the history after the checkpoint"
+    );
+    let kv = store
+        .get(b"/k/07", None)
+        .await
+        .expect("get")
+        .kv
+        .expect("live");
+    assert_eq!(
+        (kv.value, kv.mod_revision, kv.version),
+        ("v9".into(), 5_598, 560)
+    );
+    let at_4000 = store.get(b"/k/09", Some(4_000)).await.expect("get").kv;
+    assert_eq!(at_4000.map(|kv| kv.mod_revision), Some(4_000));
+}
+
+#[tokio::test]
+async fn the_index_is_checkpointed_every_so_many_revisions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SledStore::open(durable(&dir).checkpoint_every(100)).expect("open");
+    churn(&store, 5, 100).await;
+    // The checkpointer runs beside the writers: wait (with a deadline) for it.
+    let deadline = Instant::now() + common::WAIT;
+    while store.checkpoint_revision() < 400 {
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint past 400 (last at {})",
+            store.checkpoint_revision()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let ephemeral = SledStore::open(Config::ephemeral()).expect("open");
+    common::create_keys(&ephemeral, "/k/", 10).await;
+    assert_eq!(ephemeral.checkpoint().expect("a no-op"), 0);
+    assert_eq!(ephemeral.checkpoint_revision(), 0);
+}
+
+#[tokio::test]
+async fn changes_compacted_away_after_a_checkpoint_stay_away_after_a_crash() {
+    // A checkpoint names /k/a live; after it /k/a is deleted and compaction removes both its
+    // value and its tombstone. Reopened without a checkpoint at close (as after a crash), the
+    // store must not bring /k/a back from the older checkpoint.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = || durable(&dir).checkpoint_every(0).checkpoint_at_close(false);
+    let before = {
+        let store = SledStore::open(config()).expect("open");
+        for key in ["/k/a", "/k/b", "/k/c"] {
+            store.create(key.into(), "1".into()).await.expect("create");
+        }
+        assert_eq!(store.checkpoint().expect("checkpoint"), 3);
+        store
+            .delete("/k/a".into(), Guard::Unconditional)
+            .await
+            .expect("delete");
+        store
+            .update("/k/b".into(), "2".into(), Guard::Unconditional)
+            .await
+            .expect("update");
+        assert_eq!(store.compact(5).await.expect("compact"), 5);
+        assert!(
+            store.checkpoint_revision() >= 5,
+            "compaction checkpoints at or past its point before it removes anything"
+        );
+        store
+            .create("/k/d".into(), "1".into())
+            .await
+            .expect("create");
+        let before = store
+            .range(RangeRequest::prefix("/k/"))
+            .await
+            .expect("range");
+        store.close();
+        before
+    };
+    let store = SledStore::open(config()).expect("reopen");
+    assert_eq!((store.revision(), store.compaction_point()), (6, 5));
+    let after = store
+        .range(RangeRequest::prefix("/k/"))
+        .await
+        .expect("range");
+    assert_eq!(after, before);
+    let keys: Vec<_> = after.items.iter().map(|kv| kv.key.clone()).collect();
+    assert_eq!(keys, vec!["/k/b", "/k/c", "/k/d"]);
 }

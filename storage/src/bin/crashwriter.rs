@@ -2,22 +2,42 @@
 //! several concurrent writers until it is killed, printing one line per *acknowledged* write
 //! so that the parent knows exactly what the store promised before the SIGKILL.
 //!
-//! Usage: `kubemock-storage-crashwriter DATA_DIR CYCLE WRITERS SEED`
+//! Usage: `kubemock-storage-crashwriter DATA_DIR CYCLE WRITERS SEED [compact]`
+//!
+//! The index is checkpointed every [`CHECKPOINT_EVERY`] revisions, so kills land before, during
+//! and after checkpoints. With `compact`, history is also compacted continuously (by a tiny
+//! retention and a tiny byte budget), so kills land during compactions too.
 //!
 //! Output, one line each, flushed at once:
 //! - `ready REVISION` once the store is open;
 //! - `create KEY REVISION VALUE`, `update KEY REVISION VALUE`, `delete KEY REVISION`.
 //!
-//! Keys and values never contain spaces. The process exits when its standard input closes,
-//! so that it never outlives a parent that died without killing it.
+//! Keys and values never contain spaces. A writer deletes its own keys only: those it created,
+//! and those it left on the same directory in the previous cycle. The process exits when its
+//! standard input closes, so that it never outlives a parent that died without killing it.
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use kubemock_storage::{
-    Config, CreateOutcome, DeleteOutcome, Guard, Kv, Revision, SledStore, UpdateOutcome,
+    Config, CreateOutcome, DeleteOutcome, Guard, Kv, RangeRequest, Retention, Revision, SledStore,
+    UpdateOutcome,
 };
+
+/// Revisions between index checkpoints: a few per round.
+const CHECKPOINT_EVERY: u64 = 64;
+/// With `compact`: revisions between the periodic checkpoints, more than the retention keeps,
+/// so that compaction regularly passes the last one (and must checkpoint itself first).
+const COMPACT_CHECKPOINT_EVERY: u64 = 1_000;
+/// With `compact`: revisions of history kept by the retention...
+const COMPACT_KEEP_REVISIONS: u64 = 100;
+/// ... and bytes by the budget (some 500 writes' worth of values).
+const COMPACT_BUDGET: u64 = 256 * 1024;
+/// With `compact`: how often the retention is applied.
+const COMPACT_EVERY: Duration = Duration::from_millis(10);
 
 /// Prints one acknowledgement line and flushes it, so the parent has it before any kill.
 fn ack(line: &str) {
@@ -41,7 +61,19 @@ async fn writer(store: SledStore, cycle: u64, id: u64, seed: u64) -> Result<(), 
     let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (id + 1);
     let counter = format!("c/{cycle}/{id}");
     let mut counter_revision: Option<Revision> = None;
-    let mut live: Vec<String> = Vec::new();
+    // The keys this writer left in the previous cycle on this directory are its to delete too:
+    // keys that the index checkpoint of the restart names, deleted after it.
+    let mut live: Vec<String> = match cycle.checked_sub(1) {
+        None => Vec::new(),
+        Some(previous) => store
+            .range(RangeRequest::prefix(format!("k/{previous}/{id}/")))
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .into_iter()
+            .map(|kv| String::from_utf8_lossy(&kv.key).into_owned())
+            .collect(),
+    };
     for n in 0u64.. {
         let choice = value_for("", n, &mut rng).len() % 20;
         if choice < 3 && !live.is_empty() {
@@ -107,9 +139,15 @@ async fn writer(store: SledStore, cycle: u64, id: u64, seed: u64) -> Result<(), 
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let [_, dir, cycle, writers, seed] = args.as_slice() else {
-        eprintln!("usage: kubemock-storage-crashwriter DATA_DIR CYCLE WRITERS SEED");
-        return ExitCode::from(2);
+    let (dir, cycle, writers, seed, compact) = match args.as_slice() {
+        [_, dir, cycle, writers, seed] => (dir, cycle, writers, seed, false),
+        [_, dir, cycle, writers, seed, mode] if mode == "compact" => {
+            (dir, cycle, writers, seed, true)
+        }
+        _ => {
+            eprintln!("usage: kubemock-storage-crashwriter DATA_DIR CYCLE WRITERS SEED [compact]");
+            return ExitCode::from(2);
+        }
     };
     let (Ok(cycle), Ok(writers), Ok(seed)) = (cycle.parse(), writers.parse::<u64>(), seed.parse())
     else {
@@ -121,11 +159,23 @@ fn main() -> ExitCode {
         let _ = std::io::stdin().read_to_end(&mut sink);
         std::process::exit(3);
     });
-    let store = match SledStore::open(
-        Config::durable(dir)
-            .compaction_interval(None)
-            .cache_capacity(16 << 20),
-    ) {
+    let config = Config::durable(dir)
+        .compaction_interval(None)
+        .cache_capacity(16 << 20)
+        .checkpoint_every(CHECKPOINT_EVERY);
+    let config = if compact {
+        config
+            .compaction_interval(Some(COMPACT_EVERY))
+            .retention(Retention {
+                min_revisions: COMPACT_KEEP_REVISIONS,
+                min_age: Duration::ZERO,
+            })
+            .history_budget(COMPACT_BUDGET)
+            .checkpoint_every(COMPACT_CHECKPOINT_EVERY)
+    } else {
+        config
+    };
+    let store = match SledStore::open(config) {
         Ok(store) => store,
         Err(err) => {
             eprintln!("open failed: {err}");

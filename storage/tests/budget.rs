@@ -1,0 +1,232 @@
+//! Memory is bounded by bytes, not by counts (finding 7 of the reliability review): a 900 KiB
+//! object replaced 1,000 times must not leave 1,000 superseded copies behind because the
+//! retention keeps 10,000 revisions. The history budget overrides the retention floors
+//! (reads and watches of what it dropped get `Compacted`, a 410 at the API), a durable store's
+//! large records are read back whole, and a watcher's buffer is bounded in bytes.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kubemock_storage::{
+    Config, CreateOutcome, Error, Guard, Kv, RangeRequest, SledStore, UpdateOutcome, WatchItem,
+};
+
+/// The object of the finding: 900 KiB.
+const LARGE: usize = 900 * 1024;
+/// A history budget small enough for a test: a handful of the large objects' versions.
+const BUDGET: u64 = 8 * 1024 * 1024;
+
+/// A large value whose first bytes say which version it is.
+fn large_value(version: u64) -> Bytes {
+    let mut value = vec![b'x'; LARGE];
+    value[..8].copy_from_slice(&version.to_be_bytes());
+    Bytes::from(value)
+}
+
+/// Only the budget can compact: the default retention (10,000 revisions, 5 minutes) holds
+/// every revision of these tests, and the regular pass is an hour away.
+fn budgeted(config: Config) -> Config {
+    config
+        .compaction_interval(Some(Duration::from_secs(3600)))
+        .history_budget(BUDGET)
+}
+
+/// Creates `/big` and replaces it `updates` times with guarded updates; returns the revision
+/// of the create and of the last update.
+async fn rewrite_large_object(store: &SledStore, updates: u64) -> (u64, u64) {
+    let key = Bytes::from_static(b"/registry/configmaps/default/big");
+    let CreateOutcome::Created(created) = store
+        .create(key.clone(), large_value(0))
+        .await
+        .expect("create")
+    else {
+        panic!("/big is new");
+    };
+    let mut revision = created.mod_revision;
+    for version in 1..=updates {
+        let outcome = store
+            .update(
+                key.clone(),
+                large_value(version),
+                Guard::ModRevision(revision),
+            )
+            .await
+            .expect("update");
+        let UpdateOutcome::Updated { kv, .. } = outcome else {
+            panic!("the guarded update applies: {outcome:?}");
+        };
+        revision = kv.mod_revision;
+    }
+    (created.mod_revision, revision)
+}
+
+async fn history_of_large_objects_stays_within_its_byte_budget(store: SledStore, updates: u64) {
+    let (created, last) = rewrite_large_object(&store, updates).await;
+    // The compactor runs beside the writer: wait (with a deadline) for it to catch up.
+    let deadline = Instant::now() + common::WAIT;
+    while store.history_bytes() > BUDGET {
+        assert!(
+            Instant::now() < deadline,
+            "history stays at {} bytes, over its budget of {BUDGET}",
+            store.history_bytes()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // 1,000 versions of 900 KiB are 880 MiB; the budget holds 9 of them.
+    assert!(
+        store.history_bytes() <= BUDGET,
+        "history {} > budget {BUDGET}",
+        store.history_bytes()
+    );
+    let compacted = store.compaction_point();
+    assert!(
+        compacted > created && last - compacted < 10,
+        "the budget overrides the 10,000-revision floor: compacted at {compacted} of {last}"
+    );
+    // What it dropped is gone for reads and watches alike (a 410 at the API)...
+    assert!(matches!(
+        store
+            .get(b"/registry/configmaps/default/big", Some(created))
+            .await,
+        Err(Error::Compacted { .. })
+    ));
+    assert!(matches!(
+        store.watch(Bytes::new(), created).await.map(|_| ()),
+        Err(Error::Compacted { .. })
+    ));
+    // ... what it kept is whole, and the latest value is the last update's.
+    let mut watch = store
+        .watch(Bytes::new(), compacted)
+        .await
+        .expect("watch from the compaction point");
+    let events = common::events_until(&mut watch, last).await;
+    common::assert_contiguous(&events, compacted + 1, last);
+    for event in &events {
+        assert_eq!(event.kv.value.len(), LARGE);
+        let prev = event.prev.as_ref().expect("an update has a previous value");
+        assert_eq!(prev.value.len(), LARGE);
+    }
+    let latest = store
+        .get(b"/registry/configmaps/default/big", None)
+        .await
+        .expect("get")
+        .kv
+        .expect("the object exists");
+    assert_eq!(latest.value, large_value(updates));
+    assert_eq!(latest.version, updates + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finding_7_history_of_large_objects_stays_within_its_byte_budget_ephemeral() {
+    let store = SledStore::open(budgeted(Config::ephemeral())).expect("open");
+    history_of_large_objects_stays_within_its_byte_budget(store, 1_000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finding_7_history_of_large_objects_stays_within_its_byte_budget_durable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SledStore::open(budgeted(Config::durable(dir.path()))).expect("open");
+    // Fewer than the finding's 1,000 (each is a flush of 900 KiB), still 30 times the budget.
+    history_of_large_objects_stays_within_its_byte_budget(store, 300).await;
+}
+
+#[tokio::test]
+async fn finding_7_a_slow_watcher_of_large_objects_is_cut_off_by_bytes_not_count() {
+    const WATCH_BYTES: u64 = 4 * 1024 * 1024;
+    const UPDATES: u64 = 20;
+    // Room for 1,024 events, but only 4 MiB of them.
+    let store = SledStore::open(
+        Config::ephemeral()
+            .watch_buffer(1024)
+            .watch_buffer_bytes(WATCH_BYTES),
+    )
+    .expect("open");
+    let mut slow = store.watch(Bytes::new(), 0).await.expect("watch");
+    let (_, last) = rewrite_large_object(&store, UPDATES).await;
+    assert_eq!(store.live_watchers(), 0, "the slow watcher was cut off");
+    let mut delivered = Vec::new();
+    let error = loop {
+        match common::next_item(&mut slow).await {
+            Some(Ok(WatchItem::Event(event))) => delivered.push(event),
+            Some(Err(err)) => break err,
+            other => panic!("slow watcher: {other:?}"),
+        }
+    };
+    // A create (900 KiB), then updates (1.8 MiB each, with the previous value): the create and
+    // one update fit in 4 MiB, a second update would not.
+    assert_eq!(delivered.len(), 2, "events queued within 4 MiB");
+    common::assert_contiguous(&delivered, 1, 2);
+    assert!(
+        matches!(error, Error::WatcherLagged { delivered: 2 }),
+        "{error:?}"
+    );
+    // Resuming replays the rest, however large, in order.
+    let mut resumed = store.watch(Bytes::new(), 2).await.expect("resume");
+    let rest = common::events_until(&mut resumed, last).await;
+    common::assert_contiguous(&rest, 3, last);
+}
+
+#[tokio::test]
+async fn one_event_larger_than_the_watch_byte_budget_still_reaches_an_idle_watcher() {
+    let store = SledStore::open(Config::ephemeral().watch_buffer_bytes(1024)).expect("open");
+    let mut watch = store.watch(Bytes::new(), 0).await.expect("watch");
+    let (_, last) = rewrite_large_object(&store, 0).await;
+    let events = common::events_until(&mut watch, last).await;
+    common::assert_contiguous(&events, 1, last);
+}
+
+#[tokio::test]
+async fn durable_records_of_every_size_read_back_whole_after_reopen() {
+    // Around the backend's piece size (8 KiB) and well past it.
+    let sizes = [
+        0,
+        1,
+        8 * 1024 - 40,
+        8 * 1024,
+        8 * 1024 + 1,
+        3 * 8 * 1024,
+        LARGE,
+    ];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = || Config::durable(dir.path()).compaction_interval(None);
+    let mut written = Vec::new();
+    {
+        let store = SledStore::open(config()).expect("open");
+        for (i, size) in sizes.iter().enumerate() {
+            let key = Bytes::from(format!("/k/{i}"));
+            let value = Bytes::from(vec![i as u8 + 1; *size]);
+            store
+                .create(key.clone(), value.clone())
+                .await
+                .expect("create");
+            written.push((key, value));
+        }
+        // Replace the largest, delete one in pieces, and compact both away.
+        store
+            .update(
+                written[6].0.clone(),
+                Bytes::from_static(b"small"),
+                Guard::Unconditional,
+            )
+            .await
+            .expect("update");
+        store
+            .delete(written[5].0.clone(), Guard::Unconditional)
+            .await
+            .expect("delete");
+        let revision = store.revision();
+        assert_eq!(store.compact(revision).await.expect("compact"), revision);
+        store.close();
+    }
+    let store = SledStore::open(config()).expect("reopen");
+    let all = store
+        .range(RangeRequest::prefix("/k/"))
+        .await
+        .expect("range");
+    let got: Vec<(Bytes, Bytes)> = all.items.into_iter().map(|kv| (kv.key, kv.value)).collect();
+    let mut want = written[..5].to_vec();
+    want.push((written[6].0.clone(), Bytes::from_static(b"small")));
+    assert_eq!(got, want);
+}
