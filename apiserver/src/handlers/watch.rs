@@ -12,6 +12,7 @@
 //! from its last resourceVersion, as every client does when a watch ends.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -23,7 +24,7 @@ use kubemock_storage::{
     Error as StorageError, Event, EventKind, RangeRequest, Revision, WatchItem,
 };
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use super::get::wait_for_revision;
 use super::resource::Call;
@@ -42,6 +43,10 @@ use crate::table::{TableRequest, WatchTables};
 /// Encoded events buffered between the watch task and the response body: small, so that a
 /// client that stops reading soon stops the task (and the store then cuts the watcher off).
 const WATCH_CHANNEL: usize = 64;
+/// Bytes of encoded events buffered between the watch task and the response body: with
+/// objects of a few MiB, [`WATCH_CHANNEL`] events alone could hold a hundred MiB per watch.
+/// An event larger than this still goes, alone.
+const WATCH_BUFFER_BYTES: usize = 4 * 1024 * 1024;
 /// Objects read per page while sending initial events.
 const INITIAL_PAGE: usize = 500;
 /// Without `timeoutSeconds` the real server picks a lifetime in [30, 60) minutes (§8.9).
@@ -159,7 +164,8 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
         Some(Conversion::Partial { list: true, .. }) | None => None,
     };
     let prefix = keys::collection_prefix(&resource, call.target.namespace.as_deref());
-    let (sender, receiver) = mpsc::channel::<Bytes>(WATCH_CHANNEL);
+    let (sender, receiver) = mpsc::channel::<(Bytes, OwnedSemaphorePermit)>(WATCH_CHANNEL);
+    let buffered = Arc::new(Semaphore::new(WATCH_BUFFER_BYTES));
     let state = call.state.clone();
     if let Some(revision) = request.not_older_than {
         wait_for_revision(&state, revision).await?;
@@ -169,6 +175,7 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
         let shutdown = state.shutdown().clone();
         let feed = Feed {
             sender,
+            buffered,
             resource,
             request,
             conversion,
@@ -183,10 +190,11 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
     let body = Body::from_stream(futures_util::stream::unfold(
         receiver,
         |mut receiver| async move {
+            // The event's bytes go back to the budget once the body has taken them.
             receiver
                 .recv()
                 .await
-                .map(|line| (Ok::<_, Infallible>(line), receiver))
+                .map(|(line, _bytes)| (Ok::<_, Infallible>(line), receiver))
         },
     ));
     Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response())
@@ -202,7 +210,9 @@ enum EventConversion {
 
 /// The task side of one watch.
 struct Feed {
-    sender: mpsc::Sender<Bytes>,
+    sender: mpsc::Sender<(Bytes, OwnedSemaphorePermit)>,
+    /// The bytes of [`WATCH_BUFFER_BYTES`] not taken by events waiting for the body.
+    buffered: Arc<Semaphore>,
     resource: std::sync::Arc<Resource>,
     request: WatchRequest,
     /// What event objects are converted to, when the client asked for a conversion.
@@ -233,7 +243,11 @@ impl Feed {
             _ => object,
         };
         let event = self.encoding.watch_event(kind, object);
-        self.sender.send(event).await.is_ok()
+        let cost = u32::try_from(event.len().min(WATCH_BUFFER_BYTES)).unwrap_or(u32::MAX);
+        let Ok(bytes) = self.buffered.clone().acquire_many_owned(cost).await else {
+            return false;
+        };
+        self.sender.send((event, bytes)).await.is_ok()
     }
 
     async fn send_error(&self, error: ApiError) {
