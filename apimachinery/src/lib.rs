@@ -28,5 +28,6 @@ pub mod duration;
 pub mod field;
 pub mod go;
 pub mod intstr;
+pub mod labels;
 pub mod quantity;
 pub mod validation;

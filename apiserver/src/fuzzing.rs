@@ -72,7 +72,9 @@ pub struct LabelSelector(selector::LabelSelector);
 impl LabelSelector {
     /// `labelSelector=` text parsed as list and watch parse it.
     pub fn parse(text: &str) -> Result<Self, ApiError> {
-        selector::LabelSelector::parse(text).map(LabelSelector)
+        selector::LabelSelector::parse(text)
+            .map(LabelSelector)
+            .map_err(ApiError::bad_request)
     }
 
     /// Whether `object`'s labels match.

@@ -242,34 +242,14 @@ pub(super) fn items<'a>(value: Option<&'a Value>, key: &str) -> &'a [Value] {
 }
 
 /// Label selector matching (`matchLabels` and `matchExpressions`) of `labels`, as
-/// `metav1.LabelSelectorAsSelector(...).Matches` decides it; `None` for an unparseable selector.
+/// `metav1.LabelSelectorAsSelector(...).Matches` decides it, with the shared selector of
+/// `kubemock-apimachinery`; `None` for an unparseable selector.
 pub(super) fn selector_matches(selector: &Value, labels: Option<&Value>) -> Option<bool> {
-    let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-    if let Some(Value::Object(wanted)) = selector.get("matchLabels") {
-        for (key, value) in wanted {
-            if label(key) != Some(value.as_str()?) {
-                return Some(false);
-            }
-        }
-    }
-    for expression in items(Some(selector), "matchExpressions") {
-        let key = str_at(expression, &["key"]);
-        let values: Vec<&str> = items(Some(expression), "values")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        let matched = match str_at(expression, &["operator"]) {
-            "In" => label(key).is_some_and(|v| values.contains(&v)),
-            "NotIn" => !label(key).is_some_and(|v| values.contains(&v)),
-            "Exists" => label(key).is_some(),
-            "DoesNotExist" => label(key).is_none(),
-            _ => return None,
-        };
-        if !matched {
-            return Some(false);
-        }
-    }
-    Some(true)
+    let selector =
+        kubemock_apimachinery::labels::Selector::from_label_selector_json(selector).ok()?;
+    let empty = serde_json::Map::new();
+    let labels = labels.and_then(Value::as_object).unwrap_or(&empty);
+    Some(selector.matches(labels))
 }
 
 /// True when the selector selects nothing in particular (no labels, no expressions).
