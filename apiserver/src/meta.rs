@@ -276,6 +276,16 @@ pub(crate) fn name_errors(name: &str, rule: NameRule, prefix: bool) -> Vec<Strin
                 ));
             }
         }
+        NameRule::PathSegment => {
+            if name == "." || name == ".." {
+                errors.push(format!("Invalid value: {quoted}: may not be '{name}'"));
+            }
+            for bad in ["/", "%"] {
+                if name.contains(bad) {
+                    errors.push(format!("Invalid value: {quoted}: may not contain '{bad}'"));
+                }
+            }
+        }
         NameRule::Dns1035 => {
             if name.len() > 63 {
                 errors.push(format!(

@@ -245,7 +245,7 @@ pub(super) fn items<'a>(value: Option<&'a Value>, key: &str) -> &'a [Value] {
 
 /// Label selector matching (`matchLabels` and `matchExpressions`) of `labels`, as
 /// `metav1.LabelSelectorAsSelector(...).Matches` decides it; `None` for an unparseable selector.
-pub(super) fn selector_matches(selector: &Value, labels: Option<&Value>) -> Option<bool> {
+pub(crate) fn selector_matches(selector: &Value, labels: Option<&Value>) -> Option<bool> {
     let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
     if let Some(Value::Object(wanted)) = selector.get("matchLabels") {
         for (key, value) in wanted {
@@ -275,7 +275,7 @@ pub(super) fn selector_matches(selector: &Value, labels: Option<&Value>) -> Opti
 }
 
 /// True when the selector selects nothing in particular (no labels, no expressions).
-pub(super) fn selector_is_empty(selector: &Value) -> bool {
+pub(crate) fn selector_is_empty(selector: &Value) -> bool {
     let count = |key: &str| match selector.get(key) {
         Some(Value::Object(m)) => m.len(),
         Some(Value::Array(a)) => a.len(),
