@@ -18,7 +18,7 @@ use kubemock_storage::{Guard, RangeRequest, UpdateOutcome};
 use serde_json::{Value, json};
 use tracing::warn;
 
-use crate::handlers::create::create_object;
+use crate::handlers::create::{create_object, create_system_object};
 use crate::keys;
 use crate::managedfields::{self, Writer};
 use crate::meta;
@@ -43,12 +43,41 @@ const MANAGER: &str = "kube-apiserver";
 /// How soon a pass that failed is tried again.
 const RETRY: Duration = Duration::from_millis(200);
 
-/// Registers the served group-versions and keeps them and the APIServices' status in step, in
-/// the background until the server shuts down (as kube-apiserver's post-start hooks do: a
-/// start is not made to wait for them).
-pub(crate) fn start(state: &AppState) {
+/// Registers the served group-versions (written together, complete with their status, before
+/// the server serves: a client that asks first finds them), then keeps them and the
+/// APIServices' status in step in the background until the server shuts down.
+pub(crate) async fn start(state: &AppState) -> ApiResult<()> {
+    register(state).await?;
     let background = state.clone();
     state.tasks().spawn(run(background));
+    Ok(())
+}
+
+/// Creates the missing local APIServices of the served group-versions, available.
+async fn register(state: &AppState) -> ApiResult<()> {
+    let Some(services) = api_services(state) else {
+        return Ok(());
+    };
+    let writer = Writer::server(MANAGER, &services);
+    let creates = desired(state).into_iter().map(|(name, (spec, label))| {
+        let (services, writer) = (&services, &writer);
+        async move {
+            let condition = json!({"type": "Available", "status": "True",
+                "lastTransitionTime": meta::now_rfc3339(), "reason": "Local",
+                "message": "Local APIServices are always available"});
+            let service = object::with_type_meta(
+                json!({"metadata": {"name": name, "labels": {AUTOMANAGED: label}},
+                       "spec": spec, "status": {"conditions": [condition]}})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+                services,
+            );
+            create_system_object(state, services, None, service, writer).await
+        }
+    });
+    futures_util::future::try_join_all(creates).await?;
+    Ok(())
 }
 
 async fn run(state: AppState) {

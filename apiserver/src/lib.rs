@@ -159,7 +159,9 @@ pub async fn serve(
     crd::controller::start(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("serving the custom resources: {err}")))?;
-    apiservices::start(&state);
+    apiservices::start(&state)
+        .await
+        .map_err(|err| std::io::Error::other(format!("registering the APIServices: {err}")))?;
     signer::start(&state);
     // Generate the built-in schemas (some milliseconds of CPU) now, in the background: the
     // first write or OpenAPI request would otherwise pay for it, and the startup objects above
