@@ -800,3 +800,91 @@ async fn s16_bindings_and_evictions_act_on_pods() {
         "name in URL does not match name in Eviction object"
     );
 }
+
+#[tokio::test]
+async fn s16_pods_take_ephemeral_containers_only_through_their_subresource() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s16-debug").await;
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    let on_create = h
+        .post(
+            &pods,
+            &json!({"metadata": {"name": "early"}, "spec": {
+                "containers": [{"name": "c", "image": "busybox"}],
+                "ephemeralContainers": [{"name": "d", "image": "busybox"}]}}),
+        )
+        .await;
+    assert_eq!(on_create.status, 422);
+    assert_eq!(
+        causes(&on_create.body),
+        ["spec.ephemeralContainers: Forbidden: cannot be set on create"]
+    );
+    let created = h
+        .post(
+            &pods,
+            &json!({"metadata": {"name": "web"},
+                    "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}),
+        )
+        .await;
+    assert_eq!(created.status, 201);
+    let item = format!("{pods}/web/ephemeralcontainers");
+    // What `kubectl debug` sends: a strategic merge patch of the pod.
+    let added = h
+        .patch(
+            &item,
+            "application/strategic-merge-patch+json",
+            &json!({"spec": {"ephemeralContainers": [{"name": "debugger", "image": "busybox:1.36",
+                "targetContainerName": "c", "stdin": true, "tty": true}]}}),
+        )
+        .await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    let container = &added.body["spec"]["ephemeralContainers"][0];
+    assert_eq!(container["name"], "debugger");
+    assert_eq!(container["terminationMessagePolicy"], "File", "defaulted");
+    assert_eq!(container["imagePullPolicy"], "IfNotPresent");
+    let read = h.get(&item).await;
+    assert_eq!(read.status, 200);
+    assert_eq!(read.body["kind"], "Pod");
+
+    // Nothing but the ephemeral containers changes through it.
+    let mut other = read.body.clone();
+    other["spec"]["containers"][0]["image"] = json!("nginx:1.28");
+    other["metadata"]["labels"] = json!({"a": "b"});
+    let kept = h.put(&item, &other).await;
+    assert_eq!(kept.status, 200, "{}", kept.body);
+    assert_eq!(kept.body["spec"]["containers"][0]["image"], "nginx:1.27");
+    assert!(kept.body["metadata"].get("labels").is_none());
+
+    let mut removed = kept.body.clone();
+    removed["spec"]["ephemeralContainers"] = json!([]);
+    let reply = h.put(&item, &removed).await;
+    assert_eq!(reply.status, 422);
+    assert_eq!(
+        causes(&reply.body),
+        [
+            "spec.ephemeralContainers: Forbidden: existing ephemeral containers \"debugger\" may not be removed\n"
+        ]
+    );
+    let mut with_ports = kept.body.clone();
+    with_ports["spec"]["ephemeralContainers"]
+        .as_array_mut()
+        .expect("a list")
+        .push(
+            json!({"name": "bad", "image": "busybox", "targetContainerName": "nope",
+                     "ports": [{"containerPort": 80}]}),
+        );
+    let reply = h.put(&item, &with_ports).await;
+    assert_eq!(reply.status, 422);
+    assert_eq!(
+        causes(&reply.body),
+        [
+            "spec.ephemeralContainers[1].ports: Forbidden: cannot be set for an Ephemeral Container",
+            "spec.ephemeralContainers[1].targetContainerName: Not found: \"nope\"",
+        ]
+    );
+    // The pod itself may not change them.
+    let mut through_pod = kept.body.clone();
+    through_pod["spec"]["ephemeralContainers"] = json!([]);
+    let reply = h.put(&format!("{pods}/web"), &through_pod).await;
+    assert_eq!(reply.status, 422, "{}", reply.body);
+}

@@ -285,9 +285,10 @@ async fn s16_2_7_openapi_v2_is_served_in_protobuf_as_kubectl_1_27_asks() {
         .await
         .expect("an answer");
     assert_eq!(response.status(), 200);
+    // Answered under the name Go's `mime` can read, as kube-openapi answers.
     assert_eq!(
         response.headers()["content-type"],
-        "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
     );
     let bytes = response.bytes().await.expect("a body");
     // gnostic's `Document`: field 1 (`swagger`) first, "2.0".

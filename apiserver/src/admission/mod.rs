@@ -82,6 +82,9 @@ pub(crate) async fn admit_create(
     }
     let mut errors = Vec::new();
     validate(admission, object, &mut errors);
+    if admission == Admission::Pod {
+        pods::validate_pod_create(object, &mut errors);
+    }
     if !errors.is_empty() {
         return Err(invalid(resource, object, errors));
     }
@@ -149,25 +152,31 @@ pub(crate) async fn admit_update(
         .map_err(|failure| failure.into_error(|errors| invalid(resource, object, errors)))
 }
 
-/// Validates the object an update of `existing` will store, once the strategies have merged it
+/// Admits the object an update of `existing` will store, once the strategies have merged it
 /// (`handlers::update::merge`): the kinds whose update paths validate what they keep
-/// (CertificateSigningRequests and their `/status` and `/approval`).
+/// (CertificateSigningRequests and their `/status` and `/approval`; a pod's
+/// `/ephemeralcontainers`, defaulted and validated as `podEphemeralContainersStrategy` does).
 pub(crate) fn validate_merged(
     resource: &Resource,
     subresource: Option<&str>,
     existing: &Object,
-    updated: &Object,
+    updated: &mut Object,
 ) -> ApiResult<()> {
-    if resource.behaviour.admission != Admission::CertificateSigningRequest {
-        return Ok(());
-    }
     let mut errors = Vec::new();
-    certificates::validate_update(
-        existing,
-        updated,
-        certificates::Options::of(subresource),
-        &mut errors,
-    );
+    match (resource.behaviour.admission, subresource) {
+        (Admission::CertificateSigningRequest, _) => certificates::validate_update(
+            existing,
+            updated,
+            certificates::Options::of(subresource),
+            &mut errors,
+        ),
+        (Admission::Pod, Some("ephemeralcontainers")) => {
+            pods::default_pod(updated);
+            pods::validate_pod_spec(updated.get("spec"), "spec", &mut errors);
+            pods::validate_ephemeral_update(existing, updated, &mut errors);
+        }
+        _ => return Ok(()),
+    }
     if errors.is_empty() {
         Ok(())
     } else {

@@ -45,11 +45,12 @@ pub(crate) async fn v3(
         .ok_or_else(ApiError::route_not_found)
 }
 
-/// The media type of the protobuf OpenAPI v2 document (kube-openapi's
-/// `handler.go`, `mimePb`).
-const PROTOBUF_V2: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
-/// Its older name, still served.
-const PROTOBUF_V2_LEGACY: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+/// The media type of the protobuf OpenAPI v2 document (kube-openapi's `handler.go`,
+/// `subTypeProtobuf`): what the answer says it is, whichever name was asked for.
+const PROTOBUF_V2: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+/// Its deprecated name, which kubectl 1.27 and 1.28 ask for (`subTypeProtobufDeprecated`; Go's
+/// `mime` package cannot read it, so answers never carry it).
+const PROTOBUF_V2_DEPRECATED: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
 
 /// `GET /openapi/v2`, in JSON or protobuf as `Accept` asks (the first range kube-openapi's
 /// handler can answer wins; kubectl 1.27 and 1.28 ask for protobuf first). 406 when neither.
@@ -65,7 +66,7 @@ pub(crate) async fn v2(State(state): State<AppState>, headers: HeaderMap) -> Api
             .split(',')
             .find_map(|range| match range.split(';').next().unwrap_or("").trim() {
                 "application/json" | "application/*" | "*/*" => Some(false),
-                PROTOBUF_V2 | PROTOBUF_V2_LEGACY => Some(true),
+                PROTOBUF_V2 | PROTOBUF_V2_DEPRECATED => Some(true),
                 _ => None,
             })
     };

@@ -223,7 +223,7 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
         )
         .await?;
         let mut updated = update::merge(resource, subresource, &existing, body);
-        admission::validate_merged(resource, subresource, &existing, &updated)?;
+        admission::validate_merged(resource, subresource, &existing, &mut updated)?;
         crd::admit(resource, Some(&existing), &mut updated)?;
         managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
@@ -371,7 +371,7 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
         )
         .await?;
         let mut updated = update::merge(resource, subresource, &existing, merged);
-        admission::validate_merged(resource, subresource, &existing, &updated)?;
+        admission::validate_merged(resource, subresource, &existing, &mut updated)?;
         crd::admit(resource, Some(&existing), &mut updated)?;
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {

@@ -49,18 +49,28 @@ pub(crate) async fn token_request(call: &Call) -> ApiResult<Response> {
     call.dry_run("CreateOptions")?;
     let name = call.target.name.clone().unwrap_or_default();
     let namespace = call.target.namespace.clone().unwrap_or_default();
-    let requests = call
-        .state
-        .registry()
-        .lookup("authentication.k8s.io", "v1", "tokenreviews")
-        .map(|reviews| crate::registry::Resource {
-            kind: "TokenRequest".to_owned(),
-            plural: "tokenrequests".to_owned(),
-            singular: "tokenrequest".to_owned(),
-            ..(*reviews).clone()
-        })
-        .ok_or_else(|| ApiError::internal("authentication.k8s.io is not registered"))?;
-    let mut request = object::decode_body(&call.headers, &call.body, &requests)?;
+    // A TokenRequest (JSON, YAML, or protobuf as client-go sends it), typed as upstream's
+    // decoder reads it.
+    let body = crate::codec::Syntax::of_body(&call.headers)?
+        .parse(&call.body)
+        .map_err(|err| {
+            ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type TokenRequest): {err}"
+            ))
+        })?;
+    let Value::Object(mut request) = body else {
+        return Err(ApiError::bad_request(
+            "the object provided is unrecognized (must be of type TokenRequest)",
+        ));
+    };
+    let kind = request.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !kind.is_empty() && kind != "TokenRequest" {
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version \"v1\" cannot be handled as a TokenRequest: the kind does not match the endpoint"
+        )));
+    }
+    request.insert("kind".to_owned(), json!("TokenRequest"));
+    request.insert("apiVersion".to_owned(), json!("authentication.k8s.io/v1"));
     if let Err(err) = crate::fieldvalidation::decode_kind(
         &crate::openapi::SCHEMAS,
         "authentication.k8s.io",

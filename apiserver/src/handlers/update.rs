@@ -98,7 +98,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
         )
         .await?;
         let mut updated = merge(resource, subresource, &existing, body);
-        admission::validate_merged(resource, subresource, &existing, &updated)?;
+        admission::validate_merged(resource, subresource, &existing, &mut updated)?;
         crd::admit(resource, Some(&existing), &mut updated)?;
         managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         match write(call, &key, &current, updated, dry_run).await? {
