@@ -306,6 +306,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
 
     let shutdown = CancellationToken::new();
+    // `componentstatuses`: the controller manager (and its scheduler) run in this process
+    // when they are enabled.
+    let components = kubemock_apiserver::ComponentHealth::default();
+    if let Some(config) = &controllers {
+        components.set("controller-manager", true);
+        components.set(
+            "scheduler",
+            config.is_enabled(kubemock_controllers::manager::SCHEDULER),
+        );
+    }
     let server = tokio::spawn(kubemock_apiserver::serve(
         listener,
         Arc::new(store.clone()),
@@ -316,6 +326,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             bookmark_interval: args.bookmark_interval,
             service_cluster_ip_range: args.service_cluster_ip_range,
             service_node_port_range: args.service_node_port_range,
+            components,
         },
         shutdown.clone(),
     ));

@@ -818,6 +818,30 @@ mod sloppy_ip {
     }
 }
 
+/// Problems with `name` as one segment of a URL path, as
+/// `k8s.io/apimachinery/pkg/api/validation/path.IsValidPathSegmentName` reports them: the
+/// rule for names of kinds whose name is all their identity (RBAC roles, CSRs, ...).
+///
+/// ```
+/// use kubemock_apimachinery::validation::is_valid_path_segment_name;
+/// assert!(is_valid_path_segment_name("system:admin").is_empty());
+/// assert_eq!(is_valid_path_segment_name(".."), vec!["may not be '..'".to_string()]);
+/// assert_eq!(is_valid_path_segment_name("a/b%"), vec![
+///     "may not contain '/'".to_string(), "may not contain '%'".to_string()]);
+/// ```
+pub fn is_valid_path_segment_name(name: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if name == "." || name == ".." {
+        errs.push(format!("may not be '{name}'"));
+    }
+    for illegal in ["/", "%"] {
+        if name.contains(illegal) {
+            errs.push(format!("may not contain '{illegal}'"));
+        }
+    }
+    errs
+}
+
 #[cfg(test)]
 mod tests {
     //! Cases of upstream's `staging/src/k8s.io/apimachinery/pkg/util/validation/validation_test.go`

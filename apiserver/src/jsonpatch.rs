@@ -103,6 +103,16 @@ impl Patch {
     /// Applies the patch to `doc`, an object or an array. On error `doc` may be partly
     /// patched; callers discard it.
     pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
+        self.apply_with_copy_limit(doc, MAX_COPY_BYTES)
+    }
+
+    /// [`Patch::apply`] with another limit on the bytes `copy` may add (the library's
+    /// `AccumulatedCopySizeLimit`, which its own tests set to 100).
+    pub(crate) fn apply_with_copy_limit(
+        &self,
+        doc: &mut Value,
+        copy_limit: usize,
+    ) -> Result<(), ApplyError> {
         let mut copied = 0_usize;
         for operation in &self.0 {
             let empty = Map::new();
@@ -117,7 +127,7 @@ impl Patch {
                 "replace" => replace(doc, operation)?,
                 "move" => move_value(doc, operation)?,
                 "test" => test(doc, operation)?,
-                "copy" => copy(doc, operation, &mut copied)?,
+                "copy" => copy(doc, operation, &mut copied, copy_limit)?,
                 other => return Err(ApplyError(format!("Unexpected kind: {other}"))),
             }
         }
@@ -351,6 +361,7 @@ fn copy(
     doc: &mut Value,
     operation: &Map<String, Value>,
     copied: &mut usize,
+    limit: usize,
 ) -> Result<(), ApplyError> {
     let from = member(operation, "from")?;
     let (container, key, _) = find(doc, from).ok_or_else(|| missing("copy", from))?;
@@ -359,9 +370,9 @@ fn copy(
     let path = member(operation, "path")?;
     // Measured and limited before anything is cloned, as the library does.
     *copied = copied.saturating_add(size);
-    if *copied > MAX_COPY_BYTES {
+    if *copied > limit {
         return Err(ApplyError(format!(
-            "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {MAX_COPY_BYTES}"
+            "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {limit}"
         )));
     }
     let value = source.cloned().unwrap_or(Value::Null);
@@ -388,6 +399,10 @@ fn json_size(value: &Value) -> usize {
         Err(_) => usize::MAX,
     }
 }
+
+#[cfg(test)]
+#[path = "jsonpatch_cases.rs"]
+mod upstream_cases;
 
 #[cfg(test)]
 mod tests {

@@ -23,12 +23,16 @@
 //! - `table`: Table output (`kubectl get`): the per-resource printers, ages; `partial`:
 //!   `PartialObjectMetadata[List]`, the metadata client's conversion.
 //! - `selector`: label and field selectors; `strategic`: strategic merge patch.
-//! - `bootstrap`: the objects a cluster starts with.
+//! - `bootstrap`: the objects a cluster starts with; `apiservices`: the local APIServices and
+//!   their availability; `signer`: the `kube-apiserver-client` signer of certificate signing
+//!   requests.
 //! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
 //! - `state`: [`AppState`] and [`ServerConfig`].
 //! - `metrics`: request and store metrics, and their Prometheus text for `/metrics`.
 //! - `limits`: the in-flight limit (429 with `Retry-After` when full; watches exempt).
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
+//! - [`pki`]: the cluster CA and the service-account signing key; `identity`: who a request
+//!   is made by.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
@@ -40,6 +44,7 @@
 
 mod accept;
 mod admission;
+mod apiservices;
 mod bootstrap;
 mod codec;
 mod crd;
@@ -48,6 +53,7 @@ mod fieldvalidation;
 pub mod fuzzing;
 mod gotime;
 mod handlers;
+mod identity;
 mod jsonpatch;
 mod keys;
 mod kubeconfig;
@@ -59,15 +65,18 @@ mod negotiate;
 mod object;
 mod openapi;
 mod partial;
+pub mod pki;
 mod query;
 mod registry;
 mod routes;
 mod selector;
+mod signer;
 mod state;
 mod status;
 mod strategic;
 mod table;
 mod testing;
+mod tokens;
 
 use std::sync::Arc;
 
@@ -92,9 +101,9 @@ pub use limits::{
 };
 pub use registry::{
     Admission, Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Registry, Resource,
-    Subresource,
+    Storage, Subresource,
 };
-pub use state::{AppState, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
+pub use state::{AppState, ComponentHealth, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
 pub use testing::TestServer;
 
@@ -154,6 +163,10 @@ pub async fn serve(
     crd::controller::start(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("serving the custom resources: {err}")))?;
+    apiservices::start(&state)
+        .await
+        .map_err(|err| std::io::Error::other(format!("registering the APIServices: {err}")))?;
+    signer::start(&state);
     // Generate the built-in schemas (some milliseconds of CPU) now, in the background: the
     // first write or OpenAPI request would otherwise pay for it, and the startup objects above
     // do not need them (generating them alongside slowed a durable start by as much).

@@ -269,6 +269,7 @@ pub(crate) fn name_errors(name: &str, rule: NameRule, prefix: bool) -> Vec<Strin
         NameRule::Subdomain => validation::is_dns1123_subdomain(checked),
         NameRule::Label => validation::is_dns1123_label(checked),
         NameRule::Dns1035 => validation::is_dns1035_label(checked),
+        NameRule::PathSegment => validation::is_valid_path_segment_name(checked),
     };
     let quoted = serde_json::to_string(name).unwrap_or_default();
     messages

@@ -54,7 +54,42 @@ pub struct ServerConfig {
     /// Where NodePort and LoadBalancer Services get their node ports
     /// (`--service-node-port-range`). Default 30000-32767.
     pub service_node_port_range: NodePortRange,
+    /// Which of the cluster's other components run in this process, for `componentstatuses`
+    /// (the binary marks the controller manager and the scheduler when it runs them).
+    pub components: ComponentHealth,
 }
+
+/// Which components (`controller-manager`, `scheduler`) run alongside this server, as
+/// `componentstatuses` reports them. A cheap-clone handle: the binary marks what it starts.
+#[derive(Debug, Clone, Default)]
+pub struct ComponentHealth {
+    running: Arc<parking_lot::RwLock<std::collections::BTreeSet<String>>>,
+}
+
+impl ComponentHealth {
+    /// Marks `component` as running (`true`) or stopped.
+    pub fn set(&self, component: &str, running: bool) {
+        let mut set = self.running.write();
+        if running {
+            set.insert(component.to_owned());
+        } else {
+            set.remove(component);
+        }
+    }
+
+    /// Whether `component` was marked running.
+    pub fn is_running(&self, component: &str) -> bool {
+        self.running.read().contains(component)
+    }
+}
+
+impl PartialEq for ComponentHealth {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.running, &other.running)
+    }
+}
+
+impl Eq for ComponentHealth {}
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -65,6 +100,7 @@ impl Default for ServerConfig {
             max_request_body_bytes_inflight: DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT,
             service_cluster_ip_range: ServiceCidr::default(),
             service_node_port_range: NodePortRange::default(),
+            components: ComponentHealth::default(),
         }
     }
 }
@@ -107,6 +143,8 @@ struct Inner {
     /// namespace it was read from: a create checks the revision (an index lookup) instead of
     /// reading and parsing the namespace every time.
     namespace_phases: Mutex<HashMap<String, (Revision, bool)>>,
+    /// The cluster CA and the service-account key (generated on first use).
+    pki: crate::pki::Pki,
 }
 
 impl AppState {
@@ -132,8 +170,14 @@ impl AppState {
                 in_flight,
                 service_allocator: tokio::sync::OnceCell::new(),
                 namespace_phases: Mutex::new(HashMap::new()),
+                pki: crate::pki::Pki::new(),
             }),
         }
+    }
+
+    /// The cluster CA and the service-account signing key.
+    pub fn pki(&self) -> &crate::pki::Pki {
+        &self.inner.pki
     }
 
     /// The store.

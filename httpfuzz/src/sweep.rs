@@ -570,6 +570,12 @@ async fn delete(
             }
         }
         let value: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+        if !object.uid.is_empty() && value["metadata"]["uid"].as_str() != Some(object.uid.as_str())
+        {
+            // Deleted and made again by a controller, as kube-apiserver's autoregistration
+            // does for the local APIService of every served group-version.
+            return Ok(Gone::Yes);
+        }
         let finalizers = value["metadata"]["finalizers"]
             .as_array()
             .is_some_and(|f| !f.is_empty());

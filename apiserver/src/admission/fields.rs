@@ -244,7 +244,7 @@ pub(super) fn items<'a>(value: Option<&'a Value>, key: &str) -> &'a [Value] {
 /// Label selector matching (`matchLabels` and `matchExpressions`) of `labels`, as
 /// `metav1.LabelSelectorAsSelector(...).Matches` decides it, with the shared selector of
 /// `kubemock-apimachinery`; `None` for an unparseable selector.
-pub(super) fn selector_matches(selector: &Value, labels: Option<&Value>) -> Option<bool> {
+pub(crate) fn selector_matches(selector: &Value, labels: Option<&Value>) -> Option<bool> {
     let selector =
         kubemock_apimachinery::labels::Selector::from_label_selector_json(selector).ok()?;
     let empty = serde_json::Map::new();
@@ -253,7 +253,7 @@ pub(super) fn selector_matches(selector: &Value, labels: Option<&Value>) -> Opti
 }
 
 /// True when the selector selects nothing in particular (no labels, no expressions).
-pub(super) fn selector_is_empty(selector: &Value) -> bool {
+pub(crate) fn selector_is_empty(selector: &Value) -> bool {
     let count = |key: &str| match selector.get(key) {
         Some(Value::Object(m)) => m.len(),
         Some(Value::Array(a)) => a.len(),

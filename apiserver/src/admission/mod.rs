@@ -21,6 +21,8 @@
 //! - `events`: Events and Leases (§12).
 
 mod allocator;
+mod apiservices;
+pub(crate) mod certificates;
 mod config;
 mod events;
 mod fields;
@@ -37,6 +39,7 @@ pub use allocator::{
     DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, NodePortRange, ServiceCidr,
 };
 pub(crate) use allocator::{Reservation, ServiceAllocator};
+pub(crate) use fields::{selector_is_empty, selector_matches};
 
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
@@ -79,6 +82,9 @@ pub(crate) async fn admit_create(
     }
     let mut errors = Vec::new();
     validate(admission, object, &mut errors);
+    if admission == Admission::Pod {
+        pods::validate_pod_create(object, &mut errors);
+    }
     if !errors.is_empty() {
         return Err(invalid(resource, object, errors));
     }
@@ -103,7 +109,13 @@ pub(crate) async fn admit_update(
     dry_run: bool,
 ) -> ApiResult<Reservation> {
     let admission = resource.behaviour.admission;
-    if admission == Admission::None || subresource.is_some() {
+    // A CertificateSigningRequest is validated once merged (`validate_merged`): what its
+    // strategies keep of the old object decides what the body may say.
+    if matches!(
+        admission,
+        Admission::None | Admission::CertificateSigningRequest
+    ) || subresource.is_some()
+    {
         return Ok(Reservation::default());
     }
     let mut old = existing.clone();
@@ -138,6 +150,38 @@ pub(crate) async fn admit_update(
     let allocator = state.service_allocator().await?;
     services::allocate(&allocator, Some(&old), object, dry_run)
         .map_err(|failure| failure.into_error(|errors| invalid(resource, object, errors)))
+}
+
+/// Admits the object an update of `existing` will store, once the strategies have merged it
+/// (`handlers::update::merge`): the kinds whose update paths validate what they keep
+/// (CertificateSigningRequests and their `/status` and `/approval`; a pod's
+/// `/ephemeralcontainers`, defaulted and validated as `podEphemeralContainersStrategy` does).
+pub(crate) fn validate_merged(
+    resource: &Resource,
+    subresource: Option<&str>,
+    existing: &Object,
+    updated: &mut Object,
+) -> ApiResult<()> {
+    let mut errors = Vec::new();
+    match (resource.behaviour.admission, subresource) {
+        (Admission::CertificateSigningRequest, _) => certificates::validate_update(
+            existing,
+            updated,
+            certificates::Options::of(subresource),
+            &mut errors,
+        ),
+        (Admission::Pod, Some("ephemeralcontainers")) => {
+            pods::default_pod(updated);
+            pods::validate_pod_spec(updated.get("spec"), "spec", &mut errors);
+            pods::validate_ephemeral_update(existing, updated, &mut errors);
+        }
+        _ => return Ok(()),
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(resource, updated, errors))
+    }
 }
 
 /// Called once an object of `resource` is removed from the store, with its last stored bytes:
@@ -321,6 +365,8 @@ fn default(admission: Admission, object: &mut Object) -> ApiResult<()> {
         }
         Admission::EventV1 => events::normalize_times("EventV1", "Event", object)?,
         Admission::Lease => events::normalize_times("Lease", "Lease", object)?,
+        Admission::ApiService => apiservices::default(object),
+        Admission::CertificateSigningRequest => {}
     }
     Ok(())
 }
@@ -346,6 +392,14 @@ fn prepare_create(admission: Admission, object: &mut Object) {
         }
         Admission::Service => {
             services::reset_status(object);
+            return;
+        }
+        Admission::ApiService => {
+            apiservices::prepare_create(object);
+            return;
+        }
+        Admission::CertificateSigningRequest => {
+            certificates::prepare_create(object);
             return;
         }
         Admission::Job => {
@@ -386,6 +440,8 @@ fn validate(admission: Admission, object: &Object, errors: &mut Vec<FieldError>)
         Admission::Event => events::validate_event(object, false, errors),
         Admission::EventV1 => events::validate_event(object, true, errors),
         Admission::Lease => events::validate_lease(object, errors),
+        Admission::ApiService => apiservices::validate(object, errors),
+        Admission::CertificateSigningRequest => certificates::validate(object, errors),
         Admission::None | Admission::Namespace => {}
     }
 }

@@ -449,14 +449,14 @@ fn validate_container(
             &policies,
         ));
     }
+    if ephemeral {
+        validate_ephemeral_fields(container, at, errors);
+    }
     let mut port_names: Vec<&str> = Vec::new();
     for (j, port) in items(Some(container), "ports").iter().enumerate() {
         let port_at = format!("{at}.ports[{j}]");
         if ephemeral {
-            errors.push(forbidden(
-                port_at.clone(),
-                "cannot be set for an Ephemeral Container",
-            ));
+            // Refused as a whole above.
             continue;
         }
         match port.get("containerPort").and_then(Value::as_i64) {
@@ -595,6 +595,103 @@ fn resource_name_errors(name: &str, field: &str, errors: &mut Vec<FieldError>) {
             field.to_owned(),
             go_str(name),
             "doesn't follow extended resource name standard",
+        ));
+    }
+}
+
+/// What an ephemeral container may not have (`validateEphemeralContainers`: the fields
+/// `allowedEphemeralContainerFields` leaves out, checked for a non-zero value, then a volume
+/// mount's sub-paths and a restart policy), one Forbidden per field.
+fn validate_ephemeral_fields(container: &Value, at: &str, errors: &mut Vec<FieldError>) {
+    const FORBIDDEN: &str = "cannot be set for an Ephemeral Container";
+    let set = |key: &str| match container.get(key) {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(items)) => !items.is_empty(),
+        Some(Value::Object(map)) if key == "resources" => map
+            .values()
+            .any(|v| !v.is_null() && v != &json!({}) && v != &json!([])),
+        Some(_) => true,
+    };
+    for key in [
+        "ports",
+        "resources",
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+        "lifecycle",
+        "resizePolicy",
+    ] {
+        if set(key) {
+            errors.push(forbidden(format!("{at}.{key}"), FORBIDDEN));
+        }
+    }
+    for (i, mount) in items(Some(container), "volumeMounts").iter().enumerate() {
+        for key in ["subPath", "subPathExpr"] {
+            if !str_at(mount, &[key]).is_empty() {
+                errors.push(forbidden(
+                    format!("{at}.volumeMounts[{i}].{key}"),
+                    FORBIDDEN,
+                ));
+            }
+        }
+    }
+    if container.get("restartPolicy").is_some_and(|p| !p.is_null()) {
+        errors.push(forbidden(format!("{at}.restartPolicy"), FORBIDDEN));
+    }
+}
+
+/// `ValidatePodEphemeralContainersUpdate`: the ephemeral containers a pod has may be added to,
+/// never removed or changed; each names a container of the pod as its target, if any.
+pub(super) fn validate_ephemeral_update(
+    existing: &Object,
+    updated: &Object,
+    errors: &mut Vec<FieldError>,
+) {
+    let old = items(existing.get("spec"), "ephemeralContainers");
+    let new = items(updated.get("spec"), "ephemeralContainers");
+    for container in old {
+        let name = str_at(container, &["name"]);
+        match new.iter().find(|c| str_at(c, &["name"]) == name) {
+            None => errors.push(forbidden(
+                "spec.ephemeralContainers",
+                &format!(
+                    "existing ephemeral containers {} may not be removed\n",
+                    go_str(name)
+                ),
+            )),
+            Some(now) if now != container => errors.push(forbidden(
+                "spec.ephemeralContainers",
+                &format!(
+                    "existing ephemeral containers {} may not be changed\n{}",
+                    go_str(name),
+                    spec_diff(container, now)
+                ),
+            )),
+            Some(_) => {}
+        }
+    }
+    let others: Vec<&str> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|list| items(updated.get("spec"), list))
+        .map(|c| str_at(c, &["name"]))
+        .collect();
+    for (i, container) in new.iter().enumerate() {
+        let target = str_at(container, &["targetContainerName"]);
+        if !target.is_empty() && !others.contains(&target) {
+            errors.push(not_found(
+                format!("spec.ephemeralContainers[{i}].targetContainerName"),
+                go_str(target),
+            ));
+        }
+    }
+}
+
+/// `validatePodCreate`: ephemeral containers come only through their subresource.
+pub(super) fn validate_pod_create(pod: &Object, errors: &mut Vec<FieldError>) {
+    if !items(pod.get("spec"), "ephemeralContainers").is_empty() {
+        errors.push(forbidden(
+            "spec.ephemeralContainers",
+            "cannot be set on create",
         ));
     }
 }

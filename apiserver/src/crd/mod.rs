@@ -475,6 +475,14 @@ pub(crate) fn resources_of(definition: &Object) -> Vec<Arc<Resource>> {
         .map(|v| (*v).to_owned())
         .collect();
         verbs.sort();
+        // `customResourceStrategy.PrepareForUpdate`: any change but to `metadata` moves the
+        // generation; with a status subresource, `status` cannot change through the main
+        // resource, so only the rest counts.
+        let generation = if subs.iter().any(|s| s.name == "status") {
+            GenerationPolicy::AllButMetadataAndStatus
+        } else {
+            GenerationPolicy::AllButMetadata
+        };
         resources.push(Arc::new(Resource {
             group: group.clone(),
             version: name,
@@ -488,11 +496,12 @@ pub(crate) fn resources_of(definition: &Object) -> Vec<Arc<Resource>> {
             subresources: subs,
             behaviour: Behaviour {
                 names: NameRule::Subdomain,
-                generation: GenerationPolicy::AllButMetadataAndStatus,
+                generation,
                 unconditional_update: false,
                 create_on_update: false,
                 delete_returns_object: false,
                 admission: Admission::None,
+                storage: crate::registry::Storage::Stored,
             },
             printer: Printer::Columns(columns.into()),
             custom: Some(Arc::new(Custom {

@@ -78,6 +78,32 @@ pub(crate) async fn create_object(
     Ok(created)
 }
 
+/// Stores an object the API server makes itself at startup (the local APIServices, the
+/// bootstrap RBAC policy), complete as it is, status included: the generic metadata rules and
+/// the field manager's record, without the kind's admission. Returns whether it was created
+/// (`false`: it existed).
+pub(crate) async fn create_system_object(
+    state: &AppState,
+    resource: &Resource,
+    namespace: Option<&str>,
+    mut object: Object,
+    writer: &Writer,
+) -> ApiResult<bool> {
+    prepare(resource, namespace, &mut object)?;
+    managedfields::record_update(resource, writer, None, &mut object);
+    let key = keys::object_key(resource, namespace, object::name_of(&object));
+    let bytes = object::to_stored(&object)?;
+    match state
+        .store()
+        .create(key.into(), bytes)
+        .await
+        .map_err(ApiError::from_storage)?
+    {
+        CreateOutcome::Created(_) => Ok(true),
+        CreateOutcome::AlreadyExists(_) => Ok(false),
+    }
+}
+
 /// [`create_object`], also returning what the store holds now (none on a dry run).
 async fn create_stored(
     state: &AppState,
@@ -90,6 +116,11 @@ async fn create_stored(
     let generate_name = prepare(resource, namespace, &mut object)?;
     if let Some(namespace) = namespace.filter(|_| resource.namespaced) {
         admit_into_namespace(state, resource, namespace, object::name_of(&object)).await?;
+    }
+    // `customResourceStrategy.PrepareForCreate`: with a status subresource, a create cannot
+    // set the status.
+    if resource.is_custom() && resource.subresource("status").is_some() {
+        object.shift_remove("status");
     }
     crd::admit(resource, None, &mut object)?;
     // The writer owns what decoding defaults (as upstream), not what admission adds after.

@@ -115,7 +115,7 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
         object = object::with_type_meta(object, &call.target.resource);
     }
     let body = match call.target.subresource.as_deref() {
-        None | Some("status") => Value::Object(object),
+        None | Some("status" | "approval" | "ephemeralcontainers") => Value::Object(object),
         Some("scale") => Value::Object(scale::scale_of(&call.target.resource, &object)),
         Some(_) => return Err(ApiError::route_method_not_allowed()),
     };

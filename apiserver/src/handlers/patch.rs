@@ -209,7 +209,7 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
             Patch::Merge(_) | Patch::Apply(_) => Origin::Patched(&[]),
         };
         let warnings = call.decode_object(&mut body, origin)?;
-        update::check_identity(call, &body)?;
+        check_name(call, &body)?;
         // §5.1: a resourceVersion the patch pins is a precondition; otherwise the body carries
         // the current one, and a concurrent writer just means another attempt.
         let pinned =
@@ -228,6 +228,7 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
         )
         .await?;
         let mut updated = update::merge(resource, subresource, &existing, body);
+        admission::validate_merged(resource, subresource, &existing, &mut updated)?;
         crd::admit(resource, Some(&existing), &mut updated)?;
         managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
@@ -238,6 +239,29 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
         }
     }
     Err(ApiError::modified(resource, name))
+}
+
+/// `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/rest.go`, `checkName`, which
+/// `patch.go`'s `applyPatch` runs on the patched (for an apply, the merged) object: it must
+/// have the URL's name, and no other namespace than the request's. An applied configuration
+/// may leave both out: the live object's stay.
+fn check_name(call: &Call, object: &Object) -> ApiResult<()> {
+    let name = call.target.name.as_deref().unwrap_or("");
+    let object_name = object::name_of(object);
+    if object_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({object_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    if let Some(namespace) = call.target.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        let object_namespace = object::meta_str(object, "namespace").unwrap_or("");
+        if !object_namespace.is_empty() && object_namespace != namespace {
+            return Err(ApiError::bad_request(format!(
+                "the namespace of the object ({object_namespace}) does not match the namespace on the request ({namespace})"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Upstream's `ValidatePatchOptions`: an apply needs a field manager; `force` is for applies
@@ -306,7 +330,6 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
     let warnings = call.decode_object(&mut config, Origin::Applied)?;
-    update::check_identity(call, &config)?;
     let force = call.query.flag("force");
     let name = call.target.name.as_deref().unwrap_or("");
     let namespace = call.target.namespace.as_deref();
@@ -322,6 +345,7 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
             let mut fresh = config.clone();
             object::metadata_mut(&mut fresh).shift_remove("resourceVersion");
             let created = managedfields::apply(resource, writer, None, &fresh, force)?;
+            check_name(call, &created)?;
             let result =
                 create::create_object(&call.state, resource, namespace, created, dry_run, None)
                     .await;
@@ -341,6 +365,7 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
         }
         update::check_uid_precondition(resource, name, &key, &config, &existing)?;
         let mut merged = managedfields::apply(resource, writer, Some(&existing), &config, force)?;
+        check_name(call, &merged)?;
         let reservation = admission::admit_update(
             &call.state,
             resource,
@@ -351,6 +376,7 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
         )
         .await?;
         let mut updated = update::merge(resource, subresource, &existing, merged);
+        admission::validate_merged(resource, subresource, &existing, &mut updated)?;
         crd::admit(resource, Some(&existing), &mut updated)?;
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {

@@ -345,6 +345,9 @@ async fn answer(
 }
 
 async fn dispatch(call: Call, method: Method) -> ApiResult<Response> {
+    if call.target.resource.behaviour.storage == crate::registry::Storage::Virtual {
+        return super::reviews::serve(&call, method).await;
+    }
     let item = call.target.name.is_some();
     let subresource = call.target.subresource.clone();
     let watch = call.target.watches(&call.query);
@@ -354,6 +357,8 @@ async fn dispatch(call: Call, method: Method) -> ApiResult<Response> {
         (Method::GET, true, _) => get::get(&call).await,
         (Method::POST, false, None) => create::create(&call).await,
         (Method::POST, true, Some("binding")) => update::bind(&call).await,
+        (Method::POST, true, Some("token")) => super::subresources::token_request(&call).await,
+        (Method::POST, true, Some("eviction")) => super::subresources::evict(&call).await,
         (Method::PUT, true, _) => update::update(&call).await,
         (Method::DELETE, true, None) => delete::delete(&call).await,
         (Method::DELETE, false, None) => delete::delete_collection(&call).await,

@@ -12,6 +12,7 @@ use super::create;
 use super::get::{fetch, fetch_existing};
 use super::resource::{Call, Origin};
 use super::scale;
+use super::strategy;
 use crate::admission;
 use crate::codec::Syntax;
 use crate::crd;
@@ -97,6 +98,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
         )
         .await?;
         let mut updated = merge(resource, subresource, &existing, body);
+        admission::validate_merged(resource, subresource, &existing, &mut updated)?;
         crd::admit(resource, Some(&existing), &mut updated)?;
         managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         match write(call, &key, &current, updated, dry_run).await? {
@@ -302,9 +304,13 @@ pub(crate) fn check_uid_precondition(
     ))
 }
 
-/// The object an update stores: the body for the main resource (with the stored status),
-/// the stored object with the body's status for `/status`, the stored object with the body's
-/// `spec.finalizers` for `/finalize`; immutable metadata copied back from the stored object.
+/// The object an update stores: the body for the main resource (with the stored status, as
+/// every strategy's `PrepareForUpdate` keeps it, and for custom resources only when their
+/// definition has a status subresource), the status strategy's merge for `/status`
+/// (`strategy`), the stored object with the body's `spec.finalizers` for `/finalize`; a
+/// CertificateSigningRequest's strategies (`admission::certificates`); immutable metadata
+/// copied back from the stored object. Only a write of the object itself moves the
+/// generation.
 pub(crate) fn merge(
     resource: &Resource,
     subresource: Option<&str>,
@@ -312,14 +318,8 @@ pub(crate) fn merge(
     body: Object,
 ) -> Object {
     let mut updated = match subresource {
-        Some("status") => {
-            let mut updated = existing.clone();
-            set_or_remove(&mut updated, "status", body.get("status").cloned());
-            if let Some(metadata) = body.get("metadata") {
-                updated.insert("metadata".to_owned(), metadata.clone());
-            }
-            updated
-        }
+        Some("status") => strategy::status_update(resource, existing, body),
+        Some("ephemeralcontainers") => strategy::ephemeral_containers_update(existing, &body),
         Some("finalize") => {
             let mut updated = existing.clone();
             let finalizers = body.get("spec").and_then(|s| s.get("finalizers")).cloned();
@@ -332,14 +332,19 @@ pub(crate) fn merge(
             }
             updated
         }
-        _ => {
+        None => {
             let mut updated = body;
             if resource.subresource("status").is_some() {
                 set_or_remove(&mut updated, "status", existing.get("status").cloned());
             }
             updated
         }
+        // `approval`: the kind's strategy below.
+        Some(_) => body,
     };
+    if resource.behaviour.admission == crate::registry::Admission::CertificateSigningRequest {
+        admission::certificates::prepare_update(subresource, existing, &mut updated);
+    }
     if resource.group.is_empty()
         && resource.plural == "namespaces"
         && subresource != Some("finalize")
@@ -381,9 +386,9 @@ pub(crate) fn merge(
             labels.insert("kubernetes.io/metadata.name".to_owned(), name);
         }
     }
-    // Upstream's status strategies never move the generation (a Deployment's revision
+    // Upstream's subresource strategies never move the generation (a Deployment's revision
     // annotation is written through `/status`, and must not look like a new spec).
-    if subresource != Some("status") {
+    if subresource.is_none() {
         bump_generation(resource, existing, &mut updated);
     }
     meta::canonicalize_metadata(object::metadata_mut(&mut updated));
@@ -408,14 +413,22 @@ pub(crate) fn bump_generation(resource: &Resource, existing: &Object, updated: &
             .and_then(|m| m.get("annotations"))
             .cloned()
     };
-    let content = |o: &Object| -> Vec<(String, Value)> {
+    let content = |o: &Object, with_status: bool| -> Vec<(String, Value)> {
         o.iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+            .filter(|(k, _)| match k.as_str() {
+                "metadata" | "apiVersion" | "kind" => false,
+                "status" => with_status,
+                _ => true,
+            })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
     };
     let changed = match policy {
-        GenerationPolicy::AllButMetadataAndStatus => content(existing) != content(updated),
+        GenerationPolicy::AllButMetadataAndStatus => {
+            content(existing, false) != content(updated, false)
+        }
+        GenerationPolicy::AllButMetadata => content(existing, true) != content(updated, true),
+        GenerationPolicy::Webhooks => existing.get("webhooks") != updated.get("webhooks"),
         _ => {
             existing.get("spec") != updated.get("spec")
                 || (policy == GenerationPolicy::SpecAndAnnotations
@@ -521,9 +534,7 @@ pub(crate) async fn write_scale(
 /// real binding storage does: sets `spec.nodeName` and the `PodScheduled` condition, refuses a
 /// pod that is already assigned or being deleted, and answers 201 with a success Status.
 pub(crate) async fn bind(call: &Call) -> ApiResult<Response> {
-    let resource = &call.target.resource;
-    let name = call.target.name.as_deref().unwrap_or("");
-    let dry_run = call.dry_run("CreateOptions")?;
+    let name = call.target.name.as_deref().unwrap_or("").to_owned();
     let body: Value = Syntax::of_body(&call.headers)?
         .parse(&call.body)
         .map_err(|err| ApiError::bad_request(format!("the body is not a valid Binding: {err}")))?;
@@ -541,6 +552,40 @@ pub(crate) async fn bind(call: &Call) -> ApiResult<Response> {
         }
         other => other,
     };
+    bind_pod(call, &name, body).await
+}
+
+/// `POST .../namespaces/{ns}/bindings`: the legacy form of `pods/{name}/binding`, the pod named
+/// by the (decoded) Binding's `metadata.name` (`LegacyBindingREST`).
+pub(crate) async fn bind_from_collection(call: &Call, binding: Object) -> ApiResult<Response> {
+    let pods = call
+        .state
+        .registry()
+        .lookup("", "v1", "pods")
+        .ok_or_else(|| ApiError::internal("pods are not registered"))?;
+    let name = object::name_of(&binding).to_owned();
+    let target = super::target::Target {
+        resource: pods,
+        namespace: call.target.namespace.clone(),
+        name: Some(name.clone()),
+        subresource: Some("binding".to_owned()),
+        legacy_watch: false,
+    };
+    let pod_call = Call {
+        state: call.state.clone(),
+        target: std::sync::Arc::new(target),
+        query: call.query.clone(),
+        headers: call.headers.clone(),
+        body: call.body.clone(),
+        negotiated: call.negotiated,
+    };
+    bind_pod(&pod_call, &name, Value::Object(binding)).await
+}
+
+/// Binds the pod `name` of `call`'s resource (pods) to the node the Binding `body` targets.
+async fn bind_pod(call: &Call, name: &str, body: Value) -> ApiResult<Response> {
+    let resource = &call.target.resource;
+    let dry_run = call.dry_run("CreateOptions")?;
     let node = body
         .get("target")
         .and_then(|t| t.get("name"))

@@ -87,6 +87,13 @@ impl Writer {
             untyped: true,
         }
     }
+
+    /// The same writer, writing `subresource` (a server component's status writes).
+    #[must_use]
+    pub(crate) fn on_subresource(mut self, subresource: &str) -> Writer {
+        subresource.clone_into(&mut self.subresource);
+        self
+    }
 }
 
 /// Upstream's `ValidateFieldManager`.

@@ -10,6 +10,7 @@
 //! uses its compiled-in types, as against a real cluster.
 
 pub(crate) mod schemas;
+mod v2proto;
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -29,6 +30,8 @@ pub(crate) struct Documents {
     v3_root: Bytes,
     v3: HashMap<String, Bytes>,
     v2: Bytes,
+    /// `/openapi/v2` as gnostic's protobuf (`v2proto`), built on first use.
+    v2_protobuf: std::sync::OnceLock<Bytes>,
 }
 
 impl Documents {
@@ -100,6 +103,7 @@ impl Documents {
             .unwrap_or_default()
             .replace(COMPONENTS_PREFIX, "#/definitions/");
         Documents {
+            v2_protobuf: std::sync::OnceLock::new(),
             v3_root: Bytes::from(
                 serde_json::to_vec(&json!({ "paths": root_paths })).unwrap_or_default(),
             ),
@@ -121,6 +125,16 @@ impl Documents {
     /// `GET /openapi/v2` (JSON).
     pub(crate) fn v2(&self) -> Bytes {
         self.v2.clone()
+    }
+
+    /// `GET /openapi/v2` in protobuf (gnostic's `openapi.v2.Document`).
+    pub(crate) fn v2_protobuf(&self) -> Bytes {
+        self.v2_protobuf
+            .get_or_init(|| {
+                let document: Value = serde_json::from_slice(&self.v2).unwrap_or(Value::Null);
+                Bytes::from(v2proto::encode(&document))
+            })
+            .clone()
     }
 }
 

@@ -6,10 +6,12 @@
 use std::collections::HashMap;
 
 use k8s_openapi::api::{
-    apps, autoscaling, batch, coordination, core, discovery, events, networking, policy, rbac,
-    scheduling, storage,
+    admissionregistration, apps, authentication, authorization, autoscaling, batch, certificates,
+    coordination, core, discovery, events, flowcontrol, networking, node, policy, rbac, scheduling,
+    storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
 use schemars::r#gen::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
@@ -43,8 +45,8 @@ where
     )
 }
 
-/// The kinds with schemas: one line per kind the registry serves, plus the `Scale`
-/// subresource's kind.
+/// The kinds with schemas: one line per kind the registry serves, plus the kinds of
+/// subresources (`Scale`, `Binding`, `Eviction`, `TokenRequest`).
 macro_rules! kind_schemas {
     ($generator:expr; $($kind:ty),* $(,)?) => {
         vec![$(kind_schema::<$kind>($generator)),*]
@@ -58,7 +60,8 @@ impl Schemas {
         settings.definitions_path = COMPONENTS_PREFIX.to_owned();
         let mut generator = SchemaGenerator::new(settings);
         let kinds = kind_schemas![&mut generator;
-            core::v1::Binding, core::v1::ConfigMap, core::v1::Endpoints, core::v1::Event,
+            core::v1::Binding, core::v1::ComponentStatus, core::v1::ConfigMap,
+            core::v1::Endpoints, core::v1::Event,
             core::v1::LimitRange, core::v1::Namespace, core::v1::Node,
             core::v1::PersistentVolume, core::v1::PersistentVolumeClaim, core::v1::Pod,
             core::v1::PodTemplate, core::v1::ReplicationController, core::v1::ResourceQuota,
@@ -72,12 +75,26 @@ impl Schemas {
             discovery::v1::EndpointSlice,
             events::v1::Event,
             networking::v1::Ingress, networking::v1::IngressClass, networking::v1::NetworkPolicy,
-            policy::v1::PodDisruptionBudget,
+            policy::v1::Eviction, policy::v1::PodDisruptionBudget,
             rbac::v1::ClusterRole, rbac::v1::ClusterRoleBinding, rbac::v1::Role,
             rbac::v1::RoleBinding,
             scheduling::v1::PriorityClass,
-            storage::v1::StorageClass,
+            storage::v1::CSIDriver, storage::v1::CSINode, storage::v1::CSIStorageCapacity,
+            storage::v1::StorageClass, storage::v1::VolumeAttachment,
             apiextensions::v1::CustomResourceDefinition,
+            apiregistration::v1::APIService,
+            authentication::v1::SelfSubjectReview, authentication::v1::TokenRequest,
+            authentication::v1::TokenReview,
+            authorization::v1::LocalSubjectAccessReview,
+            authorization::v1::SelfSubjectAccessReview,
+            authorization::v1::SelfSubjectRulesReview, authorization::v1::SubjectAccessReview,
+            certificates::v1::CertificateSigningRequest,
+            admissionregistration::v1::MutatingWebhookConfiguration,
+            admissionregistration::v1::ValidatingAdmissionPolicy,
+            admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+            admissionregistration::v1::ValidatingWebhookConfiguration,
+            flowcontrol::v1::FlowSchema, flowcontrol::v1::PriorityLevelConfiguration,
+            node::v1::RuntimeClass,
         ];
         let mut components: Map<String, Value> = generator
             .take_definitions()

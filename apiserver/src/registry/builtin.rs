@@ -1,12 +1,14 @@
-//! The built-in resources, as the real kube-apiserver 1.32 lists them in discovery: kinds,
-//! scopes, verbs, short names, categories and the subresources kubemock serves (status, scale,
-//! finalize, binding), and which of the real server's Table printers each kind has (§10;
-//! kinds without one print with the default convertor). Streaming subresources (log, exec,
-//! attach, portforward, proxy) and those kubemock does not implement are left out of discovery
-//! rather than advertised and 404.
+//! The built-in resources, as the real kube-apiserver 1.32 lists them in discovery with its
+//! default API groups (`pkg/controlplane/apiserver/options`, `DefaultAPIResourceConfigSource`:
+//! the stable versions): kinds, scopes, verbs, short names, categories and the subresources
+//! kubemock serves, and which of the real server's Table printers each kind has (§10; kinds
+//! without one print with the default convertor). Streaming subresources (log, exec, attach,
+//! portforward, proxy) are left out of discovery rather than advertised and 404;
+//! `conformance/data/discovery-1.32.json` lists what 1.32 serves and each difference.
 
 use super::{
-    Admission, Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Resource, Subresource,
+    Admission, Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Resource, Storage,
+    Subresource,
 };
 
 /// Verbs of almost every resource.
@@ -26,22 +28,65 @@ const NAMESPACE_VERBS: &[&str] = &[
 ];
 /// Verbs of `status` and `scale`.
 const GET_UPDATE_PATCH: &[&str] = &["get", "patch", "update"];
+/// Verbs of the review kinds (`TokenReview`, `SubjectAccessReview`, ...) and `bindings`: they
+/// are created and answered, never stored.
+const CREATE_ONLY: &[&str] = &["create"];
+/// Verbs of `componentstatuses`, computed on every read.
+const GET_LIST: &[&str] = &["get", "list"];
+/// The category of the kinds that extend the API (`kubectl get api-extensions`).
+const API_EXTENSIONS: &[&str] = &["api-extensions"];
 
-/// Groups in the order the real server lists them (core first), versions preferred first.
+/// Groups in the order the real server lists them (core first; then by the aggregator's group
+/// priority, `pkg/controlplane/apiserver/aggregator.go` `apiVersionPriorities`, ties by name),
+/// versions preferred first.
 const GROUPS: &[(&str, &[&str])] = &[
     ("", &["v1"]),
+    ("apiregistration.k8s.io", &["v1"]),
     ("apps", &["v1"]),
     ("events.k8s.io", &["v1"]),
+    ("authentication.k8s.io", &["v1"]),
+    ("authorization.k8s.io", &["v1"]),
     ("autoscaling", &["v2", "v1"]),
     ("batch", &["v1"]),
+    ("certificates.k8s.io", &["v1"]),
     ("networking.k8s.io", &["v1"]),
     ("policy", &["v1"]),
     ("rbac.authorization.k8s.io", &["v1"]),
     ("storage.k8s.io", &["v1"]),
+    ("admissionregistration.k8s.io", &["v1"]),
     ("apiextensions.k8s.io", &["v1"]),
     ("scheduling.k8s.io", &["v1"]),
     ("coordination.k8s.io", &["v1"]),
+    ("node.k8s.io", &["v1"]),
     ("discovery.k8s.io", &["v1"]),
+    ("flowcontrol.apiserver.k8s.io", &["v1"]),
+];
+
+/// The aggregator's priorities of each built-in group-version (`groupPriorityMinimum`,
+/// `versionPriority` of its local APIService: `pkg/controlplane/apiserver/aggregator.go`
+/// `apiVersionPriorities` and `DefaultGenericAPIServicePriorities`).
+pub(crate) const PRIORITIES: &[(&str, &str, i64, i64)] = &[
+    ("", "v1", 18000, 1),
+    ("apiregistration.k8s.io", "v1", 18000, 15),
+    ("apps", "v1", 17800, 15),
+    ("events.k8s.io", "v1", 17750, 15),
+    ("authentication.k8s.io", "v1", 17700, 15),
+    ("authorization.k8s.io", "v1", 17600, 15),
+    ("autoscaling", "v2", 17500, 30),
+    ("autoscaling", "v1", 17500, 15),
+    ("batch", "v1", 17400, 15),
+    ("certificates.k8s.io", "v1", 17300, 15),
+    ("networking.k8s.io", "v1", 17200, 15),
+    ("policy", "v1", 17100, 15),
+    ("rbac.authorization.k8s.io", "v1", 17000, 15),
+    ("storage.k8s.io", "v1", 16800, 15),
+    ("admissionregistration.k8s.io", "v1", 16700, 15),
+    ("apiextensions.k8s.io", "v1", 16700, 15),
+    ("scheduling.k8s.io", "v1", 16600, 15),
+    ("coordination.k8s.io", "v1", 16500, 15),
+    ("node.k8s.io", "v1", 16300, 15),
+    ("discovery.k8s.io", "v1", 16200, 15),
+    ("flowcontrol.apiserver.k8s.io", "v1", 16100, 21),
 ];
 
 /// A compact description of one built-in resource.
@@ -53,7 +98,9 @@ struct Entry {
     namespaced: bool,
     short_names: &'static [&'static str],
     categories: &'static [&'static str],
-    /// `status`, `scale`, `finalize`, `binding`.
+    /// Its verbs (sorted).
+    verbs: &'static [&'static str],
+    /// Subresource names (see [`subresource`]), sorted.
     subresources: &'static [&'static str],
     behaviour: Behaviour,
     printer: Printer,
@@ -74,6 +121,7 @@ const fn entry(
         namespaced,
         short_names: &[],
         categories: &[],
+        verbs: ALL_VERBS,
         subresources: &[],
         behaviour: Behaviour {
             names: NameRule::Subdomain,
@@ -82,6 +130,7 @@ const fn entry(
             create_on_update: false,
             delete_returns_object: false,
             admission: Admission::None,
+            storage: Storage::Stored,
         },
         printer: Printer::Default,
     }
@@ -95,6 +144,22 @@ impl Entry {
 
     const fn all(mut self) -> Self {
         self.categories = &["all"];
+        self
+    }
+
+    const fn categories(mut self, categories: &'static [&'static str]) -> Self {
+        self.categories = categories;
+        self
+    }
+
+    const fn verbs(mut self, verbs: &'static [&'static str]) -> Self {
+        self.verbs = verbs;
+        self
+    }
+
+    /// Objects are computed or answered by a handler of their own, never stored.
+    const fn virtual_kind(mut self) -> Self {
+        self.behaviour.storage = Storage::Virtual;
         self
     }
 
@@ -154,11 +219,20 @@ const APPS: &str = "apps";
 const BATCH: &str = "batch";
 const NETWORKING: &str = "networking.k8s.io";
 const RBAC: &str = "rbac.authorization.k8s.io";
+const STORAGE: &str = "storage.k8s.io";
+const APIREGISTRATION: &str = "apiregistration.k8s.io";
+const AUTHENTICATION: &str = "authentication.k8s.io";
+const AUTHORIZATION: &str = "authorization.k8s.io";
+const ADMISSIONREGISTRATION: &str = "admissionregistration.k8s.io";
+const FLOWCONTROL: &str = "flowcontrol.apiserver.k8s.io";
 const V1: &str = "v1";
 
 #[rustfmt::skip]
 const ENTRIES: &[Entry] = &[
     // core/v1
+    entry(CORE, V1, "bindings", "Binding", NS).verbs(CREATE_ONLY).virtual_kind(),
+    entry(CORE, V1, "componentstatuses", "ComponentStatus", CLUSTER).short(&["cs"])
+        .verbs(GET_LIST).virtual_kind().printer(Printer::ComponentStatus),
     entry(CORE, V1, "configmaps", "ConfigMap", NS).short(&["cm"]).admit(Admission::ConfigMap).printer(Printer::ConfigMap),
     entry(CORE, V1, "endpoints", "Endpoints", NS).short(&["ep"]).create_on_update()
         .printer(Printer::Endpoints),
@@ -166,7 +240,7 @@ const ENTRIES: &[Entry] = &[
         .admit(Admission::Event)
         .printer(Printer::Event),
     entry(CORE, V1, "limitranges", "LimitRange", NS).short(&["limits"]),
-    entry(CORE, V1, "namespaces", "Namespace", CLUSTER).short(&["ns"])
+    entry(CORE, V1, "namespaces", "Namespace", CLUSTER).short(&["ns"]).verbs(NAMESPACE_VERBS)
         .sub(&["finalize", "status"]).names(NameRule::Label).returns_deleted()
         .admit(Admission::Namespace)
         .printer(Printer::Namespace),
@@ -176,7 +250,8 @@ const ENTRIES: &[Entry] = &[
         .sub(&["status"]).printer(Printer::PersistentVolumeClaim),
     entry(CORE, V1, "persistentvolumes", "PersistentVolume", CLUSTER).short(&["pv"])
         .sub(&["status"]).printer(Printer::PersistentVolume),
-    entry(CORE, V1, "pods", "Pod", NS).short(&["po"]).all().sub(&["binding", "status"])
+    entry(CORE, V1, "pods", "Pod", NS).short(&["po"]).all()
+        .sub(&["binding", "ephemeralcontainers", "eviction", "status"])
         .admit(Admission::Pod)
         .returns_deleted().printer(Printer::Pod),
     entry(CORE, V1, "podtemplates", "PodTemplate", NS).admit(Admission::PodTemplate)
@@ -187,11 +262,15 @@ const ENTRIES: &[Entry] = &[
     entry(CORE, V1, "resourcequotas", "ResourceQuota", NS).short(&["quota"]).sub(&["status"])
         .printer(Printer::ResourceQuota),
     entry(CORE, V1, "secrets", "Secret", NS).printer(Printer::Secret).admit(Admission::Secret),
-    entry(CORE, V1, "serviceaccounts", "ServiceAccount", NS).short(&["sa"]).returns_deleted()
-        .printer(Printer::ServiceAccount),
+    entry(CORE, V1, "serviceaccounts", "ServiceAccount", NS).short(&["sa"]).sub(&["token"])
+        .returns_deleted().printer(Printer::ServiceAccount),
     entry(CORE, V1, "services", "Service", NS).short(&["svc"]).all().sub(&["status"])
         .names(NameRule::Dns1035).create_on_update().returns_deleted()
         .printer(Printer::Service).admit(Admission::Service),
+    // apiregistration.k8s.io/v1
+    entry(APIREGISTRATION, V1, "apiservices", "APIService", CLUSTER).categories(API_EXTENSIONS)
+        .sub(&["status"]).names(NameRule::PathSegment).printer(Printer::ApiService)
+        .admit(Admission::ApiService),
     // apps/v1
     entry(APPS, V1, "controllerrevisions", "ControllerRevision", NS)
         .printer(Printer::ControllerRevision),
@@ -209,6 +288,20 @@ const ENTRIES: &[Entry] = &[
     // events.k8s.io/v1
     entry("events.k8s.io", V1, "events", "Event", NS).short(&["ev"]).create_on_update()
         .printer(Printer::EventV1).admit(Admission::EventV1),
+    // authentication.k8s.io/v1
+    entry(AUTHENTICATION, V1, "selfsubjectreviews", "SelfSubjectReview", CLUSTER)
+        .verbs(CREATE_ONLY).virtual_kind(),
+    entry(AUTHENTICATION, V1, "tokenreviews", "TokenReview", CLUSTER)
+        .verbs(CREATE_ONLY).virtual_kind(),
+    // authorization.k8s.io/v1
+    entry(AUTHORIZATION, V1, "localsubjectaccessreviews", "LocalSubjectAccessReview", NS)
+        .verbs(CREATE_ONLY).virtual_kind(),
+    entry(AUTHORIZATION, V1, "selfsubjectaccessreviews", "SelfSubjectAccessReview", CLUSTER)
+        .verbs(CREATE_ONLY).virtual_kind(),
+    entry(AUTHORIZATION, V1, "selfsubjectrulesreviews", "SelfSubjectRulesReview", CLUSTER)
+        .verbs(CREATE_ONLY).virtual_kind(),
+    entry(AUTHORIZATION, V1, "subjectaccessreviews", "SubjectAccessReview", CLUSTER)
+        .verbs(CREATE_ONLY).virtual_kind(),
     // autoscaling/v2 and v1 (one stored resource; no conversion between the versions)
     entry("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", NS)
         .short(&["hpa"]).all().sub(&["status"]).printer(Printer::HorizontalPodAutoscaler),
@@ -219,6 +312,11 @@ const ENTRIES: &[Entry] = &[
         .generation(SPEC).admit(Admission::CronJob).printer(Printer::CronJob),
     entry(BATCH, V1, "jobs", "Job", NS).all().sub(&["status"]).generation(SPEC)
         .admit(Admission::Job).printer(Printer::Job),
+    // certificates.k8s.io/v1
+    entry("certificates.k8s.io", V1, "certificatesigningrequests", "CertificateSigningRequest",
+        CLUSTER).short(&["csr"]).sub(&["approval", "status"])
+        .admit(Admission::CertificateSigningRequest)
+        .printer(Printer::CertificateSigningRequest),
     // networking.k8s.io/v1
     entry(NETWORKING, V1, "ingressclasses", "IngressClass", CLUSTER)
         .printer(Printer::IngressClass),
@@ -237,61 +335,86 @@ const ENTRIES: &[Entry] = &[
         .printer(Printer::RoleBinding),
     entry(RBAC, V1, "roles", "Role", NS).create_on_update(),
     // storage.k8s.io/v1
-    entry("storage.k8s.io", V1, "storageclasses", "StorageClass", CLUSTER).short(&["sc"])
+    entry(STORAGE, V1, "csidrivers", "CSIDriver", CLUSTER).printer(Printer::CsiDriver),
+    entry(STORAGE, V1, "csinodes", "CSINode", CLUSTER).printer(Printer::CsiNode),
+    entry(STORAGE, V1, "csistoragecapacities", "CSIStorageCapacity", NS)
+        .printer(Printer::CsiStorageCapacity),
+    entry(STORAGE, V1, "storageclasses", "StorageClass", CLUSTER).short(&["sc"])
         .returns_deleted().printer(Printer::StorageClass),
+    entry(STORAGE, V1, "volumeattachments", "VolumeAttachment", CLUSTER).sub(&["status"])
+        .printer(Printer::VolumeAttachment),
+    // admissionregistration.k8s.io/v1
+    entry(ADMISSIONREGISTRATION, V1, "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration", CLUSTER).categories(API_EXTENSIONS)
+        .generation(GenerationPolicy::Webhooks).printer(Printer::WebhookConfiguration),
+    entry(ADMISSIONREGISTRATION, V1, "validatingadmissionpolicies", "ValidatingAdmissionPolicy",
+        CLUSTER).categories(API_EXTENSIONS).sub(&["status"]).generation(SPEC)
+        .printer(Printer::ValidatingAdmissionPolicy),
+    entry(ADMISSIONREGISTRATION, V1, "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding", CLUSTER).categories(API_EXTENSIONS).generation(SPEC)
+        .printer(Printer::ValidatingAdmissionPolicyBinding),
+    entry(ADMISSIONREGISTRATION, V1, "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration", CLUSTER).categories(API_EXTENSIONS)
+        .generation(GenerationPolicy::Webhooks).printer(Printer::WebhookConfiguration),
     // apiextensions.k8s.io/v1
     entry("apiextensions.k8s.io", V1, "customresourcedefinitions", "CustomResourceDefinition",
-        CLUSTER).short(&["crd", "crds"]).sub(&["status"]).generation(SPEC)
-        .conditional_update_only(),
+        CLUSTER).short(&["crd", "crds"]).categories(API_EXTENSIONS).sub(&["status"])
+        .generation(SPEC).conditional_update_only(),
     // scheduling.k8s.io/v1
     entry("scheduling.k8s.io", V1, "priorityclasses", "PriorityClass", CLUSTER).short(&["pc"])
         .printer(Printer::PriorityClass),
     // coordination.k8s.io/v1
     entry("coordination.k8s.io", V1, "leases", "Lease", NS).conditional_update_only()
         .create_on_update().printer(Printer::Lease).admit(Admission::Lease),
+    // node.k8s.io/v1
+    entry("node.k8s.io", V1, "runtimeclasses", "RuntimeClass", CLUSTER)
+        .printer(Printer::RuntimeClass),
     // discovery.k8s.io/v1
     entry("discovery.k8s.io", V1, "endpointslices", "EndpointSlice", NS)
         .printer(Printer::EndpointSlice),
+    // flowcontrol.apiserver.k8s.io/v1
+    entry(FLOWCONTROL, V1, "flowschemas", "FlowSchema", CLUSTER).sub(&["status"])
+        .generation(SPEC).printer(Printer::FlowSchema),
+    entry(FLOWCONTROL, V1, "prioritylevelconfigurations", "PriorityLevelConfiguration", CLUSTER)
+        .sub(&["status"]).generation(SPEC).printer(Printer::PriorityLevelConfiguration),
 ];
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
 }
 
+fn gvk(group: &str, version: &str, kind: &str) -> Option<Gvk> {
+    Some(Gvk {
+        group: group.to_owned(),
+        version: version.to_owned(),
+        kind: kind.to_owned(),
+    })
+}
+
+/// A subresource as the real server lists it: its verbs and, when not the parent's, its kind.
 fn subresource(name: &str, group: &str, version: &str) -> Subresource {
-    match name {
-        "scale" => Subresource {
-            name: "scale".to_owned(),
-            response: Some(Gvk {
-                group: "autoscaling".to_owned(),
-                version: "v1".to_owned(),
-                kind: "Scale".to_owned(),
-            }),
-            verbs: strings(GET_UPDATE_PATCH),
-            printer: Some(Printer::Scale),
-        },
-        "binding" => Subresource {
-            name: "binding".to_owned(),
-            response: Some(Gvk {
-                group: group.to_owned(),
-                version: version.to_owned(),
-                kind: "Binding".to_owned(),
-            }),
-            verbs: strings(&["create"]),
-            printer: None,
-        },
-        "finalize" => Subresource {
-            name: "finalize".to_owned(),
-            response: None,
-            verbs: strings(&["update"]),
-            printer: None,
-        },
-        other => Subresource {
-            name: other.to_owned(),
-            response: None,
-            verbs: strings(GET_UPDATE_PATCH),
-            printer: None,
-        },
+    let (response, verbs, printer) = match name {
+        "scale" => (
+            gvk("autoscaling", "v1", "Scale"),
+            GET_UPDATE_PATCH,
+            Some(Printer::Scale),
+        ),
+        "binding" => (gvk(group, version, "Binding"), CREATE_ONLY, None),
+        "eviction" => (gvk("policy", "v1", "Eviction"), CREATE_ONLY, None),
+        "token" => (
+            gvk("authentication.k8s.io", "v1", "TokenRequest"),
+            CREATE_ONLY,
+            None,
+        ),
+        "finalize" => (None, &["update"][..], None),
+        // status, approval, ephemeralcontainers: the parent's kind.
+        _ => (None, GET_UPDATE_PATCH, None),
+    };
+    Subresource {
+        name: name.to_owned(),
+        response,
+        verbs: strings(verbs),
+        printer,
     }
 }
 
@@ -312,11 +435,6 @@ pub(super) fn resources() -> (Vec<Group>, Vec<Resource>) {
                 .iter()
                 .filter(|e| e.group == group.name && e.version == *version)
             {
-                let verbs = if e.plural == "namespaces" {
-                    NAMESPACE_VERBS
-                } else {
-                    ALL_VERBS
-                };
                 resources.push(Resource {
                     group: e.group.to_owned(),
                     version: e.version.to_owned(),
@@ -324,7 +442,7 @@ pub(super) fn resources() -> (Vec<Group>, Vec<Resource>) {
                     singular: e.kind.to_lowercase(),
                     kind: e.kind.to_owned(),
                     namespaced: e.namespaced,
-                    verbs: strings(verbs),
+                    verbs: strings(e.verbs),
                     short_names: strings(e.short_names),
                     categories: strings(e.categories),
                     subresources: e

@@ -9,6 +9,7 @@ mod custom;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub(crate) use builtin::PRIORITIES;
 pub(crate) use custom::{Custom, PrinterColumn, ScalePaths};
 
 use parking_lot::RwLock;
@@ -47,6 +48,9 @@ pub enum NameRule {
     Label,
     /// DNS-1035 label, at most 63, starting with a letter (services).
     Dns1035,
+    /// Any name that can be one segment of a URL path (`path.IsValidPathSegmentName`:
+    /// APIServices, whose names are `version.group`, `v1.` for the core group).
+    PathSegment,
 }
 
 /// When `metadata.generation` is set and incremented (§3.8).
@@ -60,6 +64,22 @@ pub enum GenerationPolicy {
     SpecAndAnnotations,
     /// 1 on create, +1 when anything but `metadata` and `status` changes (custom resources).
     AllButMetadataAndStatus,
+    /// 1 on create, +1 when anything but `metadata` changes (custom resources whose
+    /// definition has no status subresource: `customResourceStrategy.PrepareForUpdate`).
+    AllButMetadata,
+    /// 1 on create, +1 when `webhooks` change (webhook configurations).
+    Webhooks,
+}
+
+/// Where a resource's objects live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Storage {
+    /// In the store, under the generic verbs.
+    #[default]
+    Stored,
+    /// Nowhere: the reviews (created and answered), `componentstatuses` (computed) and
+    /// `bindings` (a write to a pod) have handlers of their own (`handlers::virtual`).
+    Virtual,
 }
 
 /// Which of the real server's printers renders a resource as a `meta.k8s.io` Table (§10): the
@@ -146,6 +166,33 @@ pub enum Printer {
     PriorityClass,
     /// Name, Request, Limit, Age.
     ResourceQuota,
+    /// Name, Status, Message, Error (no age: component statuses are computed).
+    ComponentStatus,
+    /// Name, Service, Available, Age (the aggregator's own convertor).
+    ApiService,
+    /// Name, Age, SignerName, Requestor, RequestedDuration, Condition.
+    CertificateSigningRequest,
+    /// Name, AttachRequired, PodInfoOnMount, StorageCapacity, TokenRequests,
+    /// RequiresRepublish, Modes, Age.
+    CsiDriver,
+    /// Name, Drivers, Age.
+    CsiNode,
+    /// Name, StorageClassName, Capacity.
+    CsiStorageCapacity,
+    /// Name, Attacher, PV, Node, Attached, Age.
+    VolumeAttachment,
+    /// Mutating and validating webhook configurations: Name, Webhooks, Age.
+    WebhookConfiguration,
+    /// Name, Validations, ParamKind, Age.
+    ValidatingAdmissionPolicy,
+    /// Name, PolicyName, ParamRef, Age.
+    ValidatingAdmissionPolicyBinding,
+    /// Name, Handler, Age.
+    RuntimeClass,
+    /// Name, PriorityLevel, MatchingPrecedence, DistinguisherMethod, Age, MissingPL.
+    FlowSchema,
+    /// Name, Type, NominalConcurrencyShares, Queues, HandSize, QueueLengthLimit, Age.
+    PriorityLevelConfiguration,
 }
 
 /// Which kind-specific admission (defaulting, validation, allocation: the `admission` module)
@@ -187,6 +234,10 @@ pub enum Admission {
     CronJob,
     /// coordination.k8s.io/v1 Lease.
     Lease,
+    /// apiregistration.k8s.io/v1 APIService.
+    ApiService,
+    /// certificates.k8s.io/v1 CertificateSigningRequest.
+    CertificateSigningRequest,
 }
 
 /// How a resource behaves under the generic verbs, where kinds differ.
@@ -204,6 +255,8 @@ pub struct Behaviour {
     pub delete_returns_object: bool,
     /// The kind's defaulting and validation hooks.
     pub admission: Admission,
+    /// Whether objects are stored.
+    pub storage: Storage,
 }
 
 impl Default for Behaviour {
@@ -215,6 +268,7 @@ impl Default for Behaviour {
             create_on_update: false,
             delete_returns_object: false,
             admission: Admission::None,
+            storage: Storage::Stored,
         }
     }
 }
@@ -324,6 +378,8 @@ pub struct Registry {
     /// Incremented whenever the custom resources change (documents built from the registry
     /// are rebuilt when it moved).
     generation: AtomicU64,
+    /// Wakes whoever waits for the custom resources to change (the APIService controller).
+    changed: tokio::sync::Notify,
 }
 
 impl Registry {
@@ -336,6 +392,7 @@ impl Registry {
             builtin_groups: groups.clone(),
             groups: RwLock::new(groups),
             generation: AtomicU64::new(0),
+            changed: tokio::sync::Notify::new(),
         }
     }
 
@@ -372,6 +429,13 @@ impl Registry {
         resources.extend(custom);
         *self.groups.write() = groups;
         self.generation.fetch_add(1, Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
+
+    /// Resolves at the next change of the custom resources (create the future before reading
+    /// the registry, so that no change between the two is missed).
+    pub(crate) fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
     }
 
     /// Moves whenever the custom resources change.
@@ -513,12 +577,18 @@ mod tests {
                     let mut sorted = r.verbs.clone();
                     sorted.sort();
                     assert_eq!(sorted, r.verbs, "{} verbs sorted", r.plural);
-                    assert!(r.has_verb("get") && r.has_verb("list") && r.has_verb("watch"));
+                    let virtual_kind = r.behaviour.storage == Storage::Virtual;
+                    assert!(
+                        virtual_kind
+                            || (r.has_verb("get") && r.has_verb("list") && r.has_verb("watch")),
+                        "{} is stored, so it is read and watched",
+                        r.plural
+                    );
                     assert_eq!(r.singular, r.kind.to_lowercase(), "{}", r.plural);
                 }
             }
         }
-        assert!(total >= 38, "{total} resources");
+        assert!(total >= 59, "{total} resources");
     }
 
     #[test]

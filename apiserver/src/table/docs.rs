@@ -396,3 +396,124 @@ pub(super) const CLUSTER_ROLE_BINDING_GROUPS: &str = "Groups in the clusterRoleB
 /// ClusterRoleBinding ServiceAccounts column.
 pub(super) const CLUSTER_ROLE_BINDING_SERVICE_ACCOUNTS: &str =
     "ServiceAccounts in the clusterRoleBinding";
+
+// ----- the API extension, certificate, flow-control, node and CSI kinds (printers/cluster.rs) -----
+
+/// `certificate_signing_request_spec` `signerName`.
+pub(super) const CSR_SIGNER_NAME: &str = "signerName indicates the requested signer, and is a qualified name.\n\nList/watch requests for CertificateSigningRequests can filter on this field using a \"spec.signerName=NAME\" fieldSelector.\n\nWell-known Kubernetes signers are:\n 1. \"kubernetes.io/kube-apiserver-client\": issues client certificates that can be used to authenticate to kube-apiserver.\n  Requests for this signer are never auto-approved by kube-controller-manager, can be issued by the \"csrsigning\" controller in kube-controller-manager.\n 2. \"kubernetes.io/kube-apiserver-client-kubelet\": issues client certificates that kubelets use to authenticate to kube-apiserver.\n  Requests for this signer can be auto-approved by the \"csrapproving\" controller in kube-controller-manager, and can be issued by the \"csrsigning\" controller in kube-controller-manager.\n 3. \"kubernetes.io/kubelet-serving\" issues serving certificates that kubelets use to serve TLS endpoints, which kube-apiserver can connect to securely.\n  Requests for this signer are never auto-approved by kube-controller-manager, and can be issued by the \"csrsigning\" controller in kube-controller-manager.\n\nMore details are available at https://k8s.io/docs/reference/access-authn-authz/certificate-signing-requests/#kubernetes-signers\n\nCustom signerNames can also be specified. The signer defines:\n 1. Trust distribution: how trust (CA bundles) are distributed.\n 2. Permitted subjects: and behavior when a disallowed subject is requested.\n 3. Required, permitted, or forbidden x509 extensions in the request (including whether subjectAltNames are allowed, which types, restrictions on allowed values) and behavior when a disallowed extension is requested.\n 4. Required, permitted, or forbidden key usages / extended key usages.\n 5. Expiration/certificate lifetime: whether it is fixed by the signer, configurable by the admin.\n 6. Whether or not requests for CA certificates are allowed.";
+
+/// `certificate_signing_request_spec` `request`.
+pub(super) const CSR_REQUEST: &str = "request contains an x509 certificate signing request encoded in a \"CERTIFICATE REQUEST\" PEM block. When serialized as JSON or YAML, the data is additionally base64-encoded.";
+
+/// `certificate_signing_request_spec` `expirationSeconds`.
+pub(super) const CSR_EXPIRATION_SECONDS: &str = "expirationSeconds is the requested duration of validity of the issued certificate. The certificate signer may issue a certificate with a different validity duration so a client must check the delta between the notBefore and and notAfter fields in the issued certificate to determine the actual duration.\n\nThe v1.22+ in-tree implementations of the well-known Kubernetes signers will honor this field as long as the requested duration is not greater than the maximum duration they will honor per the --cluster-signing-duration CLI flag to the Kubernetes controller manager.\n\nCertificate signers may not honor this field for various reasons:\n\n  1. Old signer that is unaware of the field (such as the in-tree\n     implementations prior to v1.22)\n  2. Signer whose configured maximum is shorter than the requested duration\n  3. Signer whose configured minimum is longer than the requested duration\n\nThe minimum valid value for expirationSeconds is 600, i.e. 10 minutes.";
+
+/// `certificate_signing_request_status` `conditions`.
+pub(super) const CSR_CONDITIONS: &str = "conditions applied to the request. Known conditions are \"Approved\", \"Denied\", and \"Failed\".";
+
+/// `volume_attachment_spec` `attacher`.
+pub(super) const VOLUME_ATTACHMENT_ATTACHER: &str = "attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName().";
+
+/// `volume_attachment_source` `persistentVolumeName`.
+pub(super) const VOLUME_ATTACHMENT_PV: &str =
+    "persistentVolumeName represents the name of the persistent volume to attach.";
+
+/// `volume_attachment_spec` `nodeName`.
+pub(super) const VOLUME_ATTACHMENT_NODE: &str =
+    "nodeName represents the node that the volume should be attached to.";
+
+/// `volume_attachment_status` `attached`.
+pub(super) const VOLUME_ATTACHMENT_ATTACHED: &str = "attached indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher.";
+
+/// `csi_driver_spec` `attachRequired`.
+pub(super) const CSI_DRIVER_ATTACH_REQUIRED: &str = "attachRequired indicates this CSI volume driver requires an attach operation (because it implements the CSI ControllerPublishVolume() method), and that the Kubernetes attach detach controller should call the attach volume interface which checks the volumeattachment status and waits until the volume is attached before proceeding to mounting. The CSI external-attacher coordinates with CSI volume driver and updates the volumeattachment status when the attach operation is complete. If the CSIDriverRegistry feature gate is enabled and the value is specified to false, the attach operation will be skipped. Otherwise the attach operation will be called.\n\nThis field is immutable.";
+
+/// `csi_driver_spec` `podInfoOnMount`.
+pub(super) const CSI_DRIVER_POD_INFO_ON_MOUNT: &str = "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations, if set to true. If set to false, pod information will not be passed on mount. Default is false.\n\nThe CSI driver specifies podInfoOnMount as part of driver deployment. If true, Kubelet will pass pod information as VolumeContext in the CSI NodePublishVolume() calls. The CSI driver is responsible for parsing and validating the information passed in as VolumeContext.\n\nThe following VolumeContext will be passed if podInfoOnMount is set to true. This list might grow, but the prefix will be used. \"csi.storage.k8s.io/pod.name\": pod.Name \"csi.storage.k8s.io/pod.namespace\": pod.Namespace \"csi.storage.k8s.io/pod.uid\": string(pod.UID) \"csi.storage.k8s.io/ephemeral\": \"true\" if the volume is an ephemeral inline volume\n                                defined by a CSIVolumeSource, otherwise \"false\"\n\n\"csi.storage.k8s.io/ephemeral\" is a new feature in Kubernetes 1.16. It is only required for drivers which support both the \"Persistent\" and \"Ephemeral\" VolumeLifecycleMode. Other drivers can leave pod info disabled and/or ignore this field. As Kubernetes 1.15 doesn't support this field, drivers can only support one mode when deployed on such a cluster and the deployment determines which mode that is, for example via a command line parameter of the driver.\n\nThis field was immutable in Kubernetes < 1.29 and now is mutable.";
+
+/// `csi_driver_spec` `storageCapacity`.
+pub(super) const CSI_DRIVER_STORAGE_CAPACITY: &str = "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report by creating CSIStorageCapacity objects with capacity information, if set to true.\n\nThe check can be enabled immediately when deploying a driver. In that case, provisioning new volumes with late binding will pause until the driver deployment has published some suitable CSIStorageCapacity object.\n\nAlternatively, the driver can be deployed with the field unset or false and it can be flipped later when storage capacity information has been published.\n\nThis field was immutable in Kubernetes <= 1.22 and now is mutable.";
+
+/// `csi_driver_spec` `tokenRequests`.
+pub(super) const CSI_DRIVER_TOKEN_REQUESTS: &str = "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication. Kubelet will pass the tokens in VolumeContext in the CSI NodePublishVolume calls. The CSI driver should parse and validate the following VolumeContext: \"csi.storage.k8s.io/serviceAccount.tokens\": {\n  \"<audience>\": {\n    \"token\": <token>,\n    \"expirationTimestamp\": <expiration timestamp in RFC3339>,\n  },\n  ...\n}\n\nNote: Audience in each TokenRequest should be different and at most one token is empty string. To receive a new token after expiry, RequiresRepublish can be used to trigger NodePublishVolume periodically.";
+
+/// `csi_driver_spec` `requiresRepublish`.
+pub(super) const CSI_DRIVER_REQUIRES_REPUBLISH: &str = "requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume. This field defaults to false.\n\nNote: After a successful initial NodePublishVolume call, subsequent calls to NodePublishVolume should only update the contents of the volume. New mount points will not be seen by a running container.";
+
+/// `csi_driver_spec` `volumeLifecycleModes`.
+pub(super) const CSI_DRIVER_MODES: &str = "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports. The default if the list is empty is \"Persistent\", which is the usage defined by the CSI specification and implemented in Kubernetes via the usual PV/PVC mechanism.\n\nThe other mode is \"Ephemeral\". In this mode, volumes are defined inline inside the pod spec with CSIVolumeSource and their lifecycle is tied to the lifecycle of that pod. A driver has to be aware of this because it is only going to get a NodePublishVolume call for such a volume.\n\nFor more information about implementing this mode, see https://kubernetes-csi.github.io/docs/ephemeral-local-volumes.html A driver can support one or more of these modes and more modes may be added in the future.\n\nThis field is beta. This field is immutable.";
+
+/// `csi_storage_capacity` `storageClassName`.
+pub(super) const CSI_STORAGE_CAPACITY_CLASS: &str = "storageClassName represents the name of the StorageClass that the reported capacity applies to. It must meet the same requirements as the name of a StorageClass object (non-empty, DNS subdomain). If that object no longer exists, the CSIStorageCapacity object is obsolete and should be removed by its creator. This field is immutable.";
+
+/// `csi_storage_capacity` `capacity`.
+pub(super) const CSI_STORAGE_CAPACITY_CAPACITY: &str = "capacity is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields.\n\nThe semantic is currently (CSI spec 1.2) defined as: The available capacity, in bytes, of the storage that can be used to provision volumes. If not set, that information is currently unavailable.";
+
+/// `priority_level_configuration_reference` `name`.
+pub(super) const FLOW_SCHEMA_PRIORITY_LEVEL: &str =
+    "`name` is the name of the priority level configuration being referenced Required.";
+
+/// `flow_schema_spec` `matchingPrecedence`.
+pub(super) const FLOW_SCHEMA_MATCHING_PRECEDENCE: &str = "`matchingPrecedence` is used to choose among the FlowSchemas that match a given request. The chosen FlowSchema is among those with the numerically lowest (which we take to be logically highest) MatchingPrecedence.  Each MatchingPrecedence value must be ranged in [1,10000]. Note that if the precedence is not specified, it will be set to 1000 as default.";
+
+/// `flow_schema_spec` `distinguisherMethod`.
+pub(super) const FLOW_SCHEMA_DISTINGUISHER: &str = "`distinguisherMethod` defines how to compute the flow distinguisher for requests that match this schema. `nil` specifies that the distinguisher is disabled and thus will always be the empty string.";
+
+/// `priority_level_configuration_spec` `type`.
+pub(super) const PRIORITY_LEVEL_TYPE: &str = "`type` indicates whether this priority level is subject to limitation on request execution.  A value of `\"Exempt\"` means that requests of this priority level are not subject to a limit (and thus are never queued) and do not detract from the capacity made available to other priority levels.  A value of `\"Limited\"` means that (a) requests of this priority level _are_ subject to limits and (b) some of the server's limited capacity is made available exclusively to this priority level. Required.";
+
+/// `limited_priority_level_configuration` `nominalConcurrencyShares`.
+pub(super) const PRIORITY_LEVEL_SHARES: &str = "`nominalConcurrencyShares` (NCS) contributes to the computation of the NominalConcurrencyLimit (NominalCL) of this level. This is the number of execution seats available at this priority level. This is used both for requests dispatched from this priority level as well as requests dispatched from other priority levels borrowing seats from this level. The server's concurrency limit (ServerCL) is divided among the Limited priority levels in proportion to their NCS values:\n\nNominalCL(i)  = ceil( ServerCL * NCS(i) / sum_ncs ) sum_ncs = sum[priority level k] NCS(k)\n\nBigger numbers mean a larger nominal concurrency limit, at the expense of every other priority level.\n\nIf not specified, this field defaults to a value of 30.\n\nSetting this field to zero supports the construction of a \"jail\" for this priority level that is used to hold some request(s)";
+
+/// `queuing_configuration` `queues`.
+pub(super) const PRIORITY_LEVEL_QUEUES: &str = "`queues` is the number of queues for this priority level. The queues exist independently at each apiserver. The value must be positive.  Setting it to 1 effectively precludes shufflesharding and thus makes the distinguisher method of associated flow schemas irrelevant.  This field has a default value of 64.";
+
+/// `queuing_configuration` `handSize`.
+pub(super) const PRIORITY_LEVEL_HAND_SIZE: &str = "`handSize` is a small positive number that configures the shuffle sharding of requests into queues.  When enqueuing a request at this priority level the request's flow identifier (a string pair) is hashed and the hash value is used to shuffle the list of queues and deal a hand of the size specified here.  The request is put into one of the shortest queues in that hand. `handSize` must be no larger than `queues`, and should be significantly smaller (so that a few heavy flows do not saturate most of the queues).  See the user-facing documentation for more extensive guidance on setting this field.  This field has a default value of 8.";
+
+/// `queuing_configuration` `queueLengthLimit`.
+pub(super) const PRIORITY_LEVEL_QUEUE_LENGTH: &str = "`queueLengthLimit` is the maximum number of requests allowed to be waiting in a given queue of this priority level at a time; excess requests are rejected.  This value must be positive.  If not specified, it will be defaulted to 50.";
+
+/// ComponentStatus Status column.
+pub(super) const COMPONENT_STATUS: &str = "Status of the component conditions";
+
+/// ComponentStatus Message column.
+pub(super) const COMPONENT_MESSAGE: &str = "Message of the component conditions";
+
+/// ComponentStatus Error column.
+pub(super) const COMPONENT_ERROR: &str = "Error of the component conditions";
+
+/// APIService Service column (kube-aggregator's convertor).
+pub(super) const API_SERVICE_SERVICE: &str =
+    "The reference to the service that hosts the API endpoint.";
+
+/// APIService Available column.
+pub(super) const API_SERVICE_AVAILABLE: &str = "Whether this service is available.";
+
+/// CSINode Drivers column.
+pub(super) const CSI_NODE_DRIVERS: &str =
+    "Drivers indicates the number of CSI drivers registered on the node";
+
+/// Webhook configurations' Webhooks column.
+pub(super) const WEBHOOKS: &str =
+    "Webhooks indicates the number of webhooks registered in this configuration";
+
+/// ValidatingAdmissionPolicy Validations column.
+pub(super) const VAP_VALIDATIONS: &str =
+    "Validations indicates the number of validation rules defined in this configuration";
+
+/// ValidatingAdmissionPolicy ParamKind column.
+pub(super) const VAP_PARAM_KIND: &str =
+    "ParamKind specifies the kind of resources used to parameterize this policy";
+
+/// ValidatingAdmissionPolicyBinding PolicyName column.
+pub(super) const VAPB_POLICY_NAME: &str =
+    "PolicyName indicates the policy definition which the policy binding binded to";
+
+/// ValidatingAdmissionPolicyBinding ParamRef column (upstream's spelling).
+pub(super) const VAPB_PARAM_REF: &str =
+    "ParamRef indicates the param resource which sets the configration param";
+
+/// FlowSchema MissingPL column.
+pub(super) const FLOW_SCHEMA_MISSING_PL: &str =
+    "references a broken or non-existent PriorityLevelConfiguration";

@@ -23,7 +23,9 @@
 //! - `storage`: persistent volumes and claims, storage classes;
 //! - `access`: service accounts, role bindings and cluster role bindings;
 //! - `policy`: horizontal pod autoscalers, pod disruption budgets, priority classes, resource
-//!   quotas.
+//!   quotas;
+//! - `cluster`: component statuses, API services, certificate signing requests, CSI kinds and
+//!   volume attachments, admission configuration, runtime classes, flow control.
 
 use std::collections::BTreeSet;
 
@@ -36,6 +38,7 @@ use crate::registry::Printer;
 use crate::selector::label_selector_string;
 
 mod access;
+mod cluster;
 mod networking;
 mod policy;
 mod storage;
@@ -240,6 +243,21 @@ pub(super) fn columns(printer: &Printer) -> &'static [Column] {
         Printer::PodDisruptionBudget => policy::POD_DISRUPTION_BUDGET_COLUMNS,
         Printer::PriorityClass => policy::PRIORITY_CLASS_COLUMNS,
         Printer::ResourceQuota => policy::RESOURCE_QUOTA_COLUMNS,
+        Printer::ComponentStatus => cluster::COMPONENT_STATUS_COLUMNS,
+        Printer::ApiService => cluster::API_SERVICE_COLUMNS,
+        Printer::CertificateSigningRequest => cluster::CERTIFICATE_SIGNING_REQUEST_COLUMNS,
+        Printer::CsiDriver => cluster::CSI_DRIVER_COLUMNS,
+        Printer::CsiNode => cluster::CSI_NODE_COLUMNS,
+        Printer::CsiStorageCapacity => cluster::CSI_STORAGE_CAPACITY_COLUMNS,
+        Printer::VolumeAttachment => cluster::VOLUME_ATTACHMENT_COLUMNS,
+        Printer::WebhookConfiguration => cluster::WEBHOOK_CONFIGURATION_COLUMNS,
+        Printer::ValidatingAdmissionPolicy => cluster::VALIDATING_ADMISSION_POLICY_COLUMNS,
+        Printer::ValidatingAdmissionPolicyBinding => {
+            cluster::VALIDATING_ADMISSION_POLICY_BINDING_COLUMNS
+        }
+        Printer::RuntimeClass => cluster::RUNTIME_CLASS_COLUMNS,
+        Printer::FlowSchema => cluster::FLOW_SCHEMA_COLUMNS,
+        Printer::PriorityLevelConfiguration => cluster::PRIORITY_LEVEL_CONFIGURATION_COLUMNS,
     }
 }
 
@@ -326,6 +344,27 @@ pub(super) fn row(printer: &Printer, object: &Value, now: i128) -> Row {
         Printer::PodDisruptionBudget => Row::plain(policy::pod_disruption_budget(object, now)),
         Printer::PriorityClass => Row::plain(policy::priority_class(object, now)),
         Printer::ResourceQuota => Row::plain(policy::resource_quota(object, now)),
+        Printer::ComponentStatus => Row::plain(cluster::component_status(object)),
+        Printer::ApiService => Row::plain(cluster::api_service(object, now)),
+        Printer::CertificateSigningRequest => {
+            Row::plain(cluster::certificate_signing_request(object, now))
+        }
+        Printer::CsiDriver => Row::plain(cluster::csi_driver(object, now)),
+        Printer::CsiNode => Row::plain(cluster::csi_node(object, now)),
+        Printer::CsiStorageCapacity => Row::plain(cluster::csi_storage_capacity(object)),
+        Printer::VolumeAttachment => Row::plain(cluster::volume_attachment(object, now)),
+        Printer::WebhookConfiguration => Row::plain(cluster::webhook_configuration(object, now)),
+        Printer::ValidatingAdmissionPolicy => {
+            Row::plain(cluster::validating_admission_policy(object, now))
+        }
+        Printer::ValidatingAdmissionPolicyBinding => {
+            Row::plain(cluster::validating_admission_policy_binding(object, now))
+        }
+        Printer::RuntimeClass => Row::plain(cluster::runtime_class(object, now)),
+        Printer::FlowSchema => Row::plain(cluster::flow_schema(object, now)),
+        Printer::PriorityLevelConfiguration => {
+            Row::plain(cluster::priority_level_configuration(object, now))
+        }
     }
 }
 

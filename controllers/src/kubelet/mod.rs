@@ -389,6 +389,18 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
                 .iter()
                 .flatten()
                 .any(|c| c.type_ == "Ready" && c.status == "True");
+            // Ephemeral containers (`kubectl debug`) start when they are added.
+            let ephemeral = node::ephemeral_statuses(
+                &pod,
+                status.ephemeral_container_statuses.as_deref(),
+                &now,
+            );
+            if ephemeral.is_some() && ephemeral != status.ephemeral_container_statuses {
+                let mut updated = status.clone();
+                updated.ephemeral_container_statuses = ephemeral;
+                write((*pod).clone(), updated).await?;
+                return Ok(Action::AwaitChange);
+            }
             if ready {
                 return Ok(Action::AwaitChange);
             }

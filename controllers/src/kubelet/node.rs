@@ -223,8 +223,52 @@ pub fn running_status(
                 })
                 .collect(),
         ),
+        ephemeral_container_statuses: ephemeral_statuses(pod, None, now),
         ..PodStatus::default()
     }
+}
+
+/// The statuses of the pod's ephemeral containers (`kubectl debug`): each running since its
+/// status in `current` says, or since `now` when it has none yet. `None` when the pod has none.
+pub fn ephemeral_statuses(
+    pod: &Pod,
+    current: Option<&[ContainerStatus]>,
+    now: &Time,
+) -> Option<Vec<ContainerStatus>> {
+    let containers = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.ephemeral_containers.as_ref())?;
+    if containers.is_empty() {
+        return None;
+    }
+    Some(
+        containers
+            .iter()
+            .map(|c| {
+                let known = current
+                    .into_iter()
+                    .flatten()
+                    .find(|status| status.name == c.name);
+                known.cloned().unwrap_or_else(|| ContainerStatus {
+                    name: c.name.clone(),
+                    image: c.image.clone().unwrap_or_default(),
+                    image_id: format!("kubemock://{}", c.image.clone().unwrap_or_default()),
+                    container_id: Some(format!("kubemock://{}", c.name)),
+                    ready: false,
+                    started: Some(true),
+                    restart_count: 0,
+                    state: Some(ContainerState {
+                        running: Some(ContainerStateRunning {
+                            started_at: Some(now.clone()),
+                        }),
+                        ..ContainerState::default()
+                    }),
+                    ..ContainerStatus::default()
+                })
+            })
+            .collect(),
+    )
 }
 
 /// The status of a pod whose containers all exited 0 (phase Succeeded), from its running
