@@ -132,6 +132,11 @@ struct ServeArgs {
     /// seconds); about a minute like the real server unless tests want them sooner.
     #[arg(long, default_value = "60s", value_parser = parse_interval)]
     bookmark_interval: Duration,
+    /// Store what kubemock does not enforce yet (admission webhook configurations with
+    /// webhooks, ValidatingAdmissionPolicies and their bindings, CRDs with CEL rules or a
+    /// conversion webhook) with a Warning on each write, instead of refusing it with a 422.
+    #[arg(long)]
+    accept_unenforced: bool,
     /// The IPv4 range Services get their cluster IPs from; the `kubernetes` Service has its
     /// first address.
     #[arg(long, default_value = kubemock_apiserver::DEFAULT_SERVICE_CLUSTER_IP_RANGE)]
@@ -327,6 +332,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             service_cluster_ip_range: args.service_cluster_ip_range,
             service_node_port_range: args.service_node_port_range,
             components,
+            accept_unenforced: args.accept_unenforced,
         },
         shutdown.clone(),
     ));

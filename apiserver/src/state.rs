@@ -57,6 +57,10 @@ pub struct ServerConfig {
     /// Which of the cluster's other components run in this process, for `componentstatuses`
     /// (the binary marks the controller manager and the scheduler when it runs them).
     pub components: ComponentHealth,
+    /// Store what kubemock does not enforce yet (admission webhooks, admission policies, CEL
+    /// rules and conversion webhooks of CRDs) with a `Warning`, instead of refusing it
+    /// (`--accept-unenforced`; `admission::unenforced`). Default false.
+    pub accept_unenforced: bool,
 }
 
 /// Which components (`controller-manager`, `scheduler`) run alongside this server, as
@@ -101,6 +105,7 @@ impl Default for ServerConfig {
             service_cluster_ip_range: ServiceCidr::default(),
             service_node_port_range: NodePortRange::default(),
             components: ComponentHealth::default(),
+            accept_unenforced: false,
         }
     }
 }

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::target::{self, RequestInfo, Target};
 use super::{create, delete, get, list, patch, update, watch};
+use crate::admission;
 use crate::fieldvalidation::{self, FieldValidation, Refusal};
 use crate::managedfields::Writer;
 use crate::meta::{self, FieldError};
@@ -99,6 +100,17 @@ impl Call {
         object: &mut Object,
         origin: Origin<'_>,
     ) -> ApiResult<Vec<String>> {
+        let mut warnings = self.decode_typed(object, origin)?;
+        warnings.extend(admission::refuse_unenforced(
+            &self.state,
+            &self.target.resource,
+            object,
+        )?);
+        Ok(warnings)
+    }
+
+    /// [`Call::decode_object`]'s typed decoding.
+    fn decode_typed(&self, object: &mut Object, origin: Origin<'_>) -> ApiResult<Vec<String>> {
         let mode = FieldValidation::from_query(&self.query)?;
         let resource = &self.target.resource;
         // A JSON patch's own unknown members come first, as upstream lists them.

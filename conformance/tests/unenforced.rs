@@ -1,0 +1,182 @@
+//! What kubemock does not enforce yet is refused, not stored and ignored: admission webhook
+//! configurations with webhooks, ValidatingAdmissionPolicies and their bindings, CRDs with CEL
+//! rules (`x-kubernetes-validations`) or a conversion webhook. A test that installs one on a
+//! real cluster relies on it running; here it would silently not run. `--accept-unenforced`
+//! stores them with a `Warning` header instead. (`apiserver/src/admission/unenforced.rs`.)
+
+use kubemock_apiserver::ServerConfig;
+use kubemock_conformance::{Harness, Reply};
+use serde_json::{Value, json};
+
+fn webhook_configuration(name: &str, webhooks: Value) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": webhooks,
+    })
+}
+
+fn one_webhook() -> Value {
+    json!([{
+        "name": "check.example.com",
+        "clientConfig": {"url": "https://127.0.0.1:9443/validate"},
+        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                   "resources": ["configmaps"]}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    }])
+}
+
+fn gadget_definition(name: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{name}s.unenforced.example.com")},
+        "spec": {
+            "group": "unenforced.example.com",
+            "names": {"plural": format!("{name}s"), "kind": "Gadget"},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {
+                "openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object",
+                    "properties": {"size": {"type": "integer"}},
+                    "x-kubernetes-validations": [{"rule": "self.size > 0"}],
+                }}}
+            }}],
+        },
+    })
+}
+
+fn causes(reply: &Reply) -> Vec<(String, String)> {
+    reply.body["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                c["field"].as_str().unwrap_or("").to_owned(),
+                c["reason"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn webhook_configurations_with_webhooks_are_refused_and_empty_ones_stored() {
+    let h = Harness::start().await;
+    let path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+    let refused = h
+        .post(path, &webhook_configuration("checks", one_webhook()))
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(refused.body["reason"], "Invalid");
+    assert_eq!(
+        causes(&refused),
+        [("webhooks".to_owned(), "FieldValueForbidden".to_owned())]
+    );
+    let message = refused.body["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with(
+            "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"checks\" is invalid: webhooks: Forbidden: admission webhooks are not called"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("--accept-unenforced"), "{message}");
+    assert_eq!(h.get(&format!("{path}/checks")).await.status, 404);
+    // Nothing to call: stored. Adding a webhook later is refused like creating one.
+    let empty = h
+        .post(path, &webhook_configuration("none", json!([])))
+        .await;
+    assert_eq!(empty.status, 201, "{}", empty.body);
+    let mut with_one = empty.body.clone();
+    with_one["webhooks"] = one_webhook();
+    let update = h.put(&format!("{path}/none"), &with_one).await;
+    assert_eq!(update.status, 422, "{}", update.body);
+    let patched = h
+        .patch(
+            &format!("{path}/none"),
+            "application/merge-patch+json",
+            &json!({"webhooks": one_webhook()}),
+        )
+        .await;
+    assert_eq!(patched.status, 422, "{}", patched.body);
+}
+
+#[tokio::test]
+async fn admission_policies_and_cel_rules_are_refused() {
+    let h = Harness::start().await;
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "replicas"},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": ["apps"],
+            "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"]}]},
+            "validations": [{"expression": "object.spec.replicas <= 5"}]},
+    });
+    let refused = h
+        .post(
+            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+            &policy,
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(
+        causes(&refused),
+        [("spec".to_owned(), "FieldValueForbidden".to_owned())]
+    );
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let refused = h.post(crds, &gadget_definition("gadget")).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(
+        causes(&refused),
+        [(
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations"
+                .to_owned(),
+            "FieldValueForbidden".to_owned()
+        )]
+    );
+    let mut webhook = gadget_definition("widget");
+    webhook["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        .as_object_mut()
+        .map(|spec| spec.remove("x-kubernetes-validations"));
+    webhook["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v1"],
+        "clientConfig": {"url": "https://127.0.0.1:9443/convert"}}});
+    let refused = h.post(crds, &webhook).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(
+        causes(&refused),
+        [(
+            "spec.conversion.strategy".to_owned(),
+            "FieldValueForbidden".to_owned()
+        )]
+    );
+}
+
+#[tokio::test]
+async fn accept_unenforced_stores_them_with_a_warning() {
+    let config = ServerConfig {
+        accept_unenforced: true,
+        ..ServerConfig::default()
+    };
+    let h = Harness::start_with(config).await;
+    let path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+    let created = h
+        .post(path, &webhook_configuration("checks", one_webhook()))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let warning = created
+        .headers
+        .get("warning")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    assert!(
+        warning.starts_with("299 - \"webhooks: Forbidden: admission webhooks are not called"),
+        "{warning}"
+    );
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let created = h.post(crds, &gadget_definition("gadget")).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert!(created.headers.get("warning").is_some());
+}
