@@ -323,8 +323,15 @@ fn shaped(message: &Message, mut object: Map<String, Value>) -> Value {
     }
 }
 
-/// `Time` and `MicroTime`: seconds (1) and nanoseconds (2); `Null` when zero.
+/// `Time` and `MicroTime`: seconds (1) and nanoseconds (2). As upstream's `Unmarshal`
+/// (`staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/time_proto.go`,
+/// `micro_time_proto.go`): an empty message is the zero time (`Null`), any other is that instant,
+/// the Unix epoch included (which encodes as both fields written, zero); a `Time` drops the
+/// nanoseconds.
 fn time(form: Form, bytes: &[u8]) -> Result<Value, String> {
+    if bytes.is_empty() {
+        return Ok(Value::Null);
+    }
     let mut reader = Reader::new(bytes);
     let (mut seconds, mut nanos) = (0i64, 0i64);
     while let Some((number, wire)) = reader.key()? {
@@ -333,9 +340,6 @@ fn time(form: Form, bytes: &[u8]) -> Result<Value, String> {
             (2, Wire::Varint) => nanos = i64::from(reader.varint()? as i32),
             _ => reader.skip(wire)?,
         }
-    }
-    if seconds == 0 && nanos == 0 {
-        return Ok(Value::Null);
     }
     Ok(Value::String(if form == Form::MicroTime {
         meta::rfc3339_micro(seconds, u32::try_from(nanos).unwrap_or(0))
@@ -457,5 +461,27 @@ mod tests {
         assert_eq!(go_duration(90_000_000_000), "1m30s");
         assert_eq!(go_duration(-2_000), "-2µs");
         assert_eq!(go_duration(1_234), "1.234µs");
+    }
+
+    /// `time_proto.go`'s `Unmarshal`: empty is the zero time, anything else an instant (the
+    /// epoch too), a `Time` without its nanoseconds; unknown fields skipped. (Found by the
+    /// protobuf fuzz target: a non-empty message of zero seconds decoded as the epoch once and
+    /// as nothing after a round trip.)
+    #[test]
+    fn times_are_zero_only_when_the_message_is_empty() {
+        assert_eq!(time(Form::Time, &[]).ok(), Some(Value::Null));
+        let epoch = Value::String("1970-01-01T00:00:00Z".to_owned());
+        assert_eq!(
+            time(Form::Time, &[0x08, 0x00, 0x10, 0x00]).ok(),
+            Some(epoch.clone())
+        );
+        assert_eq!(
+            time(Form::Time, &[0x48, 0x01, 0x10, 0x41]).ok(),
+            Some(epoch)
+        );
+        assert_eq!(
+            time(Form::MicroTime, &[0x10, 0xe8, 0x07]).ok(),
+            Some(Value::String("1970-01-01T00:00:00.000001Z".to_owned()))
+        );
     }
 }
