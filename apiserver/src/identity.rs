@@ -5,6 +5,9 @@
 //! records or reports the requester (a CertificateSigningRequest's `spec.username`,
 //! SelfSubjectReview, the access reviews) asks here, so that authentication changes one place.
 
+use std::sync::Arc;
+
+use axum::http::Extensions;
 use serde_json::{Map, Value, json};
 
 /// The user of every request while kubemock does not authenticate.
@@ -15,7 +18,7 @@ pub(crate) const SYSTEM_MASTERS: &str = "system:masters";
 pub(crate) const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
 
 /// A user as `authentication.k8s.io/v1` `UserInfo` describes one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct UserInfo {
     /// `username`.
     pub(crate) name: String,
@@ -53,5 +56,20 @@ impl UserInfo {
             user.insert("extra".to_owned(), Value::Object(self.extra.clone()));
         }
         Value::Object(user)
+    }
+}
+
+/// The authenticated user of a request, in its extensions: authentication inserts it (after
+/// impersonation, the impersonated user); whatever acts for the user reads it with
+/// [`requester`].
+#[derive(Debug, Clone)]
+pub(crate) struct Requester(pub(crate) Arc<UserInfo>);
+
+/// The user a request is made by: the [`Requester`] authentication put in its extensions, or,
+/// when nothing authenticated it (the open mode), [`UserInfo::unsecured`].
+pub(crate) fn requester(extensions: &Extensions) -> Arc<UserInfo> {
+    match extensions.get::<Requester>() {
+        Some(Requester(user)) => Arc::clone(user),
+        None => Arc::new(UserInfo::unsecured()),
     }
 }

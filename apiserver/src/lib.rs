@@ -45,6 +45,7 @@
 mod accept;
 mod admission;
 mod apiservices;
+mod authz;
 mod bootstrap;
 mod codec;
 mod crd;

@@ -150,6 +150,8 @@ struct Inner {
     namespace_phases: Mutex<HashMap<String, (Revision, bool)>>,
     /// The cluster CA and the service-account key (generated on first use).
     pki: crate::pki::Pki,
+    /// What decides whether a user may do what a request asks (`authz`).
+    authorizer: Arc<dyn crate::authz::Authorizer>,
 }
 
 impl AppState {
@@ -176,6 +178,7 @@ impl AppState {
                 service_allocator: tokio::sync::OnceCell::new(),
                 namespace_phases: Mutex::new(HashMap::new()),
                 pki: crate::pki::Pki::new(),
+                authorizer: Arc::new(crate::authz::AlwaysAllow),
             }),
         }
     }
@@ -183,6 +186,11 @@ impl AppState {
     /// The cluster CA and the service-account signing key.
     pub fn pki(&self) -> &crate::pki::Pki {
         &self.inner.pki
+    }
+
+    /// The authorizer every request and access review asks.
+    pub(crate) fn authorizer(&self) -> &dyn crate::authz::Authorizer {
+        self.inner.authorizer.as_ref()
     }
 
     /// The store.

@@ -14,6 +14,7 @@ use super::target::{self, RequestInfo, Target};
 use super::{create, delete, get, list, patch, update, watch};
 use crate::admission;
 use crate::fieldvalidation::{self, FieldValidation, Refusal};
+use crate::identity::{self, UserInfo};
 use crate::managedfields::Writer;
 use crate::meta::{self, FieldError};
 use crate::negotiate::Negotiated;
@@ -65,6 +66,8 @@ pub(crate) struct Call {
     pub(crate) query: Query,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
+    /// Who makes the request.
+    pub(crate) user: Arc<UserInfo>,
     /// What responses are (serializer, conversion, indentation), negotiated from `Accept`.
     pub(crate) negotiated: Negotiated,
 }
@@ -253,6 +256,8 @@ pub(crate) struct RequestParts {
     query: Option<String>,
     /// The target as the classifying middleware parsed it, when it could.
     known: Option<Arc<Target>>,
+    /// Who makes the request (`identity::requester`).
+    user: Arc<UserInfo>,
     headers: HeaderMap,
     body: Body,
 }
@@ -268,6 +273,7 @@ impl<S: Send + Sync> FromRequest<S> for RequestParts {
                 .extensions
                 .remove::<RequestInfo>()
                 .and_then(|info| info.target),
+            user: identity::requester(&parts.extensions),
             method: parts.method,
             headers: parts.headers,
             body,
@@ -341,6 +347,7 @@ async fn answer(
             query,
             headers: request.headers,
             body,
+            user: request.user,
             negotiated,
         };
         let response = dispatch(call, request.method).await;

@@ -13,6 +13,7 @@ use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 use super::resource::{Call, Origin};
+use crate::authz::{Attributes, Decision};
 use crate::identity::UserInfo;
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
@@ -47,7 +48,7 @@ pub(crate) async fn serve(call: &Call, method: Method) -> ApiResult<Response> {
             let answer = match resource.plural.as_str() {
                 "bindings" => return super::update::bind_from_collection(call, body).await,
                 "tokenreviews" => token_review(call, body).await?,
-                "selfsubjectreviews" => self_subject_review(body),
+                "selfsubjectreviews" => self_subject_review(&call.user, body),
                 "subjectaccessreviews" => access_review(call, body, Review::Subject)?,
                 "selfsubjectaccessreviews" => access_review(call, body, Review::SelfSubject)?,
                 "localsubjectaccessreviews" => access_review(call, body, Review::Local)?,
@@ -126,8 +127,7 @@ async fn token_review(call: &Call, mut review: Object) -> ApiResult<Object> {
 }
 
 /// `POST selfsubjectreviews` (`kubectl auth whoami`): who the request is made by.
-fn self_subject_review(mut review: Object) -> Object {
-    let user = UserInfo::unsecured();
+fn self_subject_review(user: &UserInfo, mut review: Object) -> Object {
     object::metadata_mut(&mut review)
         .insert("creationTimestamp".to_owned(), json!(meta::now_rfc3339()));
     review.shift_remove("spec");
@@ -239,15 +239,88 @@ fn access_review(call: &Call, mut review: Object, kind: Review) -> ApiResult<Obj
     }
     if kind == Review::SelfSubject {
         // `selfsubjectaccessreview/rest.go`: the review is of the requester.
-        let user = UserInfo::unsecured();
+        let user = &call.user;
         if let Some(Value::Object(spec)) = review.get_mut("spec") {
             spec.insert("user".to_owned(), json!(user.name));
             spec.insert("groups".to_owned(), json!(user.groups));
         }
     }
+    let decision = call
+        .state
+        .authorizer()
+        .authorize(&review_attributes(review.get("spec")));
     echoed_metadata(&mut review);
-    review.insert("status".to_owned(), json!({"allowed": true}));
+    let mut status = Map::new();
+    status.insert("allowed".to_owned(), json!(decision.allowed()));
+    match &decision {
+        Decision::Deny(_) => {
+            status.insert("denied".to_owned(), json!(true));
+        }
+        Decision::Allow(_) | Decision::NoOpinion(_) => {}
+    }
+    let (Decision::Allow(reason) | Decision::Deny(reason) | Decision::NoOpinion(reason)) =
+        &decision;
+    if !reason.is_empty() {
+        status.insert("reason".to_owned(), json!(reason));
+    }
+    review.insert("status".to_owned(), Value::Object(status));
     Ok(review)
+}
+
+/// The attributes an access review's `spec` describes (`pkg/registry/authorization/util`,
+/// `AuthorizationAttributesFrom`).
+fn review_attributes(spec: Option<&Value>) -> Attributes {
+    let text = |value: Option<&Value>, key: &str| {
+        value
+            .and_then(|v| v.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let extra = spec
+        .and_then(|s| s.get("extra"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let user = UserInfo {
+        name: text(spec, "user"),
+        uid: text(spec, "uid"),
+        groups: spec
+            .and_then(|s| s.get("groups"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        extra,
+    };
+    match spec
+        .and_then(|s| s.get("resourceAttributes"))
+        .filter(|a| !a.is_null())
+    {
+        Some(resource) => Attributes {
+            user,
+            verb: text(Some(resource), "verb"),
+            resource_request: true,
+            namespace: text(Some(resource), "namespace"),
+            api_group: text(Some(resource), "group"),
+            api_version: text(Some(resource), "version"),
+            resource: text(Some(resource), "resource"),
+            subresource: text(Some(resource), "subresource"),
+            name: text(Some(resource), "name"),
+            path: String::new(),
+        },
+        None => {
+            let non_resource = spec.and_then(|s| s.get("nonResourceAttributes"));
+            Attributes {
+                user,
+                verb: text(non_resource, "verb"),
+                path: text(non_resource, "path"),
+                ..Attributes::default()
+            }
+        }
+    }
 }
 
 /// A struct of string fields as Go's `%#v` prints it (`authorization.NonResourceAttributes{

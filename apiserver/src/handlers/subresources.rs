@@ -344,6 +344,7 @@ pub(crate) async fn evict(call: &Call) -> ApiResult<Response> {
             subresource: None,
             legacy_watch: false,
         }),
+        user: call.user.clone(),
         query: call.query.clone(),
         headers: {
             let mut headers = call.headers.clone();

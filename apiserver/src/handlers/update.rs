@@ -577,6 +577,7 @@ pub(crate) async fn bind_from_collection(call: &Call, binding: Object) -> ApiRes
         query: call.query.clone(),
         headers: call.headers.clone(),
         body: call.body.clone(),
+        user: call.user.clone(),
         negotiated: call.negotiated,
     };
     bind_pod(&pod_call, &name, Value::Object(binding)).await
