@@ -23,7 +23,8 @@
 //! - `table`: Table output (`kubectl get`): the per-resource printers, ages; `partial`:
 //!   `PartialObjectMetadata[List]`, the metadata client's conversion.
 //! - `selector`: label and field selectors; `strategic`: strategic merge patch.
-//! - `bootstrap`: the objects a cluster starts with; `apiservices`: the local APIServices and
+//! - `bootstrap`: the objects a cluster starts with; `rbac`: the bootstrap RBAC policy, created
+//!   and repaired at startup; `apiservices`: the local APIServices and
 //!   their availability; `signer`: the `kube-apiserver-client` signer of certificate signing
 //!   requests.
 //! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
@@ -67,6 +68,7 @@ mod openapi;
 mod partial;
 pub mod pki;
 mod query;
+mod rbac;
 mod registry;
 mod routes;
 mod selector;
@@ -157,9 +159,21 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let state = AppState::new(store, config, shutdown.clone());
-    bootstrap::bootstrap(&state)
-        .await
-        .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")))?;
+    // The RBAC policy is read on another thread, then reconciled alongside the namespaces:
+    // on a durable store their writes share group commits.
+    let policy = tokio::task::spawn_blocking(rbac::preload);
+    let startup_objects = async {
+        bootstrap::bootstrap(&state)
+            .await
+            .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")))
+    };
+    let rbac_policy = async {
+        policy.await.map_err(std::io::Error::other)?;
+        rbac::ensure(&state).await.map_err(|err| {
+            std::io::Error::other(format!("creating the bootstrap RBAC policy: {err}"))
+        })
+    };
+    futures_util::future::try_join(startup_objects, rbac_policy).await?;
     crd::controller::start(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("serving the custom resources: {err}")))?;
