@@ -159,21 +159,19 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let state = AppState::new(store, config, shutdown.clone());
-    // The RBAC policy is read on another thread, then reconciled alongside the namespaces:
-    // on a durable store their writes share group commits.
-    let policy = tokio::task::spawn_blocking(rbac::preload);
-    let startup_objects = async {
-        bootstrap::bootstrap(&state)
-            .await
-            .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")))
-    };
-    let rbac_policy = async {
-        policy.await.map_err(std::io::Error::other)?;
-        rbac::ensure(&state).await.map_err(|err| {
+    // The RBAC policy is read and reconciled on a task of its own, in parallel with the
+    // namespaces (on a durable store their writes share group commits).
+    let rbac_state = state.clone();
+    let rbac_policy = tokio::spawn(async move {
+        rbac::ensure(&rbac_state).await.map_err(|err| {
             std::io::Error::other(format!("creating the bootstrap RBAC policy: {err}"))
         })
-    };
-    futures_util::future::try_join(startup_objects, rbac_policy).await?;
+    });
+    let startup_objects = bootstrap::bootstrap(&state)
+        .await
+        .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")));
+    rbac_policy.await.map_err(std::io::Error::other)??;
+    startup_objects?;
     crd::controller::start(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("serving the custom resources: {err}")))?;

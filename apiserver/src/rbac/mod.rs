@@ -92,11 +92,6 @@ static POLICY: LazyLock<Policy> = LazyLock::new(|| {
     }
 });
 
-/// Reads the policy now (on a blocking thread, while other startup work goes on).
-pub(crate) fn preload() {
-    LazyLock::force(&POLICY);
-}
-
 /// The four RBAC resources.
 struct Kinds {
     cluster_roles: Arc<Resource>,
@@ -122,8 +117,9 @@ impl Kinds {
     }
 }
 
-/// A stored object: its key-value (whose revision guards a write) and its parsed form.
-type Stored = (KeyValue, Object);
+/// A stored object: its key-value (whose revision guards a write), its parsed form, and
+/// whether that is the whole object (else only what reconciling reads: [`Reconciled`]).
+type Stored = (KeyValue, Object, bool);
 /// Stored objects of one kind by (namespace, name); the namespace is empty for cluster-scoped
 /// ones.
 type StoredKind = BTreeMap<(String, String), Stored>;
@@ -150,13 +146,19 @@ enum Outcome {
 /// others are still written, as upstream does.
 pub(crate) async fn ensure(state: &AppState) -> ApiResult<()> {
     let kinds = Kinds::of(state)?;
-    let (mut cluster_roles, mut cluster_role_bindings, roles, role_bindings) = futures_util::try_join!(
+    // The policy is parsed on a blocking thread (the first time) while the store is read.
+    let policy = async {
+        tokio::task::spawn_blocking(|| &*POLICY)
+            .await
+            .map_err(ApiError::internal)
+    };
+    let (policy, mut cluster_roles, mut cluster_role_bindings, roles, role_bindings) = futures_util::try_join!(
+        policy,
         read_stored(state, &kinds.cluster_roles),
         read_stored(state, &kinds.cluster_role_bindings),
         read_stored(state, &kinds.roles),
         read_stored(state, &kinds.role_bindings),
     )?;
-    let policy = &*POLICY;
     prime_aggregated_cluster_roles(state, &kinds.cluster_roles, &mut cluster_roles).await?;
     prime_split_bindings(
         state,
@@ -217,7 +219,72 @@ pub(crate) async fn ensure(state: &AppState) -> ApiResult<()> {
     Ok(())
 }
 
-/// Every stored object of `resource`, parsed.
+/// What reconciling reads of a stored RBAC object. A restart reads every object of the
+/// policy, and most need nothing: parsing only these fields (skipping `managedFields`, about
+/// half of each) keeps that cheap; an object that needs a write is parsed whole.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Reconciled {
+    metadata: ReconciledMetadata,
+    #[serde(default)]
+    rules: Value,
+    #[serde(default)]
+    aggregation_rule: Value,
+    #[serde(default)]
+    subjects: Value,
+    #[serde(default)]
+    role_ref: Value,
+}
+
+/// The metadata of a [`Reconciled`].
+#[derive(serde::Deserialize)]
+struct ReconciledMetadata {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    namespace: String,
+    #[serde(default)]
+    labels: Value,
+    #[serde(default)]
+    annotations: Value,
+}
+
+impl Reconciled {
+    /// The fields as an object (null ones left out).
+    fn into_object(self) -> Object {
+        let mut object = Object::new();
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("name".to_owned(), Value::String(self.metadata.name));
+        if !self.metadata.namespace.is_empty() {
+            metadata.insert(
+                "namespace".to_owned(),
+                Value::String(self.metadata.namespace),
+            );
+        }
+        for (field, value) in [
+            ("labels", self.metadata.labels),
+            ("annotations", self.metadata.annotations),
+        ] {
+            if !value.is_null() {
+                metadata.insert(field.to_owned(), value);
+            }
+        }
+        object.insert("metadata".to_owned(), Value::Object(metadata));
+        for (field, value) in [
+            ("rules", self.rules),
+            ("aggregationRule", self.aggregation_rule),
+            ("subjects", self.subjects),
+            ("roleRef", self.role_ref),
+        ] {
+            if !value.is_null() {
+                object.insert(field.to_owned(), value);
+            }
+        }
+        object
+    }
+}
+
+/// Every stored object of `resource`, parsed for reconciling (not whole).
 async fn read_stored(state: &AppState, resource: &Resource) -> ApiResult<StoredKind> {
     let listed = state
         .store()
@@ -226,23 +293,32 @@ async fn read_stored(state: &AppState, resource: &Resource) -> ApiResult<StoredK
         .map_err(ApiError::from_storage)?;
     let mut stored = BTreeMap::new();
     for kv in listed.items {
-        let object = object::parse_stored(&kv.value)?;
+        let read: Reconciled = serde_json::from_slice(&kv.value)
+            .map_err(|err| ApiError::internal(format!("stored value is not an object: {err}")))?;
+        let object = read.into_object();
         let namespace = object::meta_str(&object, "namespace")
             .unwrap_or("")
             .to_owned();
         let name = object::name_of(&object).to_owned();
-        stored.insert((namespace, name), (kv, object));
+        stored.insert((namespace, name), (kv, object, false));
     }
     Ok(stored)
 }
 
-/// The stored object at `key`, parsed.
+/// The stored object at `key`, parsed whole.
 async fn read_one(state: &AppState, key: &str) -> ApiResult<Option<Stored>> {
     let Some(kv) = crate::handlers::get::fetch(state, key).await? else {
         return Ok(None);
     };
     let object = object::parse_stored(&kv.value)?;
-    Ok(Some((kv, object)))
+    Ok(Some((kv, object, true)))
+}
+
+fn decide(shape: Shape, existing: &Object, expected: &Object) -> reconcile::Decision {
+    match shape {
+        Shape::Role => reconcile::role(existing, expected),
+        Shape::Binding => reconcile::binding(existing, expected),
+    }
 }
 
 /// Reconciles one object of the policy with its stored copy (`stored`, as read at the
@@ -263,7 +339,7 @@ async fn reconcile_object(
     let mut current = stored;
     let mut recreating = false;
     for _ in 0..ATTEMPTS {
-        let Some((kv, existing)) = &current else {
+        let Some((kv, existing, whole)) = &current else {
             if create_system_object(state, resource, namespace, expected.clone(), &writer).await? {
                 return Ok(if recreating {
                     Outcome::Recreated
@@ -274,9 +350,16 @@ async fn reconcile_object(
             current = read_one(state, &key).await?;
             continue;
         };
-        let decision = match shape {
-            Shape::Role => reconcile::role(existing, expected),
-            Shape::Binding => reconcile::binding(existing, expected),
+        let mut decision = decide(shape, existing, expected);
+        let whole_object;
+        let existing = match decision {
+            reconcile::Decision::Update(_) | reconcile::Decision::Recreate(_) if !whole => {
+                // A write keeps everything else of the object: decide on all of it.
+                whole_object = object::parse_stored(&kv.value)?;
+                decision = decide(shape, &whole_object, expected);
+                &whole_object
+            }
+            _ => existing,
         };
         match decision {
             reconcile::Decision::Keep => return Ok(Outcome::Kept),
@@ -334,7 +417,7 @@ async fn prime_aggregated_cluster_roles(
         if stored.contains_key(&new_key) {
             continue;
         }
-        let Some((_, existing)) = stored.get(&(String::new(), old.to_owned())) else {
+        let Some((kv, existing, _)) = stored.get(&(String::new(), old.to_owned())) else {
             continue;
         };
         if existing
@@ -343,7 +426,7 @@ async fn prime_aggregated_cluster_roles(
         {
             return Ok(());
         }
-        let mut copy = existing.clone();
+        let mut copy = object::parse_stored(&kv.value)?;
         object::metadata_mut(&mut copy).insert("name".to_owned(), Value::String(new.to_owned()));
         debug!(from = old, to = new, "migrating a customised cluster role");
         let writer = Writer::server(MANAGER, resource);
@@ -367,7 +450,7 @@ async fn prime_split_bindings(
 ) -> ApiResult<()> {
     for (old, new) in CLUSTER_ROLE_BINDINGS_TO_SPLIT {
         let new_key = (String::new(), new.to_owned());
-        let Some((_, existing)) = stored.get(&(String::new(), old.to_owned())) else {
+        let Some((_, existing, _)) = stored.get(&(String::new(), old.to_owned())) else {
             continue;
         };
         if stored.contains_key(&new_key) {

@@ -31,6 +31,13 @@ pub(crate) enum Decision {
 /// `computeReconciledRole` (union, no aggregation label prefixes removed) of a stored
 /// ClusterRole or Role with the policy's `expected`.
 pub(crate) fn role(existing: &Object, expected: &Object) -> Decision {
+    // The common case, a role as the policy wrote it, without breaking its rules down.
+    if metadata_holds(existing, expected)
+        && set(existing, "rules") == set(expected, "rules")
+        && aggregation_rule(existing) == aggregation_rule(expected)
+    {
+        return Decision::Keep;
+    }
     let mut result = existing.clone();
     let mut changed = merge_metadata(&mut result, existing, expected);
     let missing = uncovered(
@@ -85,6 +92,10 @@ pub(crate) fn binding(existing: &Object, expected: &Object) -> Decision {
         } else {
             Decision::Recreate(expected.clone())
         };
+    }
+    if metadata_holds(existing, expected) && set(existing, "subjects") == set(expected, "subjects")
+    {
+        return Decision::Keep;
     }
     let mut result = existing.clone();
     let mut changed = merge_metadata(&mut result, existing, expected);
@@ -149,6 +160,18 @@ fn merge_metadata(result: &mut Object, existing: &Object, expected: &Object) -> 
     changed
 }
 
+/// Whether the stored labels and annotations already hold every one of the policy's, with
+/// its value (then merging them changes nothing).
+fn metadata_holds(existing: &Object, expected: &Object) -> bool {
+    ["annotations", "labels"].iter().all(|field| {
+        let have = string_map(existing, field);
+        string_map(expected, field)
+            .into_iter()
+            .flatten()
+            .all(|(key, value)| have.and_then(|h| h.get(key)) == Some(value))
+    })
+}
+
 fn string_map<'a>(object: &'a Object, field: &str) -> Option<&'a Map<String, Value>> {
     object
         .get("metadata")
@@ -156,8 +179,13 @@ fn string_map<'a>(object: &'a Object, field: &str) -> Option<&'a Map<String, Val
         .and_then(Value::as_object)
 }
 
+/// A field that is present and not null.
+fn set<'a>(object: &'a Object, field: &str) -> Option<&'a Value> {
+    object.get(field).filter(|value| !value.is_null())
+}
+
 fn aggregation_rule(object: &Object) -> Option<&Value> {
-    object.get("aggregationRule").filter(|rule| !rule.is_null())
+    set(object, "aggregationRule")
 }
 
 fn selectors(rule: &Value) -> Vec<&Value> {
