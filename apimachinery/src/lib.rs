@@ -27,7 +27,11 @@
 pub mod duration;
 pub mod field;
 pub mod go;
+pub mod gotime;
 pub mod intstr;
+pub mod json;
+pub mod jsonpatch;
 pub mod labels;
 pub mod quantity;
+pub mod time;
 pub mod validation;

@@ -51,10 +51,8 @@ mod crd;
 mod fieldvalidation;
 #[doc(hidden)]
 pub mod fuzzing;
-mod gotime;
 mod handlers;
 mod identity;
-mod jsonpatch;
 mod keys;
 mod kubeconfig;
 mod limits;

@@ -15,12 +15,12 @@ use serde_json::{Map, Value, json};
 
 use super::proto_table::{Form, Message, Table, Ty};
 use super::proto_wire::{Reader, Wire};
-use crate::meta;
+use kubemock_apimachinery::time;
 
 /// How deep messages may nest: as deep as a stored object's JSON may (each message is at least
 /// one JSON level, a map entry's value included), so every object the server stores encodes,
 /// and hostile input stops there.
-pub(crate) const MAX_DEPTH: usize = crate::fieldvalidation::MAX_DEPTH;
+pub(crate) const MAX_DEPTH: usize = kubemock_apimachinery::json::MAX_DEPTH;
 
 /// The largest stack kept for reuse between decodings (entries): enough for any real object.
 const MAX_SPARE: usize = 4096;
@@ -85,7 +85,7 @@ impl<'t> Decoder<'t> {
         depth: usize,
     ) -> Result<Value, String> {
         if depth > MAX_DEPTH {
-            return Err(crate::fieldvalidation::too_deep_message());
+            return Err(kubemock_apimachinery::json::too_deep_message());
         }
         let message = self.table.get(index);
         match message.form {
@@ -338,9 +338,9 @@ fn time(form: Form, bytes: &[u8]) -> Result<Value, String> {
         return Ok(Value::Null);
     }
     Ok(Value::String(if form == Form::MicroTime {
-        meta::rfc3339_micro(seconds, u32::try_from(nanos).unwrap_or(0))
+        time::rfc3339_micro(seconds, u32::try_from(nanos).unwrap_or(0))
     } else {
-        meta::rfc3339(seconds)
+        time::rfc3339(seconds)
     }))
 }
 

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use super::proto_decode::MAX_DEPTH;
 use super::proto_table::{Field, Form, Message, Table, Ty};
 use super::proto_wire::{Wire, Writer};
-use crate::meta;
+use kubemock_apimachinery::time;
 
 /// How many fields past the last one found the encoder compares before hashing a name.
 const LOOK_AHEAD: usize = 8;
@@ -463,7 +463,7 @@ impl<'t, 'v> Encoder<'t, 'v> {
         };
         // Any year: the decoder writes the years beyond 0000–9999 a protobuf time can hold.
         let nanos =
-            meta::parse_rfc3339_any_year(text).ok_or_else(|| format!("invalid time {text:?}"))?;
+            time::parse_rfc3339_any_year(text).ok_or_else(|| format!("invalid time {text:?}"))?;
         let seconds = i64::try_from(nanos.div_euclid(1_000_000_000))
             .map_err(|_| format!("time out of range {text:?}"))?;
         let nanos = nanos.rem_euclid(1_000_000_000) as i64;

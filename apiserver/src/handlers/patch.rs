@@ -5,6 +5,7 @@
 
 use axum::http::StatusCode;
 use axum::response::Response;
+use kubemock_apimachinery::jsonpatch;
 use serde_json::Value;
 use tracing::debug;
 
@@ -17,7 +18,6 @@ use crate::codec;
 use crate::codec::protobuf::SCHEMA;
 use crate::crd;
 use crate::fieldvalidation::{self, FieldValidation, Refusal, with_warnings};
-use crate::jsonpatch;
 use crate::keys;
 use crate::managedfields::{self, Writer};
 use crate::meta::{self, FieldError};

@@ -33,9 +33,9 @@ use serde_json::{Map, Value, json};
 
 use super::docs;
 use super::duration::{go_duration, human_duration, since, zero_time};
-use crate::meta;
 use crate::registry::Printer;
 use crate::selector::label_selector_string;
+use kubemock_apimachinery::time;
 
 mod access;
 mod cluster;
@@ -442,7 +442,7 @@ fn age(object: &Value, now: i128) -> String {
 fn instant(value: &Value, path: &[&str]) -> i128 {
     field(value, path)
         .and_then(Value::as_str)
-        .and_then(meta::parse_rfc3339)
+        .and_then(time::parse_rfc3339)
         .unwrap_or_else(zero_time)
 }
 
@@ -450,7 +450,7 @@ fn instant(value: &Value, path: &[&str]) -> i128 {
 /// there is none).
 fn created_at(object: &Value) -> String {
     let seconds = instant(object, &["metadata", "creationTimestamp"]).div_euclid(1_000_000_000);
-    meta::rfc3339(i64::try_from(seconds).unwrap_or(i64::MIN))
+    time::rfc3339(i64::try_from(seconds).unwrap_or(i64::MIN))
 }
 
 /// `labels.FormatLabels`: `k=v` pairs sorted by key, or `<none>`.
@@ -986,7 +986,7 @@ mod tests {
 
     /// Now: ten minutes after [`CREATED`].
     pub(super) fn now() -> i128 {
-        meta::parse_rfc3339(CREATED).unwrap() + 600 * SECOND
+        time::parse_rfc3339(CREATED).unwrap() + 600 * SECOND
     }
 
     /// The cells `printer` prints for `object` at [`now`], one per column.
