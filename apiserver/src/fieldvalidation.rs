@@ -14,7 +14,7 @@
 //! hold, and reported as `fieldValidation` asks: silently (`Ignore`), as `Warning` headers
 //! (`Warn`, the default), or as an error (`Strict`, what kubectl sends once OpenAPI tells it the
 //! server validates). A type error wins over unknown fields, as in upstream's decoder. The
-//! schemas are the ones the OpenAPI documents serve (`openapi::schemas`).
+//! schemas are the ones the OpenAPI documents serve (`kubemock_apimachinery::openapi`).
 //!
 //! Differences, where the OpenAPI schema does not carry what Go's types do: named Go types are
 //! reported by their underlying type (`string`, not `v1.Protocol`; `map[string]resource.Quantity`,
@@ -29,11 +29,11 @@ use std::sync::LazyLock;
 
 use kubemock_apimachinery::gotime;
 use kubemock_apimachinery::json::{json_kind, object_too_deep, too_deep_message};
+use kubemock_apimachinery::openapi::{COMPONENTS_PREFIX, Schemas};
 use kubemock_apimachinery::quantity::{Quantity, QuantityError};
 use serde_json::{Map, Value, json};
 
 use crate::object::Object;
-use crate::openapi::schemas::{COMPONENTS_PREFIX, Schemas};
 use crate::query::Query;
 use crate::registry::Resource;
 use crate::status::{ApiError, ApiResult};

@@ -9,15 +9,7 @@ use serde_json::json;
 
 use crate::metrics::{self, Snapshot};
 use crate::state::AppState;
-
-/// The Kubernetes version kubemock reports: the kubectl on these machines runs its bundled
-/// 1.32 when the server's minor version is 32.
-pub const KUBERNETES_MINOR: &str = "32";
-
-/// The full version, `v1.32.0`.
-pub(crate) fn git_version() -> String {
-    format!("v1.{KUBERNETES_MINOR}.0")
-}
+use crate::version::{KUBERNETES_MINOR, git_version};
 
 /// `GET /version`.
 pub(crate) async fn version() -> Json<serde_json::Value> {

@@ -337,7 +337,7 @@ async fn lease_held(call: &Call, name: &str) -> ApiResult<bool> {
         return Ok(false);
     };
     let key = crate::keys::object_key(&leases, Some("kube-system"), name);
-    let Some(kv) = super::get::fetch(&call.state, &key).await? else {
+    let Some(kv) = call.state.fetch(&key).await? else {
         return Ok(false);
     };
     let lease = object::parse_stored(&kv.value)?;

@@ -9,10 +9,10 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::resource::Call;
-use super::target::Target;
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::status::{ApiError, ApiResult, Cause, Details};
+use crate::target::Target;
 use crate::tokens::{self, Bound};
 use kubemock_apimachinery::time;
 

@@ -1,7 +1,7 @@
 //! Gathers the Kubernetes 1.32 protobuf schemas (`generated.proto` of every API group and of
 //! apimachinery) for the protobuf codec, from the `k8s-rs-pb` crate that carries them: a
 //! registry dependency, so a build needs nothing outside cargo. Comments are stripped and the
-//! files concatenated into `$OUT_DIR/k8s-protos.txt`, which `codec::protobuf` embeds and
+//! files concatenated into `$OUT_DIR/k8s-protos.txt`, which `protobuf` embeds and
 //! parses at run time. (Only the `.proto` sources are used; `k8s-rs-pb` is a build dependency
 //! without features, so none of its generated code is compiled.)
 
@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[path = "src/codec/proto_comments.rs"]
+#[path = "src/protobuf/comments.rs"]
 mod proto_comments;
 use proto_comments::strip_comments;
 
