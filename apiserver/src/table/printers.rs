@@ -34,7 +34,7 @@ use serde_json::{Map, Value, json};
 use super::docs;
 use super::duration::{go_duration, human_duration, since, zero_time};
 use crate::registry::Printer;
-use crate::selector::label_selector_string;
+use crate::selector::LabelSelector as Selector;
 use kubemock_apimachinery::time;
 
 mod access;
@@ -469,24 +469,16 @@ fn format_labels(labels: Option<&Map<String, Value>>) -> String {
     }
 }
 
-/// `metav1.LabelSelectorAsSelector(selector).String()`; `Err` where it fails (an unknown
-/// operator, values where there must be none or none where there must be some).
+/// `metav1.LabelSelectorAsSelector(selector).String()` (the shared `labels::Selector`); `Err`
+/// where the conversion fails (an unknown operator, values where there must be none or none
+/// where there must be some, an invalid key or value).
 fn selector_string(selector: Option<&Value>) -> Result<String, ()> {
     let Some(selector) = selector else {
         return Ok(String::new());
     };
-    for expression in list(selector, &["matchExpressions"]) {
-        let values = list(expression, &["values"]).len();
-        let valid = match text(expression, &["operator"]) {
-            "In" | "NotIn" => values > 0,
-            "Exists" | "DoesNotExist" => values == 0,
-            _ => false,
-        };
-        if !valid {
-            return Err(());
-        }
-    }
-    Ok(label_selector_string(selector))
+    Selector::from_label_selector_json(selector)
+        .map(|selector| selector.to_string())
+        .map_err(|_| ())
 }
 
 /// `metav1.FormatLabelSelector`: the selector's string, `<none>` for an empty or absent one,
