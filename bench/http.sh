@@ -6,13 +6,25 @@
 #   bench/http.sh                      # defaults: 64 connections, 2 s warm-up, 10 s per row, 3 rounds
 #   bench/http.sh --duration 20 --json /tmp/http.json
 #
-# Arguments are passed to `kubemock-loadgen suite` (see `--help`). The load generator shares the
-# machine with the servers: read the client/server CPU columns before trusting a ratio.
+#   bench/http.sh --kubemock /tmp/old/kubemock   # another build of kubemock (not built here)
+#
+# Arguments are passed to `kubemock-loadgen suite` (see `--help`). With `--kubemock BIN` that
+# binary is measured instead of this checkout's (built only when none is given), so builds of
+# other commits can be compared with the same generator and baseline. The load generator shares
+# the machine with the servers: read the client/server CPU columns before trusting a ratio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release --quiet -p kubemock -p kubemock-loadgen
 target="${CARGO_TARGET_DIR:-target}/release"
+for arg in "$@"; do
+  case "$arg" in
+    --kubemock | --kubemock=*)
+      cargo build --release --quiet -p kubemock-loadgen
+      exec "$target/kubemock-loadgen" suite --baseline "$target/hello-baseline" "$@"
+      ;;
+  esac
+done
+cargo build --release --quiet -p kubemock -p kubemock-loadgen
 exec "$target/kubemock-loadgen" suite \
   --kubemock "$target/kubemock" \
   --baseline "$target/hello-baseline" \

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::str::FromStr;
 
+use k8s_openapi::api::core::v1::NodeSelectorRequirement;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as OpenApiLabelSelector;
 use serde_json::{Map, Value};
 
@@ -108,6 +109,34 @@ impl Selector {
     /// The selector that selects everything (`labels.Everything`).
     pub fn everything() -> Self {
         Selector::default()
+    }
+
+    /// The selector of a plain label map, as a Service's selector, a pod's `nodeSelector` and
+    /// a ReplicationController's selector are (`labels.SelectorFromSet`, built
+    /// `AsSelectorPreValidated`: the keys and values are not checked): every label equal. An
+    /// empty map selects everything.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use kubemock_apimachinery::labels::Selector;
+    /// let set = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
+    /// let selector = Selector::from_set(&set);
+    /// assert_eq!(selector.to_string(), "app=web");
+    /// let labels = BTreeMap::from([("app".to_owned(), "web".to_owned()), ("x".to_owned(), "y".to_owned())]);
+    /// assert!(selector.matches(&labels));
+    /// assert!(!selector.matches(&BTreeMap::new()));
+    /// assert!(Selector::from_set(&BTreeMap::new()).matches(&BTreeMap::new()));
+    /// ```
+    pub fn from_set(set: &BTreeMap<String, String>) -> Self {
+        Self::from_requirements(
+            set.iter()
+                .map(|(key, value)| Requirement {
+                    key: key.clone(),
+                    operator: Operator::Equals,
+                    values: vec![value.clone()],
+                })
+                .collect(),
+        )
     }
 
     /// The selector that selects nothing (`labels.Nothing`: what a missing selector means).
@@ -893,6 +922,69 @@ impl Selector {
             )?);
         }
         Ok(Self::from_requirements(requirements))
+    }
+}
+
+impl Selector {
+    /// The selector of a node selector term's `matchExpressions`, as kube-scheduler and the
+    /// DaemonSet controller build it (`nodeSelectorRequirementsAsSelector`,
+    /// `k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go`): the
+    /// operators `In`, `NotIn`, `Exists`, `DoesNotExist`, `Gt` and `Lt`, each requirement
+    /// checked as `NewRequirement` checks it. No requirements select nothing. The error (an
+    /// unknown operator, an invalid key or value, a `Gt` bound that is not an integer) means
+    /// the term matches no node.
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::NodeSelectorRequirement;
+    /// use kubemock_apimachinery::labels::Selector;
+    /// let requirement = |key: &str, operator: &str, values: &[&str]| NodeSelectorRequirement {
+    ///     key: key.to_owned(),
+    ///     operator: operator.to_owned(),
+    ///     values: Some(values.iter().map(|v| v.to_string()).collect()),
+    /// };
+    /// let selector = Selector::from_node_selector_requirements(&[
+    ///     requirement("zone", "In", &["a", "b"]),
+    ///     requirement("cores", "Gt", &["4"]),
+    /// ])
+    /// .unwrap();
+    /// assert_eq!(selector.to_string(), "cores>4,zone in (a,b)");
+    /// assert!(Selector::from_node_selector_requirements(&[requirement("k", "Near", &[])]).is_err());
+    /// ```
+    pub fn from_node_selector_requirements(
+        requirements: &[NodeSelectorRequirement],
+    ) -> Result<Self, String> {
+        if requirements.is_empty() {
+            return Ok(Selector::nothing());
+        }
+        let mut built = Vec::with_capacity(requirements.len());
+        let mut errors = Vec::new();
+        for (i, requirement) in requirements.iter().enumerate() {
+            let operator = match requirement.operator.as_str() {
+                "In" => Operator::In,
+                "NotIn" => Operator::NotIn,
+                "Exists" => Operator::Exists,
+                "DoesNotExist" => Operator::DoesNotExist,
+                "Gt" => Operator::GreaterThan,
+                "Lt" => Operator::LessThan,
+                other => {
+                    let path = field::Path::new("matchExpressions")
+                        .index(i)
+                        .child("operator");
+                    errors.push(field::Error::not_supported::<&str>(&path, other, &[]).to_string());
+                    continue;
+                }
+            };
+            let values = requirement.values.clone().unwrap_or_default();
+            match new_requirement(requirement.key.clone(), operator, values) {
+                Ok(requirement) => built.push(requirement),
+                Err(err) => errors.push(err),
+            }
+        }
+        if errors.is_empty() {
+            Ok(Self::from_requirements(built))
+        } else {
+            Err(errors.join("; "))
+        }
     }
 }
 

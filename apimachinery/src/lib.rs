@@ -16,7 +16,19 @@
 //! - [`validation`]: name, label and other string rules with upstream's messages
 //!   (`pkg/util/validation`).
 //! - [`field`]: field paths and field errors, worded as upstream's
-//!   (`pkg/util/validation/field`).
+//!   (`pkg/util/validation/field`); [`go`]: Go's string quoting, as those messages use it.
+//! - [`labels`]: label selectors: parsing, printing, matching (`pkg/labels`).
+//! - [`time`]: `metav1.Time` and `MicroTime` as RFC 3339 text, both ways; [`gotime`]: Go's
+//!   `time.Parse` of those layouts, with its error messages.
+//! - [`json`]: the nesting limit every decoder and patch engine holds objects to.
+//! - [`jsonpatch`]: JSON patch as evanphx/json-patch v4 applies it; [`strategic`]: strategic
+//!   merge patch (`pkg/util/strategicpatch`), its strategies read from the protobuf schemas.
+//! - [`openapi`]: the built-in kinds' OpenAPI schemas (generated from `k8s-openapi`).
+//! - [`protobuf`]: the Kubernetes protobuf wire format of built-in kinds
+//!   (`application/vnd.kubernetes.protobuf`), to and from JSON, over the 1.32 schemas that
+//!   `build.rs` embeds (`pkg/runtime/serializer/protobuf`).
+//! - [`managedfields`]: server-side apply's field sets, kinds' shapes, merge and comparison
+//!   (structured-merge-diff).
 //!
 //! # Invariants
 //! - Every accepted input, rejected input and message is upstream's (v0.32); where this crate
@@ -27,7 +39,15 @@
 pub mod duration;
 pub mod field;
 pub mod go;
+pub mod gotime;
 pub mod intstr;
+pub mod json;
+pub mod jsonpatch;
 pub mod labels;
+pub mod managedfields;
+pub mod openapi;
+pub mod protobuf;
 pub mod quantity;
+pub mod strategic;
+pub mod time;
 pub mod validation;

@@ -74,7 +74,7 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
     // before it could fail on its name.
     let key = crate::keys::object_key(&services, Some("default"), "kubernetes");
     let service = async {
-        if crate::handlers::get::fetch(state, &key).await?.is_some() {
+        if state.fetch(&key).await?.is_some() {
             return Ok(());
         }
         ignore_exists(

@@ -14,7 +14,7 @@
 //! hold, and reported as `fieldValidation` asks: silently (`Ignore`), as `Warning` headers
 //! (`Warn`, the default), or as an error (`Strict`, what kubectl sends once OpenAPI tells it the
 //! server validates). A type error wins over unknown fields, as in upstream's decoder. The
-//! schemas are the ones the OpenAPI documents serve (`openapi::schemas`).
+//! schemas are the ones the OpenAPI documents serve (`kubemock_apimachinery::openapi`).
 //!
 //! Differences, where the OpenAPI schema does not carry what Go's types do: named Go types are
 //! reported by their underlying type (`string`, not `v1.Protocol`; `map[string]resource.Quantity`,
@@ -27,12 +27,13 @@ use axum::response::Response;
 use base64::Engine as _;
 use std::sync::LazyLock;
 
+use kubemock_apimachinery::gotime;
+use kubemock_apimachinery::json::{json_kind, object_too_deep, too_deep_message};
+use kubemock_apimachinery::openapi::{COMPONENTS_PREFIX, Schemas};
 use kubemock_apimachinery::quantity::{Quantity, QuantityError};
 use serde_json::{Map, Value, json};
 
-use crate::gotime;
 use crate::object::Object;
-use crate::openapi::schemas::{COMPONENTS_PREFIX, Schemas};
 use crate::query::Query;
 use crate::registry::Resource;
 use crate::status::{ApiError, ApiResult};
@@ -62,43 +63,10 @@ impl FieldValidation {
     }
 }
 
-/// How deep (objects and arrays inside each other) a stored object may be. Upstream's decoders
-/// stop at 10,000 (`sigs.k8s.io/json`'s scanner, `k8s.io/apimachinery/pkg/util/json`), but
-/// serde_json, which kubemock's own client, kube-rs and most Rust programs decode with, stops
-/// at 127, and a stored object is also sent inside a list, a watch event or a Table row: 100
-/// leaves room for those envelopes, so everything the server stores, every Rust client reads.
-/// A deeper object is refused with upstream's wording, before any other work is done on it.
-pub(crate) const MAX_DEPTH: usize = 100;
-
-/// The message of a too-deep object, in `k8s.io/apimachinery/pkg/util/json`'s words.
-pub(crate) fn too_deep_message() -> String {
-    format!("exceeded max depth of {MAX_DEPTH}")
-}
-
-/// Whether `value` nests objects and arrays more than [`MAX_DEPTH`] deep. Stops at the limit,
-/// so it never recurses further than that.
-pub(crate) fn too_deep(value: &Value) -> bool {
-    deeper_than(value, MAX_DEPTH)
-}
-
-/// Whether `object`, a JSON object, nests more than [`MAX_DEPTH`] deep (itself included).
-pub(crate) fn object_too_deep(object: &Object) -> bool {
-    object.values().any(|v| deeper_than(v, MAX_DEPTH - 1))
-}
-
-/// Whether `value` has more than `levels` levels of objects and arrays.
-pub(crate) fn deeper_than(value: &Value, levels: usize) -> bool {
-    match value {
-        Value::Object(map) => levels == 0 || map.values().any(|v| deeper_than(v, levels - 1)),
-        Value::Array(items) => levels == 0 || items.iter().any(|v| deeper_than(v, levels - 1)),
-        _ => false,
-    }
-}
-
 /// Why an object could not be decoded into its kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum DecodeError {
-    /// Nested more than [`MAX_DEPTH`] deep.
+    /// Nested more than [`MAX_DEPTH`](kubemock_apimachinery::json::MAX_DEPTH) deep.
     TooDeep,
     /// A value of the wrong JSON type for its field (Go's `UnmarshalTypeError`).
     Type(Box<TypeError>),
@@ -750,18 +718,6 @@ impl<'s> Decoder<'s> {
     }
 }
 
-/// The JSON kind of `value` as Go's decoder names it in errors.
-pub(crate) fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::String(_) => "string",
-        Value::Number(_) => "number",
-        Value::Bool(_) => "bool",
-        Value::Object(_) => "object",
-        Value::Array(_) => "array",
-        Value::Null => "null",
-    }
-}
-
 /// The Go type of `value` decoded without a schema (structured-merge-diff's `%T`).
 fn go_unstructured_type(value: &Value) -> &'static str {
     match value {
@@ -882,6 +838,7 @@ fn go_base64(text: &str) -> Result<Option<String>, usize> {
 mod tests {
     use super::*;
     use crate::registry::Registry;
+    use kubemock_apimachinery::json::{MAX_DEPTH, too_deep};
     use serde_json::json;
     use std::sync::LazyLock;
 

@@ -17,10 +17,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::handlers::patch::Patch;
 use crate::handlers::resource::{Call, Origin};
-use crate::handlers::target::Target;
 use crate::managedfields::{self, Writer};
 use crate::negotiate::{Encoding, Negotiated};
 use crate::query::Query;
+use crate::target::Target;
 use crate::{ApiError, AppState, Resource, ServerConfig, admission, object, selector};
 
 /// An object as JSON (`object::Object`).

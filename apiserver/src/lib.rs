@@ -11,10 +11,10 @@
 //!   resource verbs (`resource` dispatches to `get`, `list`, `create`, `update`, `delete`).
 //! - `registry`: [`Registry`], one data entry per served resource.
 //! - `admission`: the built-in kinds' defaulting, validation and Service address allocation.
-//! - `codec`: the media types of request bodies, and the Kubernetes protobuf wire format both
-//!   ways (public as [`protobuf`], for tests and benchmarks).
-//! - `openapi`: the OpenAPI documents and the built-in kinds' schemas; `fieldvalidation`:
-//!   unknown fields checked against them.
+//! - `codec`: the media types of request bodies (the Kubernetes protobuf wire format itself is
+//!   `kubemock_apimachinery::protobuf`, re-exported as [`protobuf`] for tests and benchmarks).
+//! - `openapi`: the OpenAPI documents (over the built-in kinds' schemas of
+//!   `kubemock_apimachinery::openapi`); `fieldvalidation`: unknown fields checked against them.
 //! - `query`, `object`, `meta`, `keys`: query strings, objects as JSON, metadata rules and
 //!   storage keys.
 //! - `accept`: `Accept` headers, read as the real server negotiates them; `negotiate`: what a
@@ -22,13 +22,21 @@
 //!   conversion; indentation), decided once per request, and its one encoder.
 //! - `table`: Table output (`kubectl get`): the per-resource printers, ages; `partial`:
 //!   `PartialObjectMetadata[List]`, the metadata client's conversion.
-//! - `selector`: label and field selectors; `strategic`: strategic merge patch.
+//! - `selector`: label and field selectors (label selectors are `kubemock_apimachinery`'s).
+//! - `managedfields`: `metadata.managedFields` on every write and server-side apply, over
+//!   `kubemock_apimachinery::managedfields`' field sets; `handlers::patch` applies JSON and
+//!   strategic merge patches with `kubemock_apimachinery::{jsonpatch, strategic}`.
 //! - `bootstrap`: the objects a cluster starts with; `rbac`: the bootstrap RBAC policy, created
 //!   and repaired at startup; `apiservices`: the local APIServices and
 //!   their availability; `signer`: the `kube-apiserver-client` signer of certificate signing
 //!   requests.
+//! - `target`: what a request addresses (resource, namespace, name, subresource) and how the
+//!   pipeline classifies it (`RequestInfo`), read by the handlers, the metrics and the limits.
+//! - `allocator`: Services' cluster IPs and node ports; `version`: the Kubernetes version
+//!   served.
 //! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
-//! - `state`: [`AppState`] and [`ServerConfig`].
+//! - `state`: [`AppState`] and [`ServerConfig`]; `AppState::fetch` is the one read of a
+//!   single key, for handlers, admission, tokens and the startup objects alike.
 //! - `metrics`: request and store metrics, and their Prometheus text for `/metrics`.
 //! - `limits`: the in-flight limit (429 with `Retry-After` when full; watches exempt).
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
@@ -38,6 +46,14 @@
 //! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
 //!
+//! What needs no server (no registry, store, HTTP or request) lives in `kubemock-apimachinery`,
+//! shared with the client and the controllers: quantities, selectors, durations, timestamps,
+//! the patch engines, the protobuf codec, server-side apply's field sets.
+//!
+//! The modules form no import cycle (`scripts/module-cycles.py` lists any): lower modules
+//! (`target`, `registry`, `status`, `meta`, `object`, `codec`, `state`) never import
+//! `handlers`, which sits on top with `routes`.
+//!
 //! Status: discovery, CRUD, list, watch, JSON/merge/strategic PATCH, server-side apply and
 //! managedFields, OpenAPI, field validation, Table output, protobuf request bodies and
 //! answers, the deletion lifecycle (namespace termination with the controllers), custom
@@ -45,6 +61,7 @@
 
 mod accept;
 mod admission;
+mod allocator;
 mod apiservices;
 mod authz;
 mod bootstrap;
@@ -53,10 +70,8 @@ mod crd;
 mod fieldvalidation;
 #[doc(hidden)]
 pub mod fuzzing;
-mod gotime;
 mod handlers;
 mod identity;
-mod jsonpatch;
 mod keys;
 mod kubeconfig;
 mod limits;
@@ -76,10 +91,11 @@ mod selector;
 mod signer;
 mod state;
 mod status;
-mod strategic;
 mod table;
+mod target;
 mod testing;
 mod tokens;
+mod version;
 
 use std::sync::Arc;
 
@@ -92,11 +108,10 @@ use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
 use tracing::error;
 
-pub use admission::{
+pub use allocator::{
     DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, NodePortRange, ServiceCidr,
 };
 pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
-pub use handlers::nonresource::KUBERNETES_MINOR;
 pub use kubeconfig::kubeconfig;
 pub use limits::{
     DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT,
@@ -109,20 +124,21 @@ pub use registry::{
 pub use state::{AppState, ComponentHealth, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
 pub use testing::TestServer;
+pub use version::KUBERNETES_MINOR;
 
 /// The Kubernetes protobuf wire format of built-in kinds (`application/vnd.kubernetes.protobuf`,
 /// §4.10), as the server reads and writes it: enveloped objects and watch frames, to and from
 /// their JSON. For clients in tests (the conformance suite runs its sections in both
 /// encodings) and for benchmarks.
 pub mod protobuf {
-    pub use crate::codec::protobuf::{
+    pub use kubemock_apimachinery::protobuf::{
         MEDIA_TYPE, WATCH_MEDIA_TYPE, decode, decode_watch_event, encode, encode_watch_event,
     };
 }
 
 /// `routes` behind the request pipeline over `state`, outermost first: panics become a 500
 /// `Status` (a safety net, not a strategy); every 5xx is logged once; each request is
-/// classified (verb, resource, scope: `handlers::target`), then timed and counted (`metrics`),
+/// classified (verb, resource, scope: `target`), then timed and counted (`metrics`),
 /// then held to the in-flight limit (`limits`), then routed.
 ///
 /// The pipeline wraps the router rather than being its layers: axum layers a router by
@@ -145,7 +161,7 @@ fn app(
         .map_response(IntoResponse::into_response)
         .layer(CatchPanicLayer::custom(panic_to_status))
         .layer(map_response(log_server_errors))
-        .layer(from_fn_with_state(state, handlers::target::classify))
+        .layer(from_fn_with_state(state, handlers::classify))
         .layer(from_fn_with_state(metrics, metrics::observe))
         .layer(from_fn_with_state(in_flight, limits::limit))
         .service(routes)

@@ -29,8 +29,8 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::debug;
 
-use crate::handlers::target::RequestInfo;
 use crate::status::MAX_BODY_BYTES;
+use crate::target::RequestInfo;
 
 /// Bytes of request bodies in flight by default: room for every mutating slot's body at an
 /// ordinary size, and for 40 bodies at the 3 MiB limit at once.

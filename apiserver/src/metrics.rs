@@ -39,8 +39,8 @@ use axum::response::Response;
 use futures_util::StreamExt;
 use parking_lot::Mutex;
 
-use crate::handlers::target::{RequestInfo, RequestLabels};
 use crate::limits::{InUse, Rejected};
+use crate::target::{RequestInfo, RequestLabels};
 
 /// The content type of the text exposition format.
 pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";

@@ -13,9 +13,6 @@
 //! branches on the media type. The plain JSON paths are unchanged (GET keeps answering from the
 //! stored bytes).
 
-use std::collections::HashSet;
-use std::sync::LazyLock;
-
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -23,34 +20,14 @@ use serde_json::{Value, json};
 use tracing::warn;
 
 use crate::accept::{self, MediaRange};
-use crate::codec::protobuf::{self, MEDIA_TYPE, WATCH_MEDIA_TYPE};
-use crate::partial;
+use crate::codec::{is_builtin, supports_protobuf};
+use crate::partial::{self, META_GROUP};
 use crate::query::Query;
-use crate::registry::{Registry, Resource};
+use crate::registry::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::table::{self, TableRequest};
+use kubemock_apimachinery::protobuf::{self, MEDIA_TYPE, WATCH_MEDIA_TYPE};
 
-/// The built-in resources (group, version, plural): the ones with protobuf. Resources added
-/// at run time (custom resources) are not among them, whatever their kind is called.
-static BUILTIN: LazyLock<HashSet<(String, String, String)>> = LazyLock::new(|| {
-    let registry = Registry::builtin();
-    let mut builtin = HashSet::new();
-    for group in registry.groups() {
-        for version in &group.versions {
-            for resource in registry.resources_in(&group.name, version) {
-                builtin.insert((
-                    resource.group.clone(),
-                    resource.version.clone(),
-                    resource.plural.clone(),
-                ));
-            }
-        }
-    }
-    builtin
-});
-
-/// The group of the conversions clients ask for.
-pub(crate) const META_GROUP: &str = "meta.k8s.io";
 /// The versions of the conversions' kinds, preferred first.
 const META_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 /// What a 406 lists: every media type the resource endpoints serve.
@@ -381,20 +358,6 @@ impl Encoding {
     }
 }
 
-/// Whether `resource` is served in protobuf: a built-in resource whose kind has a message.
-pub(crate) fn supports_protobuf(resource: &Resource) -> bool {
-    is_builtin(resource) && protobuf::has_kind(&resource.group_version(), &resource.kind)
-}
-
-/// Whether `resource` is one of the server's own (not added at run time by a definition).
-fn is_builtin(resource: &Resource) -> bool {
-    BUILTIN.contains(&(
-        resource.group.clone(),
-        resource.version.clone(),
-        resource.plural.clone(),
-    ))
-}
-
 /// The media type of YAML answers.
 const YAML_MEDIA_TYPE: &str = "application/yaml";
 
@@ -420,6 +383,7 @@ fn with_type(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Registry;
 
     const KUBECTL_TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
     /// client-go's metadata client, for lists.

@@ -7,9 +7,8 @@ use bytes::Bytes;
 use kubemock_storage::{KeyValue, Revision};
 use serde_json::{Map, Value};
 
-use crate::codec::Syntax;
+use crate::codec::{self, Syntax};
 use crate::meta;
-use crate::negotiate;
 use crate::registry::Resource;
 use crate::status::{ApiError, ApiResult, MAX_BODY_BYTES};
 
@@ -24,7 +23,7 @@ pub(crate) fn decode_body(
     resource: &Resource,
 ) -> ApiResult<Object> {
     let syntax = Syntax::of_body(headers)?;
-    if syntax == Syntax::Protobuf && !negotiate::supports_protobuf(resource) {
+    if syntax == Syntax::Protobuf && !codec::supports_protobuf(resource) {
         // Custom resources have no protobuf form.
         return Err(ApiError::unsupported_media_type(&[
             "application/json",

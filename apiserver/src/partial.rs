@@ -7,7 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::negotiate::META_GROUP;
+/// The group of the conversions clients ask for (these kinds and `Table`).
+pub(crate) const META_GROUP: &str = "meta.k8s.io";
 
 /// The `PartialObjectMetadata` of `object` in `meta.k8s.io/{version}`.
 pub(crate) fn object(version: &str, object: &Value) -> Value {

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use kubemock_storage::{Kv, Revision};
+use kubemock_storage::{KeyValue, Kv, Revision};
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 use tracing::warn;
 
-use crate::admission::{NodePortRange, ServiceAllocator, ServiceCidr};
-use crate::status::ApiResult;
+use crate::allocator::{NodePortRange, ServiceAllocator, ServiceCidr};
+use crate::status::{ApiError, ApiResult};
 
 use crate::limits::{
     DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT,
@@ -196,6 +196,17 @@ impl AppState {
     /// The store.
     pub fn store(&self) -> &Arc<dyn Kv> {
         &self.inner.store
+    }
+
+    /// The latest stored state of `key`, if it exists: the one read of a single key that
+    /// handlers, admission, tokens and the startup objects share.
+    pub(crate) async fn fetch(&self, key: &str) -> ApiResult<Option<KeyValue>> {
+        let found = self
+            .store()
+            .get(key.as_bytes(), None)
+            .await
+            .map_err(ApiError::from_storage)?;
+        Ok(found.kv)
     }
 
     /// The resource registry.

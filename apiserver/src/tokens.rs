@@ -11,7 +11,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use crate::handlers::get::fetch;
 use crate::identity::{SYSTEM_AUTHENTICATED, UserInfo};
 use crate::keys;
 use crate::object::{self, Object};
@@ -305,7 +304,7 @@ pub(crate) async fn lookup(
         .lookup("", "v1", plural)
         .ok_or_else(|| ApiError::internal(format!("{plural} are not registered")))?;
     let key = keys::object_key(&resource, namespace, name);
-    match fetch(state, &key).await? {
+    match state.fetch(&key).await? {
         Some(kv) => Ok(Some(object::parse_stored(&kv.value)?)),
         None => Ok(None),
     }

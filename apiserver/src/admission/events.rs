@@ -7,9 +7,10 @@
 use serde_json::{Value, json};
 
 use super::fields::{default_to, go_str, invalid, obj_at, required};
-use crate::meta::{self, FieldError};
+use crate::meta::FieldError;
 use crate::object::Object;
 use crate::status::{ApiError, ApiResult};
+use kubemock_apimachinery::time;
 
 /// `ReportingInstanceLengthLimit`, `ActionLengthLimit`, `ReasonLengthLimit`.
 const SHORT_FIELD_LIMIT: usize = 128;
@@ -93,7 +94,7 @@ fn normalize_time(text: &str, precision: Precision) -> Result<String, String> {
             go_str(as_what)
         )
     };
-    let nanos = meta::parse_rfc3339(text).ok_or_else(|| error(text, "2006"))?;
+    let nanos = time::parse_rfc3339(text).ok_or_else(|| error(text, "2006"))?;
     if precision == Precision::Micros {
         // Exactly six fractional digits, as the layout demands.
         let fraction = text.get(19..).unwrap_or("");
@@ -108,8 +109,8 @@ fn normalize_time(text: &str, precision: Precision) -> Result<String, String> {
         i64::try_from(nanos.div_euclid(1_000_000_000)).map_err(|_| error(text, "2006"))?;
     let sub = u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0);
     Ok(match precision {
-        Precision::Seconds => meta::rfc3339(seconds),
-        Precision::Micros => meta::rfc3339_micro(seconds, sub),
+        Precision::Seconds => time::rfc3339(seconds),
+        Precision::Micros => time::rfc3339_micro(seconds, sub),
     })
 }
 

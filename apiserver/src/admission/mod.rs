@@ -20,7 +20,6 @@
 //! - `config`: ConfigMaps and Secrets.
 //! - `events`: Events and Leases (§12).
 
-mod allocator;
 mod apiservices;
 pub(crate) mod certificates;
 mod config;
@@ -36,12 +35,9 @@ use std::borrow::Cow;
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
-pub use allocator::{
-    DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, NodePortRange, ServiceCidr,
-};
-pub(crate) use allocator::{Reservation, ServiceAllocator};
 pub(crate) use fields::{selector_is_empty, selector_matches};
 
+use crate::allocator::Reservation;
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::registry::{Admission, Resource};
@@ -195,7 +191,7 @@ pub(crate) async fn deleted(state: &AppState, resource: &Resource, stored: &[u8]
         return;
     };
     match state.service_allocator().await {
-        Ok(allocator) => allocator.release(&allocator::Held::of_service(&service)),
+        Ok(allocator) => allocator.release(&crate::allocator::Held::of_service(&service)),
         Err(err) => {
             warn!(message = %err.message, "the service allocator is unavailable; addresses not released")
         }
@@ -276,7 +272,7 @@ async fn priority_class(state: &AppState, name: &str) -> ApiResult<Option<Value>
     let parse = |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).ok();
     if !name.is_empty() {
         let key = crate::keys::object_key(&classes, None, name);
-        let found = crate::handlers::get::fetch(state, &key).await?;
+        let found = state.fetch(&key).await?;
         return Ok(found.and_then(|kv| parse(&kv.value)));
     }
     let prefix = crate::keys::resource_prefix(&classes);
@@ -292,15 +288,9 @@ async fn priority_class(state: &AppState, name: &str) -> ApiResult<Option<Value>
         .find(|class| class.get("globalDefault").and_then(Value::as_bool) == Some(true)))
 }
 
-/// True when objects of `resource` are stored in another API's form (§12.3: events.k8s.io/v1
-/// Events are core/v1 Events), so that stored bytes are never answered as they are.
-pub(crate) fn converts(resource: &Resource) -> bool {
-    resource.behaviour.admission == Admission::EventV1
-}
-
 /// A stored object as `resource` serves it.
 pub(crate) fn from_storage(resource: &Resource, object: Object) -> Object {
-    if converts(resource) {
+    if resource.stored_converted() {
         events::core_to_v1(object)
     } else {
         object
@@ -314,7 +304,7 @@ pub(crate) fn event_v1_to_core(event: &Object) -> Object {
 
 /// An object of `resource` in its stored form.
 pub(crate) fn to_storage<'a>(resource: &Resource, object: &'a Object) -> Cow<'a, Object> {
-    if converts(resource) {
+    if resource.stored_converted() {
         Cow::Owned(events::v1_to_core(object))
     } else {
         Cow::Borrowed(object)

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::allocator::{AllocError, Held, Reservation, ServiceAllocator};
 use super::fields::{
     child, default_to, duplicate, each_object_mut, forbidden, go_int_or_string, go_str,
     go_string_slice, invalid, items, not_supported, required, str_at,
 };
+use crate::allocator::{AllocError, Held, Reservation, ServiceAllocator};
 use crate::meta::{self, FieldError};
 use crate::object::Object;
 use crate::registry::NameRule;
@@ -667,7 +667,7 @@ fn port_error(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admission::allocator::{NodePortRange, ServiceCidr};
+    use crate::allocator::{NodePortRange, ServiceCidr};
 
     fn object(value: Value) -> Object {
         value.as_object().cloned().unwrap()

@@ -4,6 +4,9 @@
 //! Job's generated selector, and the validation of `pkg/apis/{apps,batch}/validation` users
 //! meet: selectors required, matching the template and immutable, restart policies, strategies.
 
+use kubemock_apimachinery::intstr::IntOrString;
+use kubemock_apimachinery::validation;
+use serde::Deserialize as _;
 use serde_json::{Map, Value, json};
 
 use super::fields::{
@@ -393,16 +396,20 @@ pub(super) fn validate_deployment(object: &Object, errors: &mut Vec<FieldError>)
     }
 }
 
-/// The value of an int-or-percent: the number, or the percentage; `Err` with the message of a
-/// malformed one.
-fn int_or_percent(value: &Value) -> Result<(i64, bool), &'static str> {
-    match value {
-        Value::String(text) => text
-            .strip_suffix('%')
-            .and_then(|n| n.parse::<i64>().ok())
-            .map(|n| (n, true))
-            .ok_or("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"),
-        other => Ok((other.as_i64().unwrap_or(0), false)),
+/// The value of an int-or-percent as upstream's apps validation reads it
+/// (`ValidatePositiveIntOrPercent`, `getIntOrPercentValue`): the number, or the percentage;
+/// `Err` with `IsValidPercent`'s message for a string that is not digits and a `%`.
+fn int_or_percent(value: &Value) -> Result<(i64, bool), String> {
+    // Decoding has already refused what is neither a string nor an int32.
+    match IntOrString::deserialize(value).unwrap_or_default() {
+        IntOrString::String(text) => {
+            if let Some(message) = validation::is_valid_percent(&text).into_iter().next() {
+                return Err(message);
+            }
+            let digits = text.strip_suffix('%').unwrap_or(&text);
+            Ok((IntOrString::from(digits).int_value(), true))
+        }
+        number => Ok((number.int_value(), false)),
     }
 }
 
@@ -426,7 +433,7 @@ fn validate_rolling_update(rolling: &Value, path: &str, errors: &mut Vec<FieldEr
                 errors.push(invalid(
                     format!("{path}.{field}"),
                     go_int_or_string(value),
-                    message,
+                    &message,
                 ));
                 None
             }

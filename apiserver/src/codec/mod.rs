@@ -1,19 +1,16 @@
 //! Request bodies in the media types the real server reads (§4.10): JSON, YAML, and Kubernetes
-//! protobuf for built-in kinds (`protobuf`, with the schemas of `proto_schema`), decoded to
+//! protobuf for built-in kinds (`kubemock_apimachinery::protobuf`), decoded to
 //! the one JSON value every handler works on. One place decides which `Content-Type` means
 //! what, so create, update and delete options agree.
 
-pub(crate) mod proto_comments;
-pub(crate) mod proto_decode;
-pub(crate) mod proto_encode;
-pub(crate) mod proto_schema;
-pub(crate) mod proto_table;
-pub(crate) mod proto_wire;
-pub(crate) mod protobuf;
+use std::collections::HashSet;
+use std::sync::LazyLock;
 
 use axum::http::{HeaderMap, header};
+use kubemock_apimachinery::protobuf;
 use serde_json::Value;
 
+use crate::registry::{Registry, Resource};
 use crate::status::{ApiError, ApiResult};
 
 /// The media types a write body may have, as the real server lists them in its 415.
@@ -68,6 +65,39 @@ impl Syntax {
             Syntax::Protobuf => protobuf::decode(body),
         }
     }
+}
+
+/// The built-in resources (group, version, plural): the ones with protobuf. Resources added
+/// at run time (custom resources) are not among them, whatever their kind is called.
+static BUILTIN: LazyLock<HashSet<(String, String, String)>> = LazyLock::new(|| {
+    let registry = Registry::builtin();
+    let mut builtin = HashSet::new();
+    for group in registry.groups() {
+        for version in &group.versions {
+            for resource in registry.resources_in(&group.name, version) {
+                builtin.insert((
+                    resource.group.clone(),
+                    resource.version.clone(),
+                    resource.plural.clone(),
+                ));
+            }
+        }
+    }
+    builtin
+});
+
+/// Whether `resource` is served in protobuf: a built-in resource whose kind has a message.
+pub(crate) fn supports_protobuf(resource: &Resource) -> bool {
+    is_builtin(resource) && protobuf::has_kind(&resource.group_version(), &resource.kind)
+}
+
+/// Whether `resource` is one of the server's own (not added at run time by a definition).
+pub(crate) fn is_builtin(resource: &Resource) -> bool {
+    BUILTIN.contains(&(
+        resource.group.clone(),
+        resource.version.clone(),
+        resource.plural.clone(),
+    ))
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
-use crate::managedfields::types::Types;
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::registry::{
@@ -20,6 +19,7 @@ use crate::registry::{
     Resource, ScalePaths, Subresource, version_priority,
 };
 use crate::status::{ApiError, ApiResult};
+use kubemock_apimachinery::managedfields::types::Types;
 
 /// The finalizer a definition being deleted carries until its objects are gone.
 pub(crate) const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";

@@ -46,7 +46,7 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
     // The hot path, as GET's: the stored bytes with the resourceVersion spliced in, when
     // they are the answer as they are (JSON, not pretty, a kind stored as served).
     let plain =
-        call.negotiated.is_plain_json() && !resource.is_custom() && !admission::converts(resource);
+        call.negotiated.is_plain_json() && !resource.is_custom() && !resource.stored_converted();
     if let Some(bytes) = stored
         .filter(|_| plain)
         .and_then(|kv| object::answer_bytes(&kv))
@@ -357,7 +357,7 @@ async fn namespace_terminating(
     key: &str,
     namespace: &str,
 ) -> ApiResult<bool> {
-    let Some(kv) = super::get::fetch(state, key).await? else {
+    let Some(kv) = state.fetch(key).await? else {
         return Err(ApiError::not_found(namespaces, namespace));
     };
     // Only the phase matters: read just that.

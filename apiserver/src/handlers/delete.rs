@@ -17,12 +17,13 @@ use super::list;
 use super::resource::Call;
 use super::update::{self, Written};
 use crate::codec::Syntax;
-use crate::fieldvalidation::{json_kind, with_warnings};
+use crate::fieldvalidation::with_warnings;
 use crate::keys;
 use crate::meta;
 use crate::object::{self, Object};
 use crate::registry::Resource;
 use crate::status::{ApiError, ApiResult};
+use kubemock_apimachinery::json::json_kind;
 
 /// Read-delete attempts before giving up with a Conflict.
 const DELETE_ATTEMPTS: usize = 16;

@@ -42,16 +42,6 @@ pub(crate) async fn wait_for_revision(state: &AppState, revision: Revision) -> A
     }
 }
 
-/// The latest stored state of `key`, if it exists.
-pub(crate) async fn fetch(state: &AppState, key: &str) -> ApiResult<Option<KeyValue>> {
-    let found = state
-        .store()
-        .get(key.as_bytes(), None)
-        .await
-        .map_err(ApiError::from_storage)?;
-    Ok(found.kv)
-}
-
 /// The current state of an object about to be written: its key-value (whose revision guards
 /// the write) and its stored form; the 404 when it is missing.
 pub(crate) async fn fetch_existing(
@@ -60,7 +50,8 @@ pub(crate) async fn fetch_existing(
     key: &str,
     name: &str,
 ) -> ApiResult<(KeyValue, Object)> {
-    let current = fetch(state, key)
+    let current = state
+        .fetch(key)
         .await?
         .ok_or_else(|| ApiError::not_found(resource, name))?;
     let stored = object::parse_stored(&current.value)?;
@@ -79,7 +70,8 @@ async fn read_kv(call: &Call) -> ApiResult<KeyValue> {
     let target = &call.target;
     let name = target.name.as_deref().unwrap_or("");
     let key = keys::object_key(&target.resource, target.namespace.as_deref(), name);
-    fetch(&call.state, &key)
+    call.state
+        .fetch(&key)
         .await?
         .ok_or_else(|| ApiError::not_found(&target.resource, name))
 }
@@ -97,7 +89,7 @@ pub(crate) async fn get(call: &Call) -> ApiResult<Response> {
     if call.negotiated.is_plain_json()
         && matches!(call.target.subresource.as_deref(), None | Some("status"))
         && !call.target.resource.is_custom()
-        && !admission::converts(&call.target.resource)
+        && !call.target.resource.stored_converted()
     {
         // The hot path: the stored bytes with the resourceVersion spliced in.
         let kv = read_kv(call).await?;

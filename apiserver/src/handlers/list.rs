@@ -351,7 +351,7 @@ pub(crate) async fn list(call: &Call) -> ApiResult<Response> {
     if call.negotiated.is_plain_json()
         && request.selectors.is_empty()
         && !resource.is_custom()
-        && !admission::converts(resource)
+        && !resource.stored_converted()
     {
         let page = read_raw(call, &request, &prefix).await?;
         let body = raw_list_body(resource, page)?;

@@ -9,15 +9,7 @@ use serde_json::json;
 
 use crate::metrics::{self, Snapshot};
 use crate::state::AppState;
-
-/// The Kubernetes version kubemock reports: the kubectl on these machines runs its bundled
-/// 1.32 when the server's minor version is 32.
-pub const KUBERNETES_MINOR: &str = "32";
-
-/// The full version, `v1.32.0`.
-pub(crate) fn git_version() -> String {
-    format!("v1.{KUBERNETES_MINOR}.0")
-}
+use crate::version::{KUBERNETES_MINOR, git_version};
 
 /// `GET /version`.
 pub(crate) async fn version() -> Json<serde_json::Value> {
@@ -35,8 +27,10 @@ pub(crate) async fn version() -> Json<serde_json::Value> {
 }
 
 /// The checks each health endpoint reports with `?verbose`, each also served alone at
-/// `/{endpoint}/{check}`. The post-start hooks complete before the server serves.
-const CHECKS: [&str; 3] = ["ping", "log", crate::rbac::HEALTH_CHECK];
+/// `/{endpoint}/{check}`. The post-start hooks complete before the server serves:
+/// `rbac/bootstrap-roles` is upstream's name for what `crate::rbac` does at startup (the
+/// bootstrap policy created and repaired).
+const CHECKS: [&str; 3] = ["ping", "log", "poststarthook/rbac/bootstrap-roles"];
 
 fn health(endpoint: &'static str, query: Option<String>) -> Response {
     let verbose = query.as_deref().is_some_and(|q| {

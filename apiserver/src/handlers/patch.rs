@@ -1,29 +1,29 @@
 //! PATCH (§5) of an item, its status and its scale: load the current object, apply the patch
 //! to its JSON, then exactly what an update does (§4.4–§4.7). JSON patch (§5.2), JSON merge
-//! patch (§5.3), strategic merge patch (§5.4, `strategic`) and server-side apply (§5.6,
+//! patch (§5.3), strategic merge patch (§5.4, `kubemock_apimachinery::strategic`) and server-side apply (§5.6,
 //! `managedfields`), which also creates a missing object.
 
 use axum::http::StatusCode;
 use axum::response::Response;
+use kubemock_apimachinery::jsonpatch;
+use kubemock_apimachinery::protobuf::SCHEMA;
+use kubemock_apimachinery::strategic::{self, PatchError};
 use serde_json::Value;
 use tracing::debug;
 
 use super::create;
-use super::get::{fetch, fetch_existing};
+use super::get::fetch_existing;
 use super::resource::{Call, Origin, patch_invalid};
 use super::update::{self, Written};
 use crate::admission;
 use crate::codec;
-use crate::codec::protobuf::SCHEMA;
 use crate::crd;
 use crate::fieldvalidation::{self, FieldValidation, Refusal, with_warnings};
-use crate::jsonpatch;
 use crate::keys;
 use crate::managedfields::{self, Writer};
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::status::{ApiError, ApiResult};
-use crate::strategic::{self, PatchError};
 
 /// Read-modify-write attempts before giving up with a Conflict (each attempt fails only when
 /// another writer got in between).
@@ -337,7 +337,7 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
     let pinned =
         meta::parse_resource_version(object::meta_str(&config, "resourceVersion").unwrap_or(""))?;
     for _ in 0..PATCH_ATTEMPTS {
-        let Some(current) = fetch(&call.state, &key).await? else {
+        let Some(current) = call.state.fetch(&key).await? else {
             if subresource.is_some() {
                 return Err(ApiError::not_found(resource, name));
             }

@@ -10,7 +10,6 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::target::{self, RequestInfo, Target};
 use super::{create, delete, get, list, patch, update, watch};
 use crate::admission;
 use crate::fieldvalidation::{self, FieldValidation, Refusal};
@@ -24,6 +23,7 @@ use crate::openapi::SCHEMAS;
 use crate::query::Query;
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult, MAX_BODY_BYTES};
+use crate::target::{self, RequestInfo, Target};
 
 /// Where a write's object came from: it decides how a decoding refusal is worded.
 #[derive(Debug, Clone, Copy)]

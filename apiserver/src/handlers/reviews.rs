@@ -19,6 +19,7 @@ use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::status::{ApiError, ApiResult};
 use crate::tokens::{self, Rejected};
+use kubemock_apimachinery::time;
 
 /// The components `componentstatuses` reports, with the port of their health check (what a
 /// failing probe's error names, as kube-apiserver's probe of `127.0.0.1:PORT/healthz` does).
@@ -409,7 +410,7 @@ async fn lease_held(call: &Call, name: &str) -> ApiResult<bool> {
         return Ok(false);
     };
     let key = crate::keys::object_key(&leases, Some("kube-system"), name);
-    let Some(kv) = super::get::fetch(&call.state, &key).await? else {
+    let Some(kv) = call.state.fetch(&key).await? else {
         return Ok(false);
     };
     let lease = object::parse_stored(&kv.value)?;
@@ -425,7 +426,7 @@ async fn lease_held(call: &Call, name: &str) -> ApiResult<bool> {
     let renewed = spec
         .get("renewTime")
         .and_then(Value::as_str)
-        .and_then(meta::parse_rfc3339);
+        .and_then(time::parse_rfc3339);
     let now = meta::now_unix_nanos();
     Ok(!holder.is_empty()
         && renewed.is_some_and(|at| now <= at + i128::from(duration) * 1_000_000_000))

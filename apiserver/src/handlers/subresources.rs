@@ -9,11 +9,12 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::resource::Call;
-use super::target::Target;
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::status::{ApiError, ApiResult, Cause, Details};
+use crate::target::Target;
 use crate::tokens::{self, Bound};
+use kubemock_apimachinery::time;
 
 /// A TokenRequest's default lifetime (`SetDefaults_TokenRequestSpec`: one hour).
 const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
@@ -177,7 +178,7 @@ pub(crate) async fn token_request(call: &Call) -> ApiResult<Response> {
     let metadata = object::metadata_mut(&mut request);
     metadata.insert("name".to_owned(), json!(name));
     metadata.insert("namespace".to_owned(), json!(namespace));
-    metadata.insert("creationTimestamp".to_owned(), json!(meta::rfc3339(now)));
+    metadata.insert("creationTimestamp".to_owned(), json!(time::rfc3339(now)));
     meta::canonicalize_metadata(metadata);
     let mut spec_out = spec.as_object().cloned().unwrap_or_default();
     spec_out.insert("audiences".to_owned(), json!(audiences));
@@ -188,7 +189,7 @@ pub(crate) async fn token_request(call: &Call) -> ApiResult<Response> {
     request.insert("spec".to_owned(), Value::Object(spec_out));
     request.insert(
         "status".to_owned(),
-        json!({"token": token, "expirationTimestamp": meta::rfc3339(now.saturating_add(expiration))}),
+        json!({"token": token, "expirationTimestamp": time::rfc3339(now.saturating_add(expiration))}),
     );
     Ok(call.respond(StatusCode::CREATED, &Value::Object(request)))
 }

@@ -9,7 +9,7 @@ use kubemock_storage::{DeleteOutcome, Guard, KeyValue, Revision, UpdateOutcome};
 use serde_json::{Value, json};
 
 use super::create;
-use super::get::{fetch, fetch_existing};
+use super::get::fetch_existing;
 use super::resource::{Call, Origin};
 use super::scale;
 use super::strategy;
@@ -48,7 +48,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
         meta::parse_resource_version(object::meta_str(&body, "resourceVersion").unwrap_or(""))?;
     let key = keys::object_key(resource, namespace, name);
     for _ in 0..UPDATE_ATTEMPTS {
-        let Some(current) = fetch(&call.state, &key).await? else {
+        let Some(current) = call.state.fetch(&key).await? else {
             if resource.behaviour.create_on_update && subresource.is_none() {
                 // Upstream creates through its update path (`registry/generic/registry/
                 // store.go`, `Update`), which never reaches the store's check of a create's
@@ -564,7 +564,7 @@ pub(crate) async fn bind_from_collection(call: &Call, binding: Object) -> ApiRes
         .lookup("", "v1", "pods")
         .ok_or_else(|| ApiError::internal("pods are not registered"))?;
     let name = object::name_of(&binding).to_owned();
-    let target = super::target::Target {
+    let target = crate::target::Target {
         resource: pods,
         namespace: call.target.namespace.clone(),
         name: Some(name.clone()),

@@ -6,24 +6,21 @@
 //! fields it applied as an `Apply` entry, removes the fields it applied last time and no
 //! longer does (unless another manager owns them), and fails with 409 when it would change a
 //! field another manager owns, unless forced. The algorithm is upstream's
-//! (structured-merge-diff `merge.Updater`), over JSON with the kind's [`types::Types`].
-
-mod fieldpath;
-mod typed;
-pub(crate) mod types;
+//! (structured-merge-diff `merge.Updater`), over JSON with the kind's [`Types`].
 
 use std::sync::{Arc, LazyLock};
 
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
-use self::fieldpath::{Path, PathElement, Set, path_string};
-use self::types::Types;
-use crate::codec::protobuf::SCHEMA;
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::registry::Resource;
 use crate::status::{ApiError, ApiResult, Cause, Details};
+use kubemock_apimachinery::managedfields::fieldpath::{Path, PathElement, Set, path_string};
+use kubemock_apimachinery::managedfields::typed;
+use kubemock_apimachinery::managedfields::types::Types;
+use kubemock_apimachinery::protobuf::SCHEMA;
 
 /// The longest field manager name the real server accepts.
 const MAX_MANAGER_LENGTH: usize = 128;

@@ -9,21 +9,18 @@
 //! merge patches from these schemas, which lack the patch-strategy extensions; without one it
 //! uses its compiled-in types, as against a real cluster.
 
-pub(crate) mod schemas;
 mod v2proto;
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use crate::handlers::nonresource::git_version;
 use crate::registry::{Registry, Resource};
-use schemas::{COMPONENTS_PREFIX, Schemas};
-
-/// The built-in schemas: the same for every server in the process, generated once.
-pub(crate) static SCHEMAS: LazyLock<Schemas> = LazyLock::new(Schemas::builtin);
+use crate::version::git_version;
+pub(crate) use kubemock_apimachinery::openapi::SCHEMAS;
+use kubemock_apimachinery::openapi::{COMPONENTS_PREFIX, Schemas};
 
 /// The served documents, serialised once.
 pub(crate) struct Documents {
@@ -539,6 +536,24 @@ fn query_type(name: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_served_kind_has_a_schema() {
+        let registry = Registry::builtin();
+        for group in registry.groups() {
+            for version in &group.versions {
+                for resource in registry.resources_in(&group.name, version) {
+                    assert!(
+                        SCHEMAS
+                            .kind(&resource.group, &resource.version, &resource.kind)
+                            .is_some(),
+                        "no schema for {}",
+                        resource.qualified_kind()
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn group_versions_are_spelled_like_the_real_operation_ids() {

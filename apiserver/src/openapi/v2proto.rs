@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::codec::proto_wire::{Wire, Writer};
+use kubemock_apimachinery::protobuf::wire::{Wire, Writer};
 
 /// One message being written.
 struct Message(Writer);
@@ -423,7 +423,7 @@ fn properties_message(properties: &Map<String, Value>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::proto_wire::Reader;
+    use kubemock_apimachinery::protobuf::wire::Reader;
     use serde_json::json;
 
     /// The fields of a message: (number, bytes of a length-delimited field, or the varint).

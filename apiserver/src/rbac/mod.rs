@@ -38,9 +38,6 @@ use crate::status::{ApiError, ApiResult};
 #[cfg(test)]
 use reconcile::AUTOUPDATE;
 
-/// The name of the health check that reports the policy in place (upstream's post-start hook
-/// `rbac/bootstrap-roles`, listed by `/healthz`, `/livez` and `/readyz`).
-pub(crate) const HEALTH_CHECK: &str = "poststarthook/rbac/bootstrap-roles";
 /// The field manager of the policy's writes (upstream writes them through its loopback
 /// client, whose user agent is `kube-apiserver/...`).
 const MANAGER: &str = "kube-apiserver";
@@ -307,7 +304,7 @@ async fn read_stored(state: &AppState, resource: &Resource) -> ApiResult<StoredK
 
 /// The stored object at `key`, parsed whole.
 async fn read_one(state: &AppState, key: &str) -> ApiResult<Option<Stored>> {
-    let Some(kv) = crate::handlers::get::fetch(state, key).await? else {
+    let Some(kv) = state.fetch(key).await? else {
         return Ok(None);
     };
     let object = object::parse_stored(&kv.value)?;

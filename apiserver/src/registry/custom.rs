@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::managedfields::types::Types;
+use kubemock_apimachinery::managedfields::types::Types;
 
 /// One `additionalPrinterColumns` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -352,6 +352,13 @@ impl Resource {
     pub fn is_custom(&self) -> bool {
         self.custom.is_some()
     }
+
+    /// True when objects of this resource are stored in another API's form (§12.3:
+    /// events.k8s.io/v1 Events are core/v1 Events), so that stored bytes are never answered
+    /// as they are; admission converts them both ways.
+    pub(crate) fn stored_converted(&self) -> bool {
+        self.behaviour.admission == Admission::EventV1
+    }
 }
 
 /// A group with its versions in preference order.

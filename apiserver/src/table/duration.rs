@@ -3,7 +3,7 @@
 //! `2d1h`, `8y`) and the printers' `translateTimestampSince` (`<unknown>` for a missing
 //! timestamp). kubectl prints these cells verbatim, so the boundaries must match upstream's.
 
-use crate::meta;
+use kubemock_apimachinery::time;
 
 const SECOND: i64 = 1_000_000_000;
 const MINUTE: i64 = 60 * SECOND;
@@ -72,7 +72,7 @@ pub(crate) fn human_duration(nanos: i64) -> String {
 /// The printers' `translateTimestampSince`: how long before `now` (Unix nanoseconds) the
 /// RFC 3339 `timestamp` was, or `<unknown>` when there is none (Go's zero time included).
 pub(crate) fn since(timestamp: Option<&str>, now: i128) -> String {
-    match timestamp.and_then(meta::parse_rfc3339) {
+    match timestamp.and_then(time::parse_rfc3339) {
         Some(at) if at != zero_time() => human_duration(go_duration(now - at)),
         _ => "<unknown>".to_owned(),
     }
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn ages_are_measured_from_the_timestamp_and_unknown_without_one() {
-        let created = meta::parse_rfc3339("2024-05-01T12:00:00Z").unwrap();
+        let created = time::parse_rfc3339("2024-05-01T12:00:00Z").unwrap();
         let now = created + i128::from(5 * MINUTE + 30 * SECOND);
         assert_eq!(since(Some("2024-05-01T12:00:00Z"), now), "5m30s");
         assert_eq!(since(Some("2024-05-01T12:00:00Z"), created), "0s");

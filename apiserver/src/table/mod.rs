@@ -24,8 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Map, Value, json};
 
 use crate::meta;
-use crate::negotiate::META_GROUP;
-use crate::partial;
+use crate::partial::{self, META_GROUP};
 use crate::query::Query;
 use crate::registry::{Printer, Resource};
 use crate::status::{ApiError, ApiResult};

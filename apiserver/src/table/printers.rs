@@ -33,9 +33,9 @@ use serde_json::{Map, Value, json};
 
 use super::docs;
 use super::duration::{go_duration, human_duration, since, zero_time};
-use crate::meta;
 use crate::registry::Printer;
-use crate::selector::label_selector_string;
+use crate::selector::LabelSelector as Selector;
+use kubemock_apimachinery::time;
 
 mod access;
 mod cluster;
@@ -442,7 +442,7 @@ fn age(object: &Value, now: i128) -> String {
 fn instant(value: &Value, path: &[&str]) -> i128 {
     field(value, path)
         .and_then(Value::as_str)
-        .and_then(meta::parse_rfc3339)
+        .and_then(time::parse_rfc3339)
         .unwrap_or_else(zero_time)
 }
 
@@ -450,7 +450,7 @@ fn instant(value: &Value, path: &[&str]) -> i128 {
 /// there is none).
 fn created_at(object: &Value) -> String {
     let seconds = instant(object, &["metadata", "creationTimestamp"]).div_euclid(1_000_000_000);
-    meta::rfc3339(i64::try_from(seconds).unwrap_or(i64::MIN))
+    time::rfc3339(i64::try_from(seconds).unwrap_or(i64::MIN))
 }
 
 /// `labels.FormatLabels`: `k=v` pairs sorted by key, or `<none>`.
@@ -469,24 +469,16 @@ fn format_labels(labels: Option<&Map<String, Value>>) -> String {
     }
 }
 
-/// `metav1.LabelSelectorAsSelector(selector).String()`; `Err` where it fails (an unknown
-/// operator, values where there must be none or none where there must be some).
+/// `metav1.LabelSelectorAsSelector(selector).String()` (the shared `labels::Selector`); `Err`
+/// where the conversion fails (an unknown operator, values where there must be none or none
+/// where there must be some, an invalid key or value).
 fn selector_string(selector: Option<&Value>) -> Result<String, ()> {
     let Some(selector) = selector else {
         return Ok(String::new());
     };
-    for expression in list(selector, &["matchExpressions"]) {
-        let values = list(expression, &["values"]).len();
-        let valid = match text(expression, &["operator"]) {
-            "In" | "NotIn" => values > 0,
-            "Exists" | "DoesNotExist" => values == 0,
-            _ => false,
-        };
-        if !valid {
-            return Err(());
-        }
-    }
-    Ok(label_selector_string(selector))
+    Selector::from_label_selector_json(selector)
+        .map(|selector| selector.to_string())
+        .map_err(|_| ())
 }
 
 /// `metav1.FormatLabelSelector`: the selector's string, `<none>` for an empty or absent one,
@@ -986,7 +978,7 @@ mod tests {
 
     /// Now: ten minutes after [`CREATED`].
     pub(super) fn now() -> i128 {
-        meta::parse_rfc3339(CREATED).unwrap() + 600 * SECOND
+        time::parse_rfc3339(CREATED).unwrap() + 600 * SECOND
     }
 
     /// The cells `printer` prints for `object` at [`now`], one per column.

@@ -14,10 +14,11 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::chrono::{DateTime, Utc};
+use kubemock_apimachinery::intstr;
 use serde_json::{Value, json};
 
 use crate::replicaset::pods::{is_available, is_ready};
-use crate::scheduler::fit::{selector_matches, tolerates};
+use crate::scheduler::fit::{selector_matches, untolerated_taint};
 
 /// The label naming a pod's (and a revision's) template hash (upstream
 /// `DefaultDaemonSetUniqueLabelKey`).
@@ -97,22 +98,6 @@ fn new_pod(ds: &DaemonSet, node_name: &str) -> Pod {
     }
 }
 
-/// Whether a taint of `node` with one of `effects` is not tolerated by `pod`.
-fn has_untolerated_taint(pod: &Pod, node: &Node, effects: &[&str]) -> bool {
-    let tolerations = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.tolerations.clone())
-        .unwrap_or_default();
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_ref())
-        .into_iter()
-        .flatten()
-        .filter(|t| effects.contains(&t.effect.as_str()))
-        .any(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
-}
-
 /// Upstream `NodeShouldRunDaemonPod`: whether `ds` should run a pod on `node` that has none
 /// (`should_run`), and whether a pod already there may stay (`should_continue_running`: only
 /// untolerated NoExecute taints evict it).
@@ -129,8 +114,11 @@ pub fn node_should_run(node: &Node, ds: &DaemonSet) -> (bool, bool) {
     if !selector_matches(&pod, node) {
         return (false, false);
     }
-    if has_untolerated_taint(&pod, node, &["NoSchedule", "NoExecute"]) {
-        return (false, !has_untolerated_taint(&pod, node, &["NoExecute"]));
+    if untolerated_taint(&pod, node, &["NoSchedule", "NoExecute"]).is_some() {
+        return (
+            false,
+            untolerated_taint(&pod, node, &["NoExecute"]).is_none(),
+        );
     }
     (true, true)
 }
@@ -224,16 +212,12 @@ pub fn is_updated(pod: &Pod, hash: &str, generation: Option<i64>) -> bool {
     hash_matches || generation_matches
 }
 
-/// Upstream `GetScaledValueFromIntOrPercent` rounding up; `None` for a malformed percentage.
+/// Upstream `GetScaledValueFromIntOrPercent` rounding up (`kubemock_apimachinery::intstr`);
+/// `None` for a malformed percentage.
 fn scaled_up(value: &IntOrString, total: i32) -> Option<i32> {
-    match value {
-        IntOrString::Int(n) => Some(*n),
-        IntOrString::String(text) => {
-            let percent: i64 = text.strip_suffix('%')?.parse().ok()?;
-            let scaled = (percent * i64::from(total) + 99).div_euclid(100);
-            i32::try_from(scaled).ok()
-        }
-    }
+    let value = intstr::IntOrString::from(value.clone());
+    let scaled = intstr::get_scaled_value_from_int_or_percent(&value, i64::from(total), true);
+    i32::try_from(scaled.ok()?).ok()
 }
 
 fn is_rolling_update(ds: &DaemonSet) -> bool {

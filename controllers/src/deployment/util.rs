@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::chrono::{DateTime, Utc};
+use kubemock_apimachinery::intstr;
 
 /// The label that ties pods and ReplicaSets to one template.
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
@@ -80,21 +81,14 @@ pub fn progress_deadline(d: &Deployment) -> Option<i32> {
 }
 
 /// A percentage or absolute value scaled against `total` (upstream
-/// `GetScaledValueFromIntOrPercent`).
+/// `GetScaledValueFromIntOrPercent`, `kubemock_apimachinery::intstr`); a malformed
+/// percentage (which the API server refuses) counts as 0.
 fn scaled(value: &IntOrString, total: i32, round_up: bool) -> i32 {
-    match value {
-        IntOrString::Int(n) => *n,
-        IntOrString::String(text) => {
-            let percent: f64 = text.trim_end_matches('%').parse().unwrap_or(0.0);
-            let exact = percent * f64::from(total) / 100.0;
-            let rounded = if round_up {
-                exact.ceil()
-            } else {
-                exact.floor()
-            };
-            rounded as i32
-        }
-    }
+    let value = intstr::IntOrString::from(value.clone());
+    intstr::get_scaled_value_from_int_or_percent(&value, i64::from(total), round_up)
+        .map_or(0, |n| {
+            i32::try_from(n).unwrap_or(if n < 0 { i32::MIN } else { i32::MAX })
+        })
 }
 
 /// Surge and unavailability of a rolling update (upstream `ResolveFenceposts`): both

@@ -17,8 +17,11 @@ pub use slices::{
     SERVICE_NAME_LABEL,
 };
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kubemock_apimachinery::labels::Selector;
 use kubemock_client::{ObjectKey, Resource, Store};
 
 /// The Services of `pod`'s namespace whose selector selects it (upstream
@@ -39,10 +42,8 @@ pub(crate) fn selects(service: &Service, pod: &Pod) -> bool {
     let Some(selector) = service.spec.as_ref().and_then(|s| s.selector.as_ref()) else {
         return false;
     };
-    let labels = pod.metadata.labels.as_ref();
-    selector
-        .iter()
-        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+    let no_labels = BTreeMap::new();
+    Selector::from_set(selector).matches(pod.metadata.labels.as_ref().unwrap_or(&no_labels))
 }
 
 /// Whether the controllers keep endpoints for `service` at all: not for ExternalName

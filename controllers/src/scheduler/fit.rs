@@ -6,10 +6,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use k8s_openapi::api::core::v1::{
-    Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration,
-};
+use k8s_openapi::api::core::v1::{Node, NodeSelectorTerm, Pod, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kubemock_apimachinery::labels::Selector;
 
 /// Why a node does not fit (upstream's reason texts).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -88,45 +87,34 @@ fn labels_of(node: &Node) -> BTreeMap<String, String> {
     node.metadata.labels.clone().unwrap_or_default()
 }
 
-fn requirement_matches(req: &NodeSelectorRequirement, value: Option<&String>) -> bool {
-    let values = req.values.clone().unwrap_or_default();
-    match req.operator.as_str() {
-        "In" => value.is_some_and(|v| values.contains(v)),
-        "NotIn" => value.is_none_or(|v| !values.contains(v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(v), Some(bound)) = (
-                value.and_then(|v| v.parse::<i64>().ok()),
-                values.first().and_then(|b| b.parse::<i64>().ok()),
-            ) else {
-                return false;
-            };
-            if req.operator == "Gt" {
-                v > bound
-            } else {
-                v < bound
-            }
-        }
-        _ => false,
-    }
-}
-
+/// Whether `term` selects `node` (upstream `nodeSelectorTerm.match`): its `matchExpressions`
+/// as a label selector over the node's labels (`labels::Selector`, as kube-scheduler builds
+/// it), and its `matchFields`, where only `metadata.name` with `In` or `NotIn` and one value
+/// is supported. A term with neither, or with a requirement that does not parse, matches
+/// nothing.
 fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
-    let labels = labels_of(node);
     let expressions = term.match_expressions.as_deref().unwrap_or_default();
     let fields = term.match_fields.as_deref().unwrap_or_default();
     if expressions.is_empty() && fields.is_empty() {
         return false; // an empty term matches nothing
     }
-    expressions
-        .iter()
-        .all(|req| requirement_matches(req, labels.get(&req.key)))
-        && fields.iter().all(|req| {
-            let value = (req.key == "metadata.name")
-                .then(|| node.metadata.name.clone().unwrap_or_default());
-            requirement_matches(req, value.as_ref())
-        })
+    if !expressions.is_empty() {
+        let Ok(selector) = Selector::from_node_selector_requirements(expressions) else {
+            return false;
+        };
+        if !selector.matches(&labels_of(node)) {
+            return false;
+        }
+    }
+    let name = node.metadata.name.as_deref().unwrap_or("");
+    fields.iter().all(|req| {
+        let values = req.values.as_deref().unwrap_or_default();
+        match (req.key.as_str(), req.operator.as_str(), values) {
+            ("metadata.name", "In", [value]) => value == name,
+            ("metadata.name", "NotIn", [value]) => value != name,
+            _ => false,
+        }
+    })
 }
 
 /// nodeSelector and required node affinity.
@@ -136,7 +124,7 @@ pub fn selector_matches(pod: &Pod, node: &Node) -> bool {
     };
     let labels = labels_of(node);
     if let Some(selector) = &spec.node_selector
-        && !selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+        && !Selector::from_set(selector).matches(&labels)
     {
         return false;
     }
@@ -179,20 +167,21 @@ pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     }
 }
 
-fn untolerated_taint(pod: &Pod, node: &Node) -> Option<String> {
+/// The first taint of `node` with one of `effects` that `pod` does not tolerate (upstream
+/// `FindMatchingUntoleratedTaint`).
+pub fn untolerated_taint<'n>(pod: &Pod, node: &'n Node, effects: &[&str]) -> Option<&'n Taint> {
     let tolerations = pod
         .spec
         .as_ref()
-        .and_then(|s| s.tolerations.clone())
+        .and_then(|s| s.tolerations.as_deref())
         .unwrap_or_default();
     node.spec
         .as_ref()
         .and_then(|s| s.taints.as_ref())
         .into_iter()
         .flatten()
-        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+        .filter(|t| effects.contains(&t.effect.as_str()))
         .find(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
-        .map(|t| format!("{{{}: {}}}", t.key, t.value.clone().unwrap_or_default()))
 }
 
 /// Whether the pod tolerates `node.kubernetes.io/unschedulable:NoSchedule`.
@@ -232,8 +221,9 @@ pub fn fits(pod: &Pod, node: &Node, used: &BTreeMap<String, i128>) -> Result<(),
     if !selector_matches(pod, node) {
         return Err(Misfit::Selector);
     }
-    if let Some(taint) = untolerated_taint(pod, node) {
-        return Err(Misfit::Taint(taint));
+    if let Some(taint) = untolerated_taint(pod, node, &["NoSchedule", "NoExecute"]) {
+        let value = taint.value.as_deref().unwrap_or_default();
+        return Err(Misfit::Taint(format!("{{{}: {value}}}", taint.key)));
     }
     let allocatable = node
         .status
@@ -372,6 +362,37 @@ mod tests {
             chosen(&pod(untolerated)),
             Err("0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: db}. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.".into())
         );
+    }
+
+    #[test]
+    fn affinity_terms_read_as_label_selectors_with_gt_and_lt_and_refuse_what_does_not_parse() {
+        let nodes = vec![
+            node("a", json!({"cores": "4"}), json!([]), "4"),
+            node("b", json!({"cores": "16"}), json!([]), "4"),
+        ];
+        let used = HashMap::new();
+        let chosen = |expressions: serde_json::Value| {
+            let spec = json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                {"nodeSelectorTerms": [{"matchExpressions": expressions}]}}}});
+            choose(&pod(spec), &nodes, &used).map(|n| n.metadata.name.clone().unwrap_or_default())
+        };
+        assert_eq!(
+            chosen(json!([{"key": "cores", "operator": "Gt", "values": ["8"]}])),
+            Ok("b".into())
+        );
+        assert_eq!(
+            chosen(json!([{"key": "cores", "operator": "Lt", "values": ["8"]}])),
+            Ok("a".into())
+        );
+        // As upstream's NewRequirement: a bound that is no integer, an unknown operator or an
+        // `In` without values make the term match no node.
+        for bad in [
+            json!([{"key": "cores", "operator": "Gt", "values": ["many"]}]),
+            json!([{"key": "cores", "operator": "Near", "values": ["4"]}]),
+            json!([{"key": "cores", "operator": "In", "values": []}]),
+        ] {
+            assert!(chosen(bad.clone()).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::chrono::{DateTime, Utc};
+use kubemock_apimachinery::intstr;
 
 use crate::replicaset::pods::{is_available, is_ready};
 
@@ -302,17 +303,14 @@ pub fn is_unavailable(pod: &Pod, min_ready_seconds: i32, now: DateTime<Utc>) -> 
 /// `rollingUpdate.maxUnavailable` as a number of pods: 1 when absent, percentages of
 /// `replicas` rounded down, never below 1 (upstream `getStatefulSetMaxUnavailable`).
 pub fn max_unavailable(value: Option<&IntOrString>, replicas: i32) -> i32 {
-    let n = match value {
-        None => 1,
-        Some(IntOrString::Int(n)) => *n,
-        Some(IntOrString::String(s)) => s
-            .strip_suffix('%')
-            .and_then(|p| p.parse::<i64>().ok())
-            .map_or(1, |p| {
-                i32::try_from(p * i64::from(replicas) / 100).unwrap_or(i32::MAX)
-            }),
+    let Some(value) = value else {
+        return 1;
     };
-    n.max(1)
+    let value = intstr::IntOrString::from(value.clone());
+    // A malformed percentage counts as the default, 1 (the API server refuses one anyway).
+    intstr::get_scaled_value_from_int_or_percent(&value, i64::from(replicas), false)
+        .map_or(1, |n| i32::try_from(n).unwrap_or(i32::MAX))
+        .max(1)
 }
 
 /// The set's claim retention policy: (whenDeleted, whenScaled) are `Delete`.

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::{
     AGE, Column, NAME, age, column, condition_true, docs, field, flag, format_label_selector,
-    format_labels, go_duration, human_duration, int, int_or, list, map, meta, name, since,
-    template_containers, text, wide,
+    format_labels, go_duration, human_duration, int, int_or, list, map, name, since,
+    template_containers, text, time, wide,
 };
 
 pub(super) const STATEFUL_SET_COLUMNS: &[Column] = &[
@@ -139,7 +139,7 @@ fn job_duration(job: &Value, now: i128) -> String {
     let time = |key: &str| {
         field(job, &["status", key])
             .and_then(Value::as_str)
-            .and_then(meta::parse_rfc3339)
+            .and_then(time::parse_rfc3339)
     };
     match time("startTime") {
         None => String::new(),

@@ -12,19 +12,19 @@ use super::types::{ListKind, TypeDef, TypeId, Types, key_default};
 
 /// What changed between two versions of an object.
 #[derive(Debug, Default)]
-pub(crate) struct Comparison {
+pub struct Comparison {
     /// Fields present only in the new version.
-    pub(crate) added: Set,
+    pub added: Set,
     /// Fields present only in the old version.
-    pub(crate) removed: Set,
+    pub removed: Set,
     /// Leaves whose value changed.
-    pub(crate) modified: Set,
+    pub modified: Set,
 }
 
 impl Comparison {
     /// `(added ∪ modified, removed)`: what a writer of the new version takes ownership of, and
     /// what it gives up.
-    pub(crate) fn into_changed_and_removed(self) -> (Set, Set) {
+    pub fn into_changed_and_removed(self) -> (Set, Set) {
         let mut changed = self.added;
         changed.absorb(self.modified);
         (changed, self.removed)
@@ -116,7 +116,7 @@ fn shape<'t>(types: &'t Types, id: TypeId, sample: &[Option<&Value>]) -> Shape<'
 }
 
 /// The field set of `value` (the fields an applied configuration specifies).
-pub(crate) fn field_set(types: &Types, value: &Value) -> Set {
+pub fn field_set(types: &Types, value: &Value) -> Set {
     let mut set = Set::new();
     walk_field_set(types, types.root, value, &mut Vec::new(), &mut set);
     set
@@ -159,7 +159,7 @@ fn walk_field_set(types: &Types, id: TypeId, value: &Value, path: &mut Path, set
 /// allowed, unlike in a live object): each item of a keyed list has every key field (or its
 /// default), each item of a set is a scalar, and no two items of a list are the same element.
 /// The error names the list and the item in upstream's words.
-pub(crate) fn check_applied(types: &Types, value: &Value) -> Result<(), String> {
+pub fn check_applied(types: &Types, value: &Value) -> Result<(), String> {
     walk_check(types, types.root, value, &mut Vec::new())
 }
 
@@ -224,7 +224,7 @@ fn walk_check(types: &Types, id: TypeId, value: &Value, path: &mut Path) -> Resu
 }
 
 /// Compares `old` with `new`.
-pub(crate) fn compare(types: &Types, old: &Value, new: &Value) -> Comparison {
+pub fn compare(types: &Types, old: &Value, new: &Value) -> Comparison {
     let mut comparison = Comparison::default();
     walk_compare(
         types,
@@ -240,7 +240,7 @@ pub(crate) fn compare(types: &Types, old: &Value, new: &Value) -> Comparison {
 
 /// Compares two objects as if every map in them had the members of the same map in `zero`
 /// they lack (the fields Go marshals even when unset), without copying them.
-pub(crate) fn compare_objects(
+pub fn compare_objects(
     types: &Types,
     old: &Map<String, Value>,
     new: &Map<String, Value>,
@@ -385,7 +385,7 @@ fn as_list(value: Option<&Value>) -> Option<Option<&[Value]>> {
 /// values winning): granular maps merge by key, keyed lists and sets by element (in the
 /// configuration's order for the elements it has, the live-only ones kept in place), leaves
 /// and atomic values are replaced. A `null` in the configuration removes the field.
-pub(crate) fn merge(types: &Types, live: &Value, config: &Value) -> Value {
+pub fn merge(types: &Types, live: &Value, config: &Value) -> Value {
     walk_merge(types, types.root, Some(live), Some(config)).unwrap_or(Value::Null)
 }
 
@@ -506,7 +506,7 @@ fn merge_lists(
 }
 
 /// Removes every member of `set` from `value` (fields, map entries, list elements).
-pub(crate) fn remove(types: &Types, value: &mut Value, set: &Set) {
+pub fn remove(types: &Types, value: &mut Value, set: &Set) {
     walk_remove(types, types.root, value, set);
 }
 
@@ -551,7 +551,7 @@ fn walk_remove(types: &Types, id: TypeId, value: &mut Value, set: &Set) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::protobuf::SCHEMA;
+    use crate::protobuf::SCHEMA;
     use serde_json::json;
 
     fn deployment_types() -> std::sync::Arc<Types> {

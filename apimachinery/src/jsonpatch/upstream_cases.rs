@@ -7,8 +7,10 @@ use serde_json::Value;
 use super::Patch;
 
 fn table() -> Value {
-    serde_json::from_str(include_str!("../testdata/evanphx-json-patch-v4.12.0.json"))
-        .expect("the table is JSON")
+    serde_json::from_str(include_str!(
+        "../../testdata/evanphx-json-patch-v4.12.0.json"
+    ))
+    .expect("the table is JSON")
 }
 
 fn text<'a>(case: &'a Value, key: &str) -> &'a str {

@@ -1,9 +1,11 @@
 //! The OpenAPI schemas of the built-in kinds, generated from a maintained source (the
 //! `k8s-openapi` crate's `schemars` implementations, Kubernetes 1.32) rather than written by
-//! hand. They feed both the served OpenAPI documents (`kubectl explain`, validation discovery)
-//! and server-side field validation (`fieldvalidation`), so the two always agree.
+//! hand. They feed the API server's OpenAPI documents (`kubectl explain`, validation
+//! discovery) and its field validation, and give the protobuf codec ([`crate::protobuf`]) its
+//! JSON names, so all three always agree.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use k8s_openapi::api::{
     admissionregistration, apps, authentication, authorization, autoscaling, batch, certificates,
@@ -16,13 +18,17 @@ use schemars::r#gen::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
 /// Where component schemas live in an OpenAPI v3 document.
-pub(crate) const COMPONENTS_PREFIX: &str = "#/components/schemas/";
+pub const COMPONENTS_PREFIX: &str = "#/components/schemas/";
 
 /// A kind's group, version and kind.
-pub(crate) type KindKey = (String, String, String);
+pub type KindKey = (String, String, String);
+
+/// The schemas of every built-in kind, generated on first use (some milliseconds of CPU; a
+/// server forces it in the background as it starts).
+pub static SCHEMAS: LazyLock<Schemas> = LazyLock::new(Schemas::builtin);
 
 /// Every built-in kind's schema, and the component schemas they reference.
-pub(crate) struct Schemas {
+pub struct Schemas {
     /// Component schemas by name (`io.k8s.api.apps.v1.Deployment`).
     components: Map<String, Value>,
     /// The component name of each kind.
@@ -55,7 +61,7 @@ macro_rules! kind_schemas {
 
 impl Schemas {
     /// Generates the schemas of every built-in kind (a few milliseconds; done once).
-    pub(crate) fn builtin() -> Schemas {
+    pub fn builtin() -> Schemas {
         let mut settings = SchemaSettings::openapi3();
         settings.definitions_path = COMPONENTS_PREFIX.to_owned();
         let mut generator = SchemaGenerator::new(settings);
@@ -127,21 +133,28 @@ impl Schemas {
     }
 
     /// The component name of a kind's schema.
-    pub(crate) fn kind(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
+    pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
         self.kinds
             .get(&(group.to_owned(), version.to_owned(), kind.to_owned()))
             .map(String::as_str)
     }
 
+    /// Every kind with a schema: (group, version, kind), in no particular order.
+    pub fn kinds(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.kinds
+            .keys()
+            .map(|(group, version, kind)| (group.as_str(), version.as_str(), kind.as_str()))
+    }
+
     /// A component schema by name.
-    pub(crate) fn component(&self, name: &str) -> Option<&Value> {
+    pub fn component(&self, name: &str) -> Option<&Value> {
         self.components.get(name)
     }
 
     /// `schema` with references followed (a `$ref` alone, or as schemars' single-element
     /// `allOf`): the component it ends at, and that component's name (`None` when `schema`
     /// is not a reference).
-    pub(crate) fn follow<'a>(&'a self, mut schema: &'a Value) -> (Option<&'a str>, &'a Value) {
+    pub fn follow<'a>(&'a self, mut schema: &'a Value) -> (Option<&'a str>, &'a Value) {
         let mut name = None;
         // References do not chain deeply; the bound only guards against a cycle.
         for _ in 0..16 {
@@ -169,10 +182,7 @@ impl Schemas {
 
     /// The named components and every component they reference, transitively, sorted by
     /// name: what one group-version's document needs.
-    pub(crate) fn closure<'a>(
-        &self,
-        roots: impl IntoIterator<Item = &'a str>,
-    ) -> Map<String, Value> {
+    pub fn closure<'a>(&self, roots: impl IntoIterator<Item = &'a str>) -> Map<String, Value> {
         let mut out = Map::new();
         let mut pending: Vec<String> = roots.into_iter().map(str::to_owned).collect();
         while let Some(name) = pending.pop() {
@@ -213,26 +223,6 @@ fn collect_references(value: &Value, into: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Registry;
-
-    #[test]
-    fn every_served_kind_has_a_schema() {
-        let schemas = Schemas::builtin();
-        let registry = Registry::builtin();
-        for group in registry.groups() {
-            for version in &group.versions {
-                for resource in registry.resources_in(&group.name, version) {
-                    assert!(
-                        schemas
-                            .kind(&resource.group, &resource.version, &resource.kind)
-                            .is_some(),
-                        "no schema for {}",
-                        resource.qualified_kind()
-                    );
-                }
-            }
-        }
-    }
 
     #[test]
     fn references_resolve_and_closures_are_complete() {

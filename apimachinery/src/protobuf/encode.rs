@@ -1,4 +1,4 @@
-//! JSON objects to protobuf messages, the inverse of `proto_decode`, written as gogo-protobuf
+//! JSON objects to protobuf messages, the inverse of `decode`, written as gogo-protobuf
 //! writes Kubernetes' `generated.pb.go` types: fields in field-number order; maps sorted by key,
 //! each entry a nested message of key (1) and value (2), both always written; repeated
 //! scalars unpacked (proto2); `int32` sign-extended; the special forms (`Time` as seconds and
@@ -6,17 +6,18 @@
 //! and strVal, `RawExtension` and `FieldsV1` as the JSON bytes, byte fields from base64).
 //!
 //! What is written is what the JSON holds: a field absent or `null` is left out, except Go
-//! value fields (`proto_table::GO_VALUES`), which Go always writes and which are written with
+//! value fields (`table::GO_VALUES`), which Go always writes and which are written with
 //! their zero value. JSON properties the message does not have are ignored, as Go's decoder
 //! ignores them.
 
 use base64::Engine;
 use serde_json::{Map, Value};
 
-use super::proto_decode::MAX_DEPTH;
-use super::proto_table::{Field, Form, Message, Table, Ty};
-use super::proto_wire::{Wire, Writer};
-use crate::meta;
+use super::decode::MAX_DEPTH;
+use super::table::{Field, Form, Message, Table, Ty};
+use super::wire::{Wire, Writer};
+use crate::duration::parse_duration;
+use crate::time;
 
 /// How many fields past the last one found the encoder compares before hashing a name.
 const LOOK_AHEAD: usize = 8;
@@ -71,8 +72,9 @@ impl<'t, 'v> Encoder<'t, 'v> {
             Form::Duration => {
                 let nanos = match value {
                     None => 0,
-                    Some(Value::String(text)) => parse_go_duration(text)
-                        .ok_or_else(|| format!("invalid duration {text:?}"))?,
+                    Some(Value::String(text)) => {
+                        parse_duration(text).map_err(|_| format!("invalid duration {text:?}"))?
+                    }
                     Some(other) => return Err(mismatch(&message.name, "a duration", other)),
                 };
                 self.out.varint_field(1, nanos as u64);
@@ -463,7 +465,7 @@ impl<'t, 'v> Encoder<'t, 'v> {
         };
         // Any year: the decoder writes the years beyond 0000–9999 a protobuf time can hold.
         let nanos =
-            meta::parse_rfc3339_any_year(text).ok_or_else(|| format!("invalid time {text:?}"))?;
+            time::parse_rfc3339_any_year(text).ok_or_else(|| format!("invalid time {text:?}"))?;
         let seconds = i64::try_from(nanos.div_euclid(1_000_000_000))
             .map_err(|_| format!("time out of range {text:?}"))?;
         let nanos = nanos.rem_euclid(1_000_000_000) as i64;
@@ -514,56 +516,10 @@ fn float(value: &Value, what: &str) -> Result<f64, String> {
         .ok_or_else(|| mismatch(what, "a number", value))
 }
 
-/// Parses Go's `time.ParseDuration` syntax (`1h2m3.5s`, `300ms`, `-2µs`) into nanoseconds.
-pub(crate) fn parse_go_duration(text: &str) -> Option<i64> {
-    let (negative, mut rest) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total: f64 = 0.0;
-    while !rest.is_empty() {
-        let number_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let number: f64 = rest[..number_end].parse().ok()?;
-        rest = &rest[number_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_end] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        rest = &rest[unit_end..];
-        total += number * scale;
-    }
-    let nanos = total.round();
-    if nanos > i64::MAX as f64 {
-        return None;
-    }
-    Some(if negative {
-        -(nanos as i64)
-    } else {
-        nanos as i64
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::proto_decode::go_duration;
+    use crate::duration::format_duration;
 
     #[test]
     fn go_durations_parse_back() {
@@ -578,15 +534,15 @@ mod tests {
             1_234,
         ] {
             assert_eq!(
-                parse_go_duration(&go_duration(nanos)),
+                parse_duration(&format_duration(nanos)).ok(),
                 Some(nanos),
                 "{nanos}"
             );
         }
-        assert_eq!(parse_go_duration("1m30s"), Some(90_000_000_000));
-        assert_eq!(parse_go_duration("2us"), Some(2_000));
+        assert_eq!(parse_duration("1m30s").ok(), Some(90_000_000_000));
+        assert_eq!(parse_duration("2us").ok(), Some(2_000));
         for bad in ["", "-", "5", "1x", "s", "1.2.3s"] {
-            assert_eq!(parse_go_duration(bad), None, "{bad}");
+            assert_eq!(parse_duration(bad).ok(), None, "{bad}");
         }
     }
 }

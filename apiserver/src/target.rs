@@ -2,20 +2,18 @@
 //! resource, optionally a namespace, a name and a subresource — or a route-level 404.
 //!
 //! The same parse also classifies every request before any handler runs ([`RequestInfo`], the
-//! real server's `RequestInfo`): the metrics count it under its verb, resource and scope, and
-//! the in-flight limit tells watches and mutating requests apart. One parser, so the labels
-//! can never disagree with what the handlers serve.
+//! real server's `RequestInfo`, left in the request by `handlers::classify`): the metrics
+//! count it under its verb, resource and scope, and the in-flight limit tells watches and
+//! mutating requests apart. One parser, so the labels can never disagree with what the
+//! handlers serve. It knows the registry, not the server's state, so that the metrics and the
+//! limits below the handlers can read it.
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, Uri, header};
-use axum::middleware::Next;
-use axum::response::Response;
 
 use crate::query::Query;
 use crate::registry::{Registry, Resource};
-use crate::state::AppState;
 use crate::status::{ApiError, ApiResult};
 
 /// What a resource path addresses.
@@ -241,23 +239,6 @@ impl RequestInfo {
             target: None,
         }
     }
-}
-
-/// The middleware that classifies each request once and leaves the [`RequestInfo`] in its
-/// extensions for the metrics and the in-flight limit.
-pub(crate) async fn classify(
-    State(state): State<AppState>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    let info = RequestInfo::classify(
-        state.registry(),
-        request.method(),
-        request.uri(),
-        request.headers(),
-    );
-    request.extensions_mut().insert(info);
-    next.run(request).await
 }
 
 /// `(group, version, rest)` of a path the resource routes serve (`/api/v1/{*rest}`,

@@ -12,15 +12,15 @@ use std::sync::{Arc, LazyLock};
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::codec::proto_schema::{Field, FieldType, Message, ProtoSchema};
+use crate::protobuf::schema::{Field, FieldType, Message, ProtoSchema};
 
 /// An index into a [`Types`] arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TypeId(usize);
+pub struct TypeId(usize);
 
 /// How a list's elements are identified.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ListKind {
+pub enum ListKind {
     /// Replaced as a whole.
     Atomic,
     /// Scalars identified by value.
@@ -31,27 +31,35 @@ pub(crate) enum ListKind {
 
 /// One type.
 #[derive(Debug, Clone)]
-pub(crate) enum TypeDef {
+pub enum TypeDef {
     /// A scalar, or anything replaced as a whole.
     Scalar,
     /// Nothing known: objects are granular maps of untyped values, lists are atomic.
     Untyped,
     /// A struct (declared `fields`) or a map (values of type `elem`), or both.
     Map {
+        /// The declared fields and their types.
         fields: HashMap<String, TypeId>,
+        /// The type of the values of other keys (a map), if any.
         elem: Option<TypeId>,
+        /// Replaced as a whole (`+structType=atomic`, `+mapType=atomic`).
         atomic: bool,
     },
     /// A list.
-    List { elem: TypeId, kind: ListKind },
+    List {
+        /// The type of the elements.
+        elem: TypeId,
+        /// Whether elements are replaced together, identified by value, or by key fields.
+        kind: ListKind,
+    },
 }
 
 /// The types of one kind, with its root.
 #[derive(Debug)]
-pub(crate) struct Types {
+pub struct Types {
     defs: Vec<TypeDef>,
     /// The kind's own type.
-    pub(crate) root: TypeId,
+    pub root: TypeId,
 }
 
 /// The scalar type (always at index 0).
@@ -61,7 +69,7 @@ const UNTYPED: TypeId = TypeId(1);
 
 /// Default values of list-map key fields that clients may omit (upstream's schemas carry
 /// these as OpenAPI defaults: a port's protocol).
-pub(crate) fn key_default(field: &str) -> Option<Value> {
+pub fn key_default(field: &str) -> Option<Value> {
     (field == "protocol").then(|| Value::String("TCP".to_owned()))
 }
 
@@ -74,19 +82,19 @@ impl Types {
     }
 
     /// The untyped shape (objects granular, lists atomic).
-    pub(crate) fn untyped() -> Arc<Types> {
+    pub fn untyped() -> Arc<Types> {
         static UNTYPED_TYPES: LazyLock<Arc<Types>> =
             LazyLock::new(|| Arc::new(Types::with_builtins()));
         Arc::clone(&UNTYPED_TYPES)
     }
 
     /// A type by id.
-    pub(crate) fn def(&self, id: TypeId) -> &TypeDef {
+    pub fn def(&self, id: TypeId) -> &TypeDef {
         self.defs.get(id.0).unwrap_or(&TypeDef::Untyped)
     }
 
     /// The type of `key` in a map type (`None` for scalars and lists).
-    pub(crate) fn child(&self, id: TypeId, key: &str) -> TypeId {
+    pub fn child(&self, id: TypeId, key: &str) -> TypeId {
         match self.def(id) {
             TypeDef::Map { fields, elem, .. } => {
                 fields.get(key).copied().or(*elem).unwrap_or(UNTYPED)
@@ -97,7 +105,7 @@ impl Types {
     }
 
     /// Whether `key` is a declared field of a struct type.
-    pub(crate) fn declares(&self, id: TypeId, key: &str) -> bool {
+    pub fn declares(&self, id: TypeId, key: &str) -> bool {
         matches!(self.def(id), TypeDef::Map { fields, .. } if fields.contains_key(key))
     }
 
@@ -107,7 +115,7 @@ impl Types {
     }
 
     /// The types of a built-in kind, from the protobuf schema's messages and markers.
-    pub(crate) fn for_kind(schema: &ProtoSchema, api_version: &str, kind: &str) -> Arc<Types> {
+    pub fn for_kind(schema: &ProtoSchema, api_version: &str, kind: &str) -> Arc<Types> {
         static CACHE: LazyLock<Mutex<HashMap<String, Arc<Types>>>> =
             LazyLock::new(|| Mutex::new(HashMap::new()));
         let cache_key = format!("{api_version}/{kind}");
@@ -134,7 +142,7 @@ impl Types {
 
     /// The types of a custom resource from its structural OpenAPI v3 schema.
     #[allow(dead_code)] // until custom resources are served
-    pub(crate) fn from_openapi(schema: &Value) -> Types {
+    pub fn from_openapi(schema: &Value) -> Types {
         let mut types = Types::with_builtins();
         let root = types.openapi(schema);
         types.root = root;
@@ -349,7 +357,7 @@ fn special(name: &str) -> Option<TypeId> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::protobuf::SCHEMA;
+    use crate::protobuf::SCHEMA;
 
     fn list_kind(types: &Types, id: TypeId) -> ListKind {
         match types.def(id) {

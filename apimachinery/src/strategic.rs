@@ -3,15 +3,15 @@
 //! marked `+patchStrategy=merge` are merged element-wise (by `+patchMergeKey`, or as a set of
 //! scalars), with the `$patch`, `$retainKeys`, `$setElementOrder/` and
 //! `$deleteFromPrimitiveList/` directives. The markers come from the same 1.32 schemas the
-//! protobuf codec walks (`codec::proto_schema`), so the strategies are data, not code.
+//! protobuf codec walks ([`crate::protobuf::schema`]), so the strategies are data, not code.
 
 use serde_json::{Map, Value};
 
-use crate::codec::proto_schema::{Field, FieldType, Message, ProtoSchema};
+use crate::protobuf::schema::{Field, FieldType, Message, ProtoSchema};
 
 /// Why a patch could not be applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum PatchError {
+pub enum PatchError {
     /// A malformed patch document (400).
     BadRequest(String),
     /// A patch that does not fit the object (422 with the generic message of §5.2).
@@ -35,7 +35,7 @@ const SET_ELEMENT_ORDER: &str = "$setElementOrder/";
 const DELETE_FROM_PRIMITIVE_LIST: &str = "$deleteFromPrimitiveList/";
 
 /// `original` with the strategic merge patch `patch` applied; `message` is the object's kind.
-pub(crate) fn apply(
+pub fn apply(
     schema: &ProtoSchema,
     message: Option<&Message>,
     original: Value,
@@ -345,7 +345,7 @@ fn strip_directives_map(map: &Map<String, Value>) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::protobuf::SCHEMA;
+    use crate::protobuf::SCHEMA;
     use serde_json::json;
 
     fn patch(

@@ -3,18 +3,15 @@
 //! (`staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/time.go`, `micro_time.go`). What Go
 //! accepts is accepted (a one-digit hour, a fraction the layout lacks, a `+24:00` offset), what
 //! it refuses is refused with Go's own `ParseError` text, so a client sees the message a real
-//! cluster sends. `meta::parse_rfc3339` stays the lenient reader of what the server itself
+//! cluster sends. `time::parse_rfc3339` stays the lenient reader of what the server itself
 //! wrote.
 
-use crate::meta;
+use crate::time::{self, NANOS_PER_SECOND};
 
 /// `time.RFC3339`, the layout of `metav1.Time`.
-pub(crate) const RFC3339: &str = "2006-01-02T15:04:05Z07:00";
+pub const RFC3339: &str = "2006-01-02T15:04:05Z07:00";
 /// `metav1.RFC3339Micro`, the layout of `metav1.MicroTime`.
-pub(crate) const RFC3339_MICRO: &str = "2006-01-02T15:04:05.000000Z07:00";
-
-/// Nanoseconds per second.
-const NANOS_PER_SECOND: i128 = 1_000_000_000;
+pub const RFC3339_MICRO: &str = "2006-01-02T15:04:05.000000Z07:00";
 
 /// One element of the two layouts, in order (Go's `nextStdChunk` splits them so).
 #[derive(Clone, Copy)]
@@ -89,7 +86,7 @@ const MICROS_LAYOUT: &[Element] = &[
 
 /// Parses `value` as Go's `time.Parse(layout, value)` does for [`RFC3339`] (`micro` false)
 /// or [`RFC3339_MICRO`] (`micro` true): nanoseconds since the Unix epoch, or Go's error text.
-pub(crate) fn parse(value: &str, micro: bool) -> Result<i128, String> {
+pub fn parse(value: &str, micro: bool) -> Result<i128, String> {
     let (layout, elements) = if micro {
         (RFC3339_MICRO, MICROS_LAYOUT)
     } else {
@@ -224,21 +221,21 @@ pub(crate) fn parse(value: &str, micro: bool) -> Result<i128, String> {
     if day < 1 || day > days_in(month, year) {
         return Err(format!("parsing time {}: day out of range", quote(value)));
     }
-    let days = meta::days_from_civil(year, month, day);
+    let days = time::days_from_civil(year, month, day);
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset;
     Ok(i128::from(seconds) * NANOS_PER_SECOND + i128::from(nanos))
 }
 
 /// The canonical form of a parsed time, as upstream writes it back: UTC, whole seconds for
 /// `metav1.Time`, microseconds for `metav1.MicroTime`.
-pub(crate) fn format(unix_nanos: i128, micro: bool) -> String {
+pub fn format(unix_nanos: i128, micro: bool) -> String {
     let seconds = unix_nanos.div_euclid(NANOS_PER_SECOND);
     let nanos = unix_nanos.rem_euclid(NANOS_PER_SECOND);
     let seconds = i64::try_from(seconds).unwrap_or(i64::MAX);
     if micro {
-        meta::rfc3339_micro(seconds, u32::try_from(nanos).unwrap_or(0))
+        time::rfc3339_micro(seconds, u32::try_from(nanos).unwrap_or(0))
     } else {
-        meta::rfc3339(seconds)
+        time::rfc3339(seconds)
     }
 }
 

@@ -5,7 +5,7 @@
 
 /// Protobuf wire types (groups, 3 and 4, are absent from Kubernetes schemas).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wire {
+pub enum Wire {
     /// 0: int32, int64, bool.
     Varint,
     /// 1: double.
@@ -19,7 +19,7 @@ pub(crate) enum Wire {
 impl Wire {
     /// The wire type's number in a field key.
     #[inline]
-    pub(crate) fn number(self) -> u32 {
+    pub fn number(self) -> u32 {
         match self {
             Wire::Varint => 0,
             Wire::Fixed64 => 1,
@@ -30,25 +30,25 @@ impl Wire {
 }
 
 /// A cursor over protobuf bytes.
-pub(crate) struct Reader<'a> {
+pub struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
 impl<'a> Reader<'a> {
     /// A reader at the start of `bytes`.
-    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+    pub fn new(bytes: &'a [u8]) -> Self {
         Reader { bytes, at: 0 }
     }
 
     /// True at the end of the bytes.
-    pub(crate) fn done(&self) -> bool {
+    pub fn done(&self) -> bool {
         self.at >= self.bytes.len()
     }
 
     /// A base-128 varint.
     #[inline]
-    pub(crate) fn varint(&mut self) -> Result<u64, String> {
+    pub fn varint(&mut self) -> Result<u64, String> {
         // The common case: one byte.
         if let Some(&byte) = self.bytes.get(self.at)
             && byte < 0x80
@@ -72,7 +72,7 @@ impl<'a> Reader<'a> {
 
     /// The next field key, or `None` at the end.
     #[inline]
-    pub(crate) fn key(&mut self) -> Result<Option<(u32, Wire)>, String> {
+    pub fn key(&mut self) -> Result<Option<(u32, Wire)>, String> {
         if self.done() {
             return Ok(None);
         }
@@ -90,7 +90,7 @@ impl<'a> Reader<'a> {
 
     /// The next `len` bytes.
     #[inline]
-    pub(crate) fn take(&mut self, len: usize) -> Result<&'a [u8], String> {
+    pub fn take(&mut self, len: usize) -> Result<&'a [u8], String> {
         let end = self
             .at
             .checked_add(len)
@@ -103,13 +103,13 @@ impl<'a> Reader<'a> {
 
     /// A length-delimited field's bytes.
     #[inline]
-    pub(crate) fn bytes(&mut self) -> Result<&'a [u8], String> {
+    pub fn bytes(&mut self) -> Result<&'a [u8], String> {
         let len = usize::try_from(self.varint()?).map_err(|_| "protobuf length too large")?;
         self.take(len)
     }
 
     /// A length-delimited field's bytes, or an error naming `what` for another wire type.
-    pub(crate) fn expect_len(&mut self, wire: Wire, what: &str) -> Result<&'a [u8], String> {
+    pub fn expect_len(&mut self, wire: Wire, what: &str) -> Result<&'a [u8], String> {
         if wire != Wire::Len {
             return Err(format!("{what}: expected a length-delimited field"));
         }
@@ -118,19 +118,19 @@ impl<'a> Reader<'a> {
 
     /// A string field's text.
     #[inline]
-    pub(crate) fn string(&mut self) -> Result<String, String> {
+    pub fn string(&mut self) -> Result<String, String> {
         self.str().map(str::to_owned)
     }
 
     /// A string field's text, borrowed.
     #[inline]
-    pub(crate) fn str(&mut self) -> Result<&'a str, String> {
+    pub fn str(&mut self) -> Result<&'a str, String> {
         std::str::from_utf8(self.bytes()?)
             .map_err(|_| "invalid UTF-8 in a protobuf string".to_owned())
     }
 
     /// Skips a field of wire type `wire`.
-    pub(crate) fn skip(&mut self, wire: Wire) -> Result<(), String> {
+    pub fn skip(&mut self, wire: Wire) -> Result<(), String> {
         match wire {
             Wire::Varint => self.varint().map(drop),
             Wire::Fixed64 => self.take(8).map(drop),
@@ -140,7 +140,7 @@ impl<'a> Reader<'a> {
     }
 
     /// 8 little-endian bytes.
-    pub(crate) fn fixed64(&mut self) -> Result<[u8; 8], String> {
+    pub fn fixed64(&mut self) -> Result<[u8; 8], String> {
         let bytes = self.take(8)?;
         bytes
             .try_into()
@@ -148,7 +148,7 @@ impl<'a> Reader<'a> {
     }
 
     /// 4 little-endian bytes.
-    pub(crate) fn fixed32(&mut self) -> Result<[u8; 4], String> {
+    pub fn fixed32(&mut self) -> Result<[u8; 4], String> {
         let bytes = self.take(4)?;
         bytes
             .try_into()
@@ -158,14 +158,14 @@ impl<'a> Reader<'a> {
 
 /// Protobuf output, written front to back.
 #[derive(Debug, Default)]
-pub(crate) struct Writer {
+pub struct Writer {
     /// The bytes written so far.
-    pub(crate) buf: Vec<u8>,
+    pub buf: Vec<u8>,
 }
 
 impl Writer {
     /// A writer with room for `capacity` bytes.
-    pub(crate) fn with_capacity(capacity: usize) -> Self {
+    pub fn with_capacity(capacity: usize) -> Self {
         Writer {
             buf: Vec::with_capacity(capacity),
         }
@@ -173,7 +173,7 @@ impl Writer {
 
     /// A base-128 varint.
     #[inline]
-    pub(crate) fn varint(&mut self, mut value: u64) {
+    pub fn varint(&mut self, mut value: u64) {
         while value >= 0x80 {
             self.buf.push((value as u8) | 0x80);
             value >>= 7;
@@ -183,7 +183,7 @@ impl Writer {
 
     /// A field key (one byte for fields 1 to 15).
     #[inline(always)]
-    pub(crate) fn key(&mut self, number: u32, wire: Wire) {
+    pub fn key(&mut self, number: u32, wire: Wire) {
         let key = number << 3 | wire.number();
         if key < 0x80 {
             self.buf.push(key as u8);
@@ -194,7 +194,7 @@ impl Writer {
 
     /// A length-delimited field holding `bytes`.
     #[inline(always)]
-    pub(crate) fn bytes_field(&mut self, number: u32, bytes: &[u8]) {
+    pub fn bytes_field(&mut self, number: u32, bytes: &[u8]) {
         // Room for the key, the length and the bytes at once: the pushes below never grow.
         self.buf.reserve(bytes.len() + 10);
         self.key(number, Wire::Len);
@@ -204,7 +204,7 @@ impl Writer {
 
     /// A varint field (negative int32 and int64 values take ten bytes, as Go writes them).
     #[inline(always)]
-    pub(crate) fn varint_field(&mut self, number: u32, value: u64) {
+    pub fn varint_field(&mut self, number: u32, value: u64) {
         self.key(number, Wire::Varint);
         self.varint(value);
     }
@@ -212,7 +212,7 @@ impl Writer {
     /// Starts a length-delimited field whose content the caller writes next; returns the
     /// position [`Writer::end_len`] needs.
     #[inline]
-    pub(crate) fn begin_len(&mut self, number: u32) -> usize {
+    pub fn begin_len(&mut self, number: u32) -> usize {
         self.key(number, Wire::Len);
         self.buf.push(0);
         self.buf.len()
@@ -221,7 +221,7 @@ impl Writer {
     /// Ends the field [`Writer::begin_len`] started: writes its length, moving the content
     /// when the length needs more than the one byte reserved.
     #[inline(always)]
-    pub(crate) fn end_len(&mut self, start: usize) {
+    pub fn end_len(&mut self, start: usize) {
         let len = self.buf.len() - start;
         if len < 0x80 {
             self.buf[start - 1] = len as u8;

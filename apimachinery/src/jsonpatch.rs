@@ -15,36 +15,36 @@
 //! `pkg/server/config.go`): at most [`MAX_OPERATIONS`] operations (413), and `copy` operations
 //! may add at most [`MAX_COPY_BYTES`] in all (the library's `AccumulatedCopySizeLimit`), so a
 //! small patch cannot grow an object exponentially. kubemock adds one: no operation may nest
-//! the document deeper than `fieldvalidation::MAX_DEPTH`, checked before the value is copied
+//! the document deeper than [`MAX_DEPTH`], checked before the value is copied
 //! or inserted, so a patch cannot build what the server could not read back.
 
 use std::io::Write;
 
 use serde_json::{Map, Value};
 
-use crate::fieldvalidation::{MAX_DEPTH, deeper_than, json_kind, too_deep, too_deep_message};
+use crate::json::{MAX_DEPTH, deeper_than, json_kind, too_deep, too_deep_message};
 
 /// The most operations a JSON patch may have (upstream's `maxJSONPatchOperations`).
-pub(crate) const MAX_OPERATIONS: usize = 10_000;
+pub const MAX_OPERATIONS: usize = 10_000;
 
 /// The most bytes `copy` operations may add to a document in one patch (upstream's
 /// `JSONPatchMaxCopyBytes`, 3 MiB).
-pub(crate) const MAX_COPY_BYTES: usize = 3 * 1024 * 1024;
+pub const MAX_COPY_BYTES: usize = 3 * 1024 * 1024;
 
 /// A decoded patch: its operations, each a JSON object (or `null`, which fails as an unknown
 /// operation when applied, as upstream's does).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Patch(Vec<Option<Map<String, Value>>>);
+pub struct Patch(Vec<Option<Map<String, Value>>>);
 
 /// Why a patch could not be applied. Upstream answers every one of these with the same 422
 /// and discards the text; it is kept for logs and tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ApplyError(pub(crate) String);
+pub struct ApplyError(pub String);
 
 impl Patch {
     /// Decodes a patch body as upstream's `jsonpatch.DecodePatch` (`json.Unmarshal` into a list
     /// of objects) does: the error is Go's decoder's message (a 400).
-    pub(crate) fn decode(body: &[u8]) -> Result<Patch, String> {
+    pub fn decode(body: &[u8]) -> Result<Patch, String> {
         let value: Value = serde_json::from_slice(body).map_err(|err| err.to_string())?;
         let operations = match value {
             Value::Null => Vec::new(),
@@ -70,15 +70,20 @@ impl Patch {
     }
 
     /// How many operations the patch has.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.0.len()
+    }
+
+    /// Whether the patch has no operations (`[]` or `null`: it changes nothing).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// Checks the operations as upstream's strict decoding into `[]jsonPatchOp` does under
     /// `fieldValidation=Warn` or `Strict`: `op`, `path` and `from` must be strings (else the
     /// 400 message is returned), and other members are unknown fields (returned as the
     /// messages to warn or refuse with).
-    pub(crate) fn strict_fields(&self) -> Result<Vec<String>, String> {
+    pub fn strict_fields(&self) -> Result<Vec<String>, String> {
         let mut unknown = Vec::new();
         for (index, operation) in self.0.iter().enumerate() {
             let Some(operation) = operation else { continue };
@@ -102,13 +107,13 @@ impl Patch {
 
     /// Applies the patch to `doc`, an object or an array. On error `doc` may be partly
     /// patched; callers discard it.
-    pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
+    pub fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
         self.apply_with_copy_limit(doc, MAX_COPY_BYTES)
     }
 
     /// [`Patch::apply`] with another limit on the bytes `copy` may add (the library's
     /// `AccumulatedCopySizeLimit`, which its own tests set to 100).
-    pub(crate) fn apply_with_copy_limit(
+    pub fn apply_with_copy_limit(
         &self,
         doc: &mut Value,
         copy_limit: usize,
@@ -401,7 +406,6 @@ fn json_size(value: &Value) -> usize {
 }
 
 #[cfg(test)]
-#[path = "jsonpatch_cases.rs"]
 mod upstream_cases;
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 /// One step into a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum PathElement {
+pub enum PathElement {
     /// A field of a struct or a key of a map.
     Field(String),
     /// The element of a keyed (`listType=map`) list with these key fields, sorted by name.
@@ -138,10 +138,10 @@ impl PartialOrd for PathElement {
 }
 
 /// A path from the root of an object.
-pub(crate) type Path = Vec<PathElement>;
+pub type Path = Vec<PathElement>;
 
 /// The human form of a path: `.spec.template.spec.containers[name="c"].image`.
-pub(crate) fn path_string(path: &[PathElement]) -> String {
+pub fn path_string(path: &[PathElement]) -> String {
     let mut out = String::new();
     for element in path {
         let _ = write!(out, "{element}");
@@ -152,24 +152,24 @@ pub(crate) fn path_string(path: &[PathElement]) -> String {
 /// A set of paths, as a trie: `members` are the paths that end at this node's children,
 /// `children` the subtrees below them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Set {
+pub struct Set {
     members: BTreeSet<PathElement>,
     children: BTreeMap<PathElement, Set>,
 }
 
 impl Set {
     /// The empty set.
-    pub(crate) fn new() -> Set {
+    pub fn new() -> Set {
         Set::default()
     }
 
     /// Whether nothing is in the set.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.members.is_empty() && self.children.values().all(Set::is_empty)
     }
 
     /// Adds `path` (the empty path is not a member of anything and is ignored).
-    pub(crate) fn insert(&mut self, path: &[PathElement]) {
+    pub fn insert(&mut self, path: &[PathElement]) {
         match path {
             [] => {}
             [last] => {
@@ -181,7 +181,7 @@ impl Set {
 
     /// Whether `path` is a member.
     #[cfg(test)]
-    pub(crate) fn has(&self, path: &[PathElement]) -> bool {
+    pub fn has(&self, path: &[PathElement]) -> bool {
         match path {
             [] => false,
             [last] => self.members.contains(last),
@@ -190,7 +190,7 @@ impl Set {
     }
 
     /// Whether some member lies strictly below `path`.
-    pub(crate) fn has_below(&self, path: &[PathElement]) -> bool {
+    pub fn has_below(&self, path: &[PathElement]) -> bool {
         match path {
             [] => !self.is_empty(),
             [first, rest @ ..] => self.children.get(first).is_some_and(|c| c.has_below(rest)),
@@ -198,17 +198,17 @@ impl Set {
     }
 
     /// The subtree below `element`, if any.
-    pub(crate) fn child(&self, element: &PathElement) -> Option<&Set> {
+    pub fn child(&self, element: &PathElement) -> Option<&Set> {
         self.children.get(element)
     }
 
     /// Whether `element` is a member at this level.
-    pub(crate) fn has_member(&self, element: &PathElement) -> bool {
+    pub fn has_member(&self, element: &PathElement) -> bool {
         self.members.contains(element)
     }
 
     /// Every path in `self` or `other`.
-    pub(crate) fn union(&self, other: &Set) -> Set {
+    pub fn union(&self, other: &Set) -> Set {
         let mut out = self.clone();
         out.members.extend(other.members.iter().cloned());
         for (element, child) in &other.children {
@@ -222,7 +222,7 @@ impl Set {
     }
 
     /// Adds every path of `other` (the union, without copying either side).
-    pub(crate) fn absorb(&mut self, other: Set) {
+    pub fn absorb(&mut self, other: Set) {
         if self.members.is_empty() && self.children.is_empty() {
             *self = other;
             return;
@@ -239,7 +239,7 @@ impl Set {
     }
 
     /// Removes every path of `other` (the difference, in place).
-    pub(crate) fn subtract(&mut self, other: &Set) {
+    pub fn subtract(&mut self, other: &Set) {
         for member in &other.members {
             self.members.remove(member);
         }
@@ -252,7 +252,7 @@ impl Set {
     }
 
     /// Every path in both.
-    pub(crate) fn intersection(&self, other: &Set) -> Set {
+    pub fn intersection(&self, other: &Set) -> Set {
         let mut out = Set::new();
         out.members = self.members.intersection(&other.members).cloned().collect();
         for (element, child) in &self.children {
@@ -268,7 +268,7 @@ impl Set {
 
     /// Every path of `self` that is not in `other` (member by member: a member of `other`
     /// does not remove what lies below it in `self`).
-    pub(crate) fn difference(&self, other: &Set) -> Set {
+    pub fn difference(&self, other: &Set) -> Set {
         let mut out = Set::new();
         out.members = self.members.difference(&other.members).cloned().collect();
         for (element, child) in &self.children {
@@ -284,7 +284,7 @@ impl Set {
     }
 
     /// Removes `path` and everything below it.
-    pub(crate) fn remove_subtree(&mut self, path: &[PathElement]) {
+    pub fn remove_subtree(&mut self, path: &[PathElement]) {
         match path {
             [] => {}
             [last] => {
@@ -303,7 +303,7 @@ impl Set {
     }
 
     /// Every member path, in order.
-    pub(crate) fn paths(&self) -> Vec<Path> {
+    pub fn paths(&self) -> Vec<Path> {
         let mut out = Vec::new();
         self.collect(&mut Vec::new(), &mut out);
         out
@@ -326,7 +326,7 @@ impl Set {
     }
 
     /// The `FieldsV1` JSON of the set.
-    pub(crate) fn to_fields_v1(&self) -> Value {
+    pub fn to_fields_v1(&self) -> Value {
         Value::Object(self.emit(false))
     }
 
@@ -349,7 +349,7 @@ impl Set {
     }
 
     /// Reads a `FieldsV1` JSON object (unknown element kinds are dropped, as upstream does).
-    pub(crate) fn from_fields_v1(value: &Value) -> Option<Set> {
+    pub fn from_fields_v1(value: &Value) -> Option<Set> {
         let Value::Object(object) = value else {
             return None;
         };

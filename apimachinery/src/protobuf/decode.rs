@@ -1,5 +1,5 @@
 //! Protobuf messages to the JSON values upstream marshals them to, walking the compiled
-//! schemas (`proto_table`): fields by number, JSON names and Go's struct order, inlined
+//! schemas (`table`): fields by number, JSON names and Go's struct order, inlined
 //! embedded structs, and the special forms of `Form`.
 //!
 //! Absent and zero follow kubemock's JSON, where absent means "Go's zero value": Go writes
@@ -13,14 +13,15 @@ use std::cell::RefCell;
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
-use super::proto_table::{Form, Message, Table, Ty};
-use super::proto_wire::{Reader, Wire};
-use crate::meta;
+use super::table::{Form, Message, Table, Ty};
+use super::wire::{Reader, Wire};
+use crate::duration::format_duration;
+use crate::time;
 
 /// How deep messages may nest: as deep as a stored object's JSON may (each message is at least
 /// one JSON level, a map entry's value included), so every object the server stores encodes,
 /// and hostile input stops there.
-pub(crate) const MAX_DEPTH: usize = crate::fieldvalidation::MAX_DEPTH;
+pub(crate) const MAX_DEPTH: usize = crate::json::MAX_DEPTH;
 
 /// The largest stack kept for reuse between decodings (entries): enough for any real object.
 const MAX_SPARE: usize = 4096;
@@ -85,14 +86,14 @@ impl<'t> Decoder<'t> {
         depth: usize,
     ) -> Result<Value, String> {
         if depth > MAX_DEPTH {
-            return Err(crate::fieldvalidation::too_deep_message());
+            return Err(crate::json::too_deep_message());
         }
         let message = self.table.get(index);
         match message.form {
             Form::Time | Form::MicroTime => time(message.form, bytes),
             Form::Duration => {
                 let nanos = single_varint(bytes, 1)?.unwrap_or(0) as i64;
-                Ok(Value::String(go_duration(nanos)))
+                Ok(Value::String(format_duration(nanos)))
             }
             Form::Quantity => {
                 Ok(single_string(bytes, 1)?.map_or_else(|| json!("0"), Value::String))
@@ -286,7 +287,7 @@ impl<'t> Decoder<'t> {
 
     /// Embedded bytes: JSON, or an enveloped protobuf object.
     fn embedded_object(&self, raw: &[u8]) -> Option<Value> {
-        if raw.starts_with(super::protobuf::MAGIC) {
+        if raw.starts_with(super::MAGIC) {
             (self.embedded)(raw)
         } else {
             serde_json::from_slice(raw).ok()
@@ -342,9 +343,9 @@ fn time(form: Form, bytes: &[u8]) -> Result<Value, String> {
         }
     }
     Ok(Value::String(if form == Form::MicroTime {
-        meta::rfc3339_micro(seconds, u32::try_from(nanos).unwrap_or(0))
+        time::rfc3339_micro(seconds, u32::try_from(nanos).unwrap_or(0))
     } else {
-        meta::rfc3339(seconds)
+        time::rfc3339(seconds)
     }))
 }
 
@@ -410,57 +411,20 @@ fn scalar(reader: &mut Reader<'_>, ty: &Ty, wire: Wire) -> Result<Value, String>
     })
 }
 
-/// Go's `time.Duration.String()`: `1h2m3.5s`, `300ms`, `0s`.
-pub(crate) fn go_duration(nanos: i64) -> String {
-    if nanos == 0 {
-        return "0s".to_owned();
-    }
-    let sign = if nanos < 0 { "-" } else { "" };
-    let n = nanos.unsigned_abs();
-    if n < 1_000_000_000 {
-        let (unit, scale) = match n {
-            n if n < 1_000 => ("ns", 1),
-            n if n < 1_000_000 => ("µs", 1_000),
-            _ => ("ms", 1_000_000),
-        };
-        return format!("{sign}{}{unit}", fraction(n, scale));
-    }
-    let hours = n / 3_600_000_000_000;
-    let minutes = (n / 60_000_000_000) % 60;
-    let seconds = fraction(n % 60_000_000_000, 1_000_000_000);
-    match (hours, minutes) {
-        (0, 0) => format!("{sign}{seconds}s"),
-        (0, m) => format!("{sign}{m}m{seconds}s"),
-        (h, m) => format!("{sign}{h}h{m}m{seconds}s"),
-    }
-}
-
-/// `value / scale` with the fraction's trailing zeros dropped (`1.5`, `2`).
-fn fraction(value: u64, scale: u64) -> String {
-    let whole = value / scale;
-    let rest = value % scale;
-    if rest == 0 {
-        return whole.to_string();
-    }
-    let digits = scale.to_string().len() - 1;
-    let fraction = format!("{rest:0digits$}");
-    format!("{whole}.{}", fraction.trim_end_matches('0'))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn go_durations() {
-        assert_eq!(go_duration(0), "0s");
-        assert_eq!(go_duration(1_500_000_000), "1.5s");
-        assert_eq!(go_duration(300_000_000), "300ms");
-        assert_eq!(go_duration(3_600_000_000_000), "1h0m0s");
-        assert_eq!(go_duration(3_723_000_000_000), "1h2m3s");
-        assert_eq!(go_duration(90_000_000_000), "1m30s");
-        assert_eq!(go_duration(-2_000), "-2µs");
-        assert_eq!(go_duration(1_234), "1.234µs");
+        assert_eq!(format_duration(0), "0s");
+        assert_eq!(format_duration(1_500_000_000), "1.5s");
+        assert_eq!(format_duration(300_000_000), "300ms");
+        assert_eq!(format_duration(3_600_000_000_000), "1h0m0s");
+        assert_eq!(format_duration(3_723_000_000_000), "1h2m3s");
+        assert_eq!(format_duration(90_000_000_000), "1m30s");
+        assert_eq!(format_duration(-2_000), "-2µs");
+        assert_eq!(format_duration(1_234), "1.234µs");
     }
 
     /// `time_proto.go`'s `Unmarshal`: empty is the zero time, anything else an instant (the

@@ -1,4 +1,4 @@
-//! The schemas compiled for the codec's hot paths. `proto_schema` keeps messages by name, as
+//! The schemas compiled for the codec's hot paths. `schema` keeps messages by name, as
 //! strategic merge patch reads them; decoding and encoding every object that way would hash a
 //! type name per nested message and compare strings per field. Here every message is an index,
 //! every field is found by number (decoding) or by JSON name (encoding) without hashing, and
@@ -15,8 +15,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::proto_schema::{FieldType, ProtoSchema};
-use super::proto_wire::Wire;
+use super::schema::{FieldType, ProtoSchema};
+use super::wire::Wire;
 
 /// The package of apimachinery's `meta/v1`.
 pub(crate) const META: &str = "apimachinery.pkg.apis.meta.v1";
@@ -624,7 +624,7 @@ fn form_of(name: &str, known: bool, fields: &[Field]) -> Form {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::protobuf::{SCHEMA, TABLE};
+    use crate::protobuf::{SCHEMA, TABLE};
 
     #[test]
     fn name_heads_and_tails_compare_names_exactly() {

@@ -5,11 +5,11 @@
 
 use std::collections::HashMap;
 
-use super::proto_comments::strip_comments;
+use super::comments::strip_comments;
 
 /// A field's value type.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum FieldType {
+pub enum FieldType {
     /// `string`.
     String,
     /// `bytes`.
@@ -32,37 +32,37 @@ pub(crate) enum FieldType {
 
 /// One field of a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Field {
+pub struct Field {
     /// The protobuf name: usually the JSON name (`clusterIP`), not always (`aPIGroup`).
-    pub(crate) name: String,
+    pub name: String,
     /// The JSON name (see [`ProtoSchema::set_json_names`]).
-    pub(crate) json: String,
+    pub json: String,
     /// An embedded Go struct whose fields JSON inlines into the parent (`Volume.volumeSource`).
-    pub(crate) inline: bool,
+    pub inline: bool,
     /// The Go markers of the field (patch strategy, list type, ...).
-    pub(crate) markers: Markers,
+    pub markers: Markers,
     /// The field number.
-    pub(crate) number: u32,
+    pub number: u32,
     /// `repeated`.
-    pub(crate) repeated: bool,
+    pub repeated: bool,
     /// The value type.
-    pub(crate) ty: FieldType,
+    pub ty: FieldType,
 }
 
 /// The Go markers that strategic merge patch and server-side apply read, as upstream's
 /// `generated.proto` comments carry them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct Markers {
+pub struct Markers {
     /// `+patchStrategy`: `merge`, `replace`, `retainKeys`, `merge,retainKeys`.
-    pub(crate) patch_strategy: Option<String>,
+    pub patch_strategy: Option<String>,
     /// `+patchMergeKey`.
-    pub(crate) patch_merge_key: Option<String>,
+    pub patch_merge_key: Option<String>,
     /// `+listType`: `atomic`, `set`, `map`.
-    pub(crate) list_type: Option<String>,
+    pub list_type: Option<String>,
     /// `+listMapKey` (repeatable).
-    pub(crate) list_map_keys: Vec<String>,
+    pub list_map_keys: Vec<String>,
     /// `+mapType` or `+structType`: `atomic`, `granular`.
-    pub(crate) map_type: Option<String>,
+    pub map_type: Option<String>,
 }
 
 impl Markers {
@@ -82,14 +82,14 @@ impl Markers {
     }
 
     /// Whether strategic merge patch merges this list (rather than replacing it).
-    pub(crate) fn merges(&self) -> bool {
+    pub fn merges(&self) -> bool {
         self.patch_strategy
             .as_deref()
             .is_some_and(|s| s.split(',').any(|part| part == "merge"))
     }
 
     /// Whether the `retainKeys` strategy applies.
-    pub(crate) fn retains_keys(&self) -> bool {
+    pub fn retains_keys(&self) -> bool {
         self.patch_strategy
             .as_deref()
             .is_some_and(|s| s.split(',').any(|part| part == "retainKeys"))
@@ -98,41 +98,41 @@ impl Markers {
 
 /// One message: its fields in declaration order (the Go struct's order).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct Message {
+pub struct Message {
     /// Full name (`api.core.v1.Pod`).
-    pub(crate) name: String,
+    pub name: String,
     /// Fields in declaration order.
-    pub(crate) fields: Vec<Field>,
+    pub fields: Vec<Field>,
     /// Whether the JSON property names are known (an OpenAPI schema of the type exists):
     /// a message without one and with a single `repeated items` field is a named Go slice.
-    pub(crate) known: bool,
+    pub known: bool,
     /// The type's own markers (`+structType=atomic`).
-    pub(crate) markers: Markers,
+    pub markers: Markers,
 }
 
 #[cfg(test)]
 impl Message {
     /// The field with this number.
-    pub(crate) fn field(&self, number: u32) -> Option<&Field> {
+    pub fn field(&self, number: u32) -> Option<&Field> {
         self.fields.iter().find(|f| f.number == number)
     }
 
     /// The field with this (JSON) name.
-    pub(crate) fn field_named(&self, name: &str) -> Option<&Field> {
+    pub fn field_named(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.name == name)
     }
 }
 
 /// Every message of the schemas, by full name.
 #[derive(Debug, Default)]
-pub(crate) struct ProtoSchema {
+pub struct ProtoSchema {
     messages: HashMap<String, Message>,
 }
 
 impl ProtoSchema {
     /// Parses concatenated `.proto` files (comments already stripped or not) and resolves
     /// every message reference.
-    pub(crate) fn parse(text: &str) -> Result<ProtoSchema, String> {
+    pub fn parse(text: &str) -> Result<ProtoSchema, String> {
         let tokens = tokenize(text);
         let mut parser = Parser {
             tokens: &tokens,
@@ -176,7 +176,7 @@ impl ProtoSchema {
     /// `apiGroup`, `schema` is `$schema`); a message field that matches none and is named after
     /// its type (`volumeSource: VolumeSource`) is an inlined embedded struct. Without known
     /// properties, names stay as they are and nothing is inlined.
-    pub(crate) fn set_json_names(&mut self, properties: impl Fn(&str) -> Option<Vec<String>>) {
+    pub fn set_json_names(&mut self, properties: impl Fn(&str) -> Option<Vec<String>>) {
         let normal = |name: &str| -> String {
             name.chars()
                 .filter(|c| *c != '$' && *c != '-')
@@ -199,12 +199,12 @@ impl ProtoSchema {
     }
 
     /// A message by full name.
-    pub(crate) fn message(&self, name: &str) -> Option<&Message> {
+    pub fn message(&self, name: &str) -> Option<&Message> {
         self.messages.get(name)
     }
 
     /// The full names of every message.
-    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+    pub fn names(&self) -> impl Iterator<Item = &str> {
         self.messages.keys().map(String::as_str)
     }
 
@@ -212,7 +212,7 @@ impl ProtoSchema {
     /// (`apps/v1` → `*.apps.v1`, `v1` → `*.core.v1`, `rbac.authorization.k8s.io/v1` →
     /// `*.rbac.v1`), preferring the `api.` packages over apimachinery's; meta/v1's option
     /// kinds from any group-version.
-    pub(crate) fn kind(&self, api_version: &str, kind: &str) -> Option<&Message> {
+    pub fn kind(&self, api_version: &str, kind: &str) -> Option<&Message> {
         let (group, version) = match api_version.split_once('/') {
             Some((group, version)) => (group.split('.').next().unwrap_or(group), version),
             None => ("core", api_version),
