@@ -266,7 +266,8 @@ impl FieldSelector {
     /// rest.
     ///
     /// The text is parsed first, as `fields.ParseSelector` parses it (terms sorted by their
-    /// text, empty ones skipped, syntax errors in upstream's words), and only then are the
+    /// text, empty ones and those of an empty field and value (`=`) skipped, syntax errors in
+    /// upstream's words), and only then are the
     /// field names checked, so a syntax error wins over an unknown field, as in the real
     /// server, which parses the query before it converts the field labels. Nothing is trimmed:
     /// `a = b` names the field `a `. Kinds without their own list accept `metadata.namespace`
