@@ -22,6 +22,10 @@ pub(crate) const APISERVER_USER: &str = "system:apiserver";
 pub(crate) const SYSTEM_MASTERS: &str = "system:masters";
 /// The group of every authenticated user (`user.AllAuthenticated`).
 pub(crate) const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
+/// The group of the anonymous user (`user.AllUnauthenticated`).
+pub(crate) const SYSTEM_UNAUTHENTICATED: &str = "system:unauthenticated";
+/// The user of a request without credentials (`user.Anonymous`).
+pub(crate) const ANONYMOUS_USER: &str = "system:anonymous";
 
 /// The open mode's user, shared by every request (one `Arc` clone each).
 static OPEN_MODE: LazyLock<Arc<UserInfo>> = LazyLock::new(|| {
@@ -66,6 +70,16 @@ impl UserInfo {
     /// The API server itself, for the objects it makes (startup objects, APIServices).
     pub(crate) fn apiserver() -> &'static UserInfo {
         &APISERVER
+    }
+
+    /// The user of a request without credentials (`request/anonymous/anonymous.go`).
+    pub(crate) fn anonymous() -> UserInfo {
+        UserInfo {
+            name: ANONYMOUS_USER.to_owned(),
+            uid: String::new(),
+            groups: vec![SYSTEM_UNAUTHENTICATED.to_owned()],
+            extra: Map::new(),
+        }
     }
 
     /// As an `authentication.k8s.io/v1` `UserInfo` object (empty fields left out, as Go's

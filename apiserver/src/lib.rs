@@ -32,7 +32,9 @@
 //! - `limits`: the in-flight limit (429 with `Retry-After` when full; watches exempt).
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
 //! - [`pki`]: the cluster CA and the service-account signing key; `identity`: who a request
-//!   is made by.
+//!   is made by; `authn`: authentication (x509 client certificates, static and ServiceAccount
+//!   tokens, anonymous) and impersonation; [`security`]: the secure mode's files and
+//!   options; `tls`: the TLS listener.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
@@ -45,6 +47,7 @@
 mod accept;
 mod admission;
 mod apiservices;
+mod authn;
 mod authz;
 mod bootstrap;
 mod codec;
@@ -70,6 +73,7 @@ pub mod pki;
 mod query;
 mod registry;
 mod routes;
+pub mod security;
 mod selector;
 mod signer;
 mod state;
@@ -77,6 +81,7 @@ mod status;
 mod strategic;
 mod table;
 mod testing;
+mod tls;
 mod tokens;
 
 use std::sync::Arc;
@@ -95,7 +100,7 @@ pub use admission::{
 };
 pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
 pub use handlers::nonresource::KUBERNETES_MINOR;
-pub use kubeconfig::kubeconfig;
+pub use kubeconfig::{kubeconfig, secure_kubeconfig};
 pub use limits::{
     DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT,
     DEFAULT_MAX_REQUESTS_INFLIGHT,
@@ -104,7 +109,10 @@ pub use registry::{
     Admission, Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Registry, Resource,
     Storage, Subresource,
 };
-pub use state::{AppState, ComponentHealth, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
+pub use security::{Security, SecurityError, SecurityOptions};
+pub use state::{
+    AppState, AuthorizationMode, ComponentHealth, DEFAULT_BOOKMARK_INTERVAL, ServerConfig,
+};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
 pub use testing::TestServer;
 
@@ -121,7 +129,8 @@ pub mod protobuf {
 /// `routes` behind the request pipeline over `state`, outermost first: panics become a 500
 /// `Status` (a safety net, not a strategy); every 5xx is logged once; each request is
 /// classified (verb, resource, scope: `handlers::target`), then timed and counted (`metrics`),
-/// then held to the in-flight limit (`limits`), then routed.
+/// then authenticated (and impersonation applied: `authn`), then held to the in-flight limit
+/// (`limits`), then routed.
 ///
 /// The pipeline wraps the router rather than being its layers: axum layers a router by
 /// wrapping each route, and clones a route per request, so every layer there cost a boxed
@@ -143,14 +152,19 @@ fn app(
         .map_response(IntoResponse::into_response)
         .layer(CatchPanicLayer::custom(panic_to_status))
         .layer(map_response(log_server_errors))
-        .layer(from_fn_with_state(state, handlers::target::classify))
+        .layer(from_fn_with_state(
+            state.clone(),
+            handlers::target::classify,
+        ))
         .layer(from_fn_with_state(metrics, metrics::observe))
+        .layer(authn::AuthenticationLayer::new(state.clone()))
         .layer(from_fn_with_state(in_flight, limits::limit))
         .service(routes)
 }
 
 /// Serves the API on `listener` until `shutdown` is cancelled, then stops accepting and waits
-/// for requests in flight.
+/// for requests in flight. With `config.security` the connections are TLS (`tls`), else plain
+/// HTTP.
 pub async fn serve(
     listener: TcpListener,
     store: Arc<dyn Kv>,
@@ -173,9 +187,26 @@ pub async fn serve(
     // do not need them (generating them alongside slowed a durable start by as much).
     tokio::task::spawn_blocking(|| std::sync::LazyLock::force(&openapi::SCHEMAS));
     let routes = routes::routes().with_state(state.clone());
-    let result = axum::serve(listener, app(state.clone(), routes).into_make_service())
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await;
+    let service = app(state.clone(), routes);
+    let result = match &state.config().security {
+        None => {
+            axum::serve(listener, service.into_make_service())
+                .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+                .await
+        }
+        Some(security) => {
+            let listener = tls::TlsListener::start(
+                listener,
+                Arc::clone(security.tls()),
+                state.tasks(),
+                shutdown.clone(),
+            )?;
+            let service = service.into_make_service_with_connect_info::<tls::TlsConnection>();
+            axum::serve(listener, service)
+                .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+                .await
+        }
+    };
     // Watch tasks end on the same token; wait for them so nothing outlives the server.
     state.tasks().close();
     state.tasks().wait().await;
