@@ -189,8 +189,8 @@ struct SecurityArgs {
     anonymous_auth: bool,
     /// The authorizers, in order (`AlwaysAllow`, `AlwaysDeny`, `RBAC`, `Node`); default
     /// `RBAC` when secure, `AlwaysAllow` otherwise.
-    #[arg(long, value_parser = AuthorizationMode::parse_list)]
-    authorization_mode: Option<Vec<AuthorizationMode>>,
+    #[arg(long, value_parser = AuthorizationModes::parse)]
+    authorization_mode: Option<AuthorizationModes>,
     /// The issuer of service-account tokens (repeatable: the first signs; kubemock verifies
     /// only its own).
     #[arg(long)]
@@ -224,6 +224,17 @@ struct SecurityArgs {
     /// embedded).
     #[arg(long)]
     etcd_servers: Option<String>,
+}
+
+/// The value of `--authorization-mode` (one value, a comma-separated list, not several values
+/// to clap).
+#[derive(Debug, Clone)]
+struct AuthorizationModes(Vec<AuthorizationMode>);
+
+impl AuthorizationModes {
+    fn parse(text: &str) -> Result<Self, String> {
+        AuthorizationMode::parse_list(text).map(AuthorizationModes)
+    }
 }
 
 impl SecurityArgs {
@@ -495,13 +506,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         std::fs::write(path, kubeconfig)
             .with_context(|| format!("writing the kubeconfig to {}", path.display()))?;
     }
-    let authorization_modes = args.security.authorization_mode.clone().unwrap_or_else(|| {
-        vec![if secure {
-            AuthorizationMode::Rbac
-        } else {
-            AuthorizationMode::AlwaysAllow
-        }]
-    });
+    let authorization_modes = args.security.authorization_mode.clone().map_or_else(
+        || {
+            vec![if secure {
+                AuthorizationMode::Rbac
+            } else {
+                AuthorizationMode::AlwaysAllow
+            }]
+        },
+        |modes| modes.0,
+    );
     let issuer = args
         .security
         .service_account_issuer
