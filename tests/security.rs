@@ -4,7 +4,8 @@
 //! authenticating), kube-apiserver's own flags (`--secure-port`, `--cert-dir` reused across
 //! restarts, `--token-auth-file`, `--anonymous-auth=false`, the flags accepted and ignored),
 //! given RSA keys (`--tls-cert-file`, `--service-account-signing-key-file`: RS256 tokens), and
-//! a key file it cannot use refused at startup with the file's name.
+//! a key file it cannot use refused at startup with the file's name; and kube-rs, with the
+//! written kubeconfig (CA and client certificate) and with a TokenRequest token.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -339,4 +340,67 @@ async fn an_unusable_key_file_is_refused_at_startup_naming_it() {
         err.contains("signing.key") && err.contains("found: ENCRYPTED PRIVATE KEY"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn kube_rs_connects_with_the_written_kubeconfig_and_with_a_token() {
+    use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::{ListParams, PostParams};
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+
+    let server = Server::start(&["--secure", "--port", "0"]).await;
+    let whoami = |client: kube::Client| async move {
+        let review = kube::Api::<SelfSubjectReview>::all(client)
+            .create(&PostParams::default(), &SelfSubjectReview::default())
+            .await
+            .expect("a SelfSubjectReview");
+        review
+            .status
+            .and_then(|s| s.user_info)
+            .and_then(|u| u.username)
+            .unwrap_or_default()
+    };
+    let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).expect("the kubeconfig reads");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("kube-rs takes the kubeconfig as written");
+    let admin = kube::Client::try_from(config).expect("a kube-rs client");
+    let namespaces = kube::Api::<Namespace>::all(admin.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("list over TLS with the admin's certificate");
+    assert!(namespaces.items.len() >= 4);
+    assert_eq!(whoami(admin).await, "kubemock-admin");
+
+    server.kubectl(&["create", "serviceaccount", "robot"]).await;
+    let token = server.kubectl(&["create", "token", "robot"]).await;
+    server
+        .kubectl(&[
+            "config",
+            "set-credentials",
+            "robot",
+            &format!("--token={}", token.trim()),
+        ])
+        .await;
+    server
+        .kubectl(&[
+            "config",
+            "set-context",
+            "robot",
+            "--cluster=kubemock",
+            "--user=robot",
+        ])
+        .await;
+    let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).expect("the kubeconfig reads");
+    let options = KubeConfigOptions {
+        context: Some("robot".to_owned()),
+        ..KubeConfigOptions::default()
+    };
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .expect("the token context");
+    let robot = kube::Client::try_from(config).expect("a kube-rs client");
+    assert_eq!(whoami(robot).await, "system:serviceaccount:default:robot");
+    server.stop().await;
 }
