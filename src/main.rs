@@ -470,6 +470,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .context("opening the store")?;
     args.security.log_ignored();
     let secure = args.security.secure();
+    let setup_started = std::time::Instant::now();
     let pki = Arc::new(args.security.pki()?);
     let security = if secure {
         let mut hosts: Vec<String> = [Some(args.bind), args.security.advertise_address]
@@ -506,6 +507,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         std::fs::write(path, kubeconfig)
             .with_context(|| format!("writing the kubeconfig to {}", path.display()))?;
     }
+    // Keys, certificates and the kubeconfig: what the secure mode adds to a start.
+    let security_setup_us = u64::try_from(setup_started.elapsed().as_micros()).unwrap_or(u64::MAX);
     let authorization_modes = args.security.authorization_mode.clone().map_or_else(
         || {
             vec![if secure {
@@ -584,7 +587,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // cleanly, not kill the process with the default action.
     let signalled = shutdown_signal()?;
     announce(&url);
-    info!(%url, durable = store.is_durable(), controllers = manager.is_some(), "serving");
+    info!(
+        %url,
+        durable = store.is_durable(),
+        controllers = manager.is_some(),
+        security_setup_us,
+        "serving"
+    );
 
     signalled.await;
     info!("shutting down");

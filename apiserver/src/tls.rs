@@ -39,6 +39,9 @@ pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_HANDSHAKES: usize = 1024;
 /// Finished handshakes waiting for the server to take them.
 const ACCEPTED_QUEUE: usize = 64;
+/// Pause after a failed `accept` (out of file descriptors and the like), so that the loop
+/// does not spin while the condition lasts.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
 /// The protocols offered by ALPN: the server speaks HTTP/1.1 (Go and rustls clients fall back
 /// to it when `h2` is not offered).
 const ALPN: &[&[u8]] = &[b"http/1.1"];
@@ -232,8 +235,7 @@ impl TlsListener {
                         Ok(accepted) => accepted,
                         Err(err) => {
                             debug!(%err, "accepting a connection failed");
-                            // Out of file descriptors and the like: give it a moment.
-                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
                             continue;
                         }
                     },
