@@ -41,7 +41,10 @@
 //! - `limits`: the in-flight limit (429 with `Retry-After` when full; watches exempt).
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
 //! - [`pki`]: the cluster CA and the service-account signing key; `identity`: who a request
-//!   is made by.
+//!   is made by; `authn`: the authenticators (x509 client certificates, static tokens,
+//!   anonymous) and impersonation; `authenticate`: the pipeline's authentication step (with
+//!   the ServiceAccount tokens of `tokens`); `authz`: authorization; [`security`]: the secure
+//!   mode's files and options; `tls`: the TLS listener.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
@@ -63,6 +66,8 @@ mod accept;
 mod admission;
 mod allocator;
 mod apiservices;
+mod authenticate;
+mod authn;
 mod authz;
 mod bootstrap;
 mod codec;
@@ -87,6 +92,7 @@ mod query;
 mod rbac;
 mod registry;
 mod routes;
+pub mod security;
 mod selector;
 mod signer;
 mod state;
@@ -94,6 +100,7 @@ mod status;
 mod table;
 mod target;
 mod testing;
+mod tls;
 mod tokens;
 mod version;
 
@@ -112,7 +119,7 @@ pub use allocator::{
     DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, NodePortRange, ServiceCidr,
 };
 pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
-pub use kubeconfig::kubeconfig;
+pub use kubeconfig::{kubeconfig, secure_kubeconfig};
 pub use limits::{
     DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT,
     DEFAULT_MAX_REQUESTS_INFLIGHT,
@@ -121,7 +128,10 @@ pub use registry::{
     Admission, Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Registry, Resource,
     Storage, Subresource,
 };
-pub use state::{AppState, ComponentHealth, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
+pub use security::{Security, SecurityError, SecurityOptions};
+pub use state::{
+    AppState, AuthorizationMode, ComponentHealth, DEFAULT_BOOKMARK_INTERVAL, ServerConfig,
+};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
 pub use testing::TestServer;
 pub use version::KUBERNETES_MINOR;
@@ -139,7 +149,8 @@ pub mod protobuf {
 /// `routes` behind the request pipeline over `state`, outermost first: panics become a 500
 /// `Status` (a safety net, not a strategy); every 5xx is logged once; each request is
 /// classified (verb, resource, scope: `target`), then timed and counted (`metrics`),
-/// then held to the in-flight limit (`limits`), then routed.
+/// then authenticated (and impersonation applied: `authenticate`), then held to the in-flight limit
+/// (`limits`), then routed.
 ///
 /// The pipeline wraps the router rather than being its layers: axum layers a router by
 /// wrapping each route, and clones a route per request, so every layer there cost a boxed
@@ -161,14 +172,16 @@ fn app(
         .map_response(IntoResponse::into_response)
         .layer(CatchPanicLayer::custom(panic_to_status))
         .layer(map_response(log_server_errors))
-        .layer(from_fn_with_state(state, handlers::classify))
+        .layer(from_fn_with_state(state.clone(), handlers::classify))
         .layer(from_fn_with_state(metrics, metrics::observe))
+        .layer(authenticate::AuthenticationLayer::new(state.clone()))
         .layer(from_fn_with_state(in_flight, limits::limit))
         .service(routes)
 }
 
 /// Serves the API on `listener` until `shutdown` is cancelled, then stops accepting and waits
-/// for requests in flight.
+/// for requests in flight. With `config.security` the connections are TLS (`tls`), else plain
+/// HTTP.
 pub async fn serve(
     listener: TcpListener,
     store: Arc<dyn Kv>,
@@ -201,9 +214,26 @@ pub async fn serve(
     // do not need them (generating them alongside slowed a durable start by as much).
     tokio::task::spawn_blocking(|| std::sync::LazyLock::force(&openapi::SCHEMAS));
     let routes = routes::routes().with_state(state.clone());
-    let result = axum::serve(listener, app(state.clone(), routes).into_make_service())
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await;
+    let service = app(state.clone(), routes);
+    let result = match &state.config().security {
+        None => {
+            axum::serve(listener, service.into_make_service())
+                .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+                .await
+        }
+        Some(security) => {
+            let listener = tls::TlsListener::start(
+                listener,
+                Arc::clone(security.tls()),
+                state.tasks(),
+                shutdown.clone(),
+            )?;
+            let service = service.into_make_service_with_connect_info::<tls::TlsConnection>();
+            axum::serve(listener, service)
+                .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+                .await
+        }
+    };
     // Watch tasks end on the same token; wait for them so nothing outlives the server.
     state.tasks().close();
     state.tasks().wait().await;

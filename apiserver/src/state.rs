@@ -34,7 +34,7 @@ const NAMESPACE_PHASES_KEPT: usize = 4096;
 pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
 
 /// How the API server behaves.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// Interval between BOOKMARK events on watches that allow them.
     pub bookmark_interval: Duration,
@@ -61,6 +61,80 @@ pub struct ServerConfig {
     /// rules and conversion webhooks of CRDs) with a `Warning`, instead of refusing it
     /// (`--accept-unenforced`; `admission::unenforced`). Default false.
     pub accept_unenforced: bool,
+    /// TLS serving and authentication (`--secure` and kube-apiserver's flags: `security`);
+    /// `None` is the open mode: plain HTTP, every request `system:admin`. Default `None`.
+    pub security: Option<crate::security::Security>,
+    /// The authorizers, in order (`--authorization-mode`). Default `[AlwaysAllow]`.
+    pub authorization_modes: Vec<AuthorizationMode>,
+    /// The cluster CA and the service-account keys (the same as `security`'s). Default: both
+    /// generated in memory on first use.
+    pub pki: Arc<crate::pki::Pki>,
+    /// The issuer of service-account tokens (`--service-account-issuer`). Default
+    /// `https://kubernetes.default.svc.cluster.local`, as kubeadm and kind set it.
+    pub service_account_issuer: String,
+    /// The audiences the API server accepts tokens for (`--api-audiences`); upstream's default,
+    /// the issuer, when empty.
+    pub api_audiences: Vec<String>,
+}
+
+/// An authorizer of `--authorization-mode`, by kube-apiserver's names
+/// (`pkg/kubeapiserver/authorizer/modes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthorizationMode {
+    /// `AlwaysAllow`: every request.
+    AlwaysAllow,
+    /// `AlwaysDeny`: no request.
+    AlwaysDeny,
+    /// `RBAC`: Roles, ClusterRoles and their bindings.
+    Rbac,
+    /// `Node`: what a node's kubelet may do (no opinion on other users).
+    Node,
+}
+
+impl AuthorizationMode {
+    /// The mode's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            AuthorizationMode::AlwaysAllow => "AlwaysAllow",
+            AuthorizationMode::AlwaysDeny => "AlwaysDeny",
+            AuthorizationMode::Rbac => "RBAC",
+            AuthorizationMode::Node => "Node",
+        }
+    }
+
+    /// A comma-separated list of modes (`Node,RBAC`), as kube-apiserver validates it: known
+    /// modes (`Webhook` and `ABAC` are refused: kubemock has neither), each once, at least
+    /// one.
+    pub fn parse_list(text: &str) -> Result<Vec<AuthorizationMode>, String> {
+        let mut modes = Vec::new();
+        for name in text.split(',').map(str::trim) {
+            let mode = match name {
+                "AlwaysAllow" => AuthorizationMode::AlwaysAllow,
+                "AlwaysDeny" => AuthorizationMode::AlwaysDeny,
+                "RBAC" => AuthorizationMode::Rbac,
+                "Node" => AuthorizationMode::Node,
+                "Webhook" | "ABAC" => {
+                    return Err(format!(
+                        "authorization-mode {name:?} is not supported by kubemock (supported: \
+                         AlwaysAllow, AlwaysDeny, RBAC, Node)"
+                    ));
+                }
+                _ => {
+                    return Err(format!(
+                        "authorization-mode {name:?} is not a valid mode (valid: AlwaysAllow, \
+                         AlwaysDeny, RBAC, Node)"
+                    ));
+                }
+            };
+            if modes.contains(&mode) {
+                return Err(format!(
+                    "authorization-mode {name:?} has mode specified more than once"
+                ));
+            }
+            modes.push(mode);
+        }
+        Ok(modes)
+    }
 }
 
 /// Which components (`controller-manager`, `scheduler`) run alongside this server, as
@@ -95,6 +169,37 @@ impl PartialEq for ComponentHealth {
 
 impl Eq for ComponentHealth {}
 
+impl ServerConfig {
+    /// The default configuration in the secure mode of `options`, with cluster keys generated
+    /// in memory (`Security::load`).
+    pub fn secure(
+        options: &crate::security::SecurityOptions,
+    ) -> Result<ServerConfig, crate::security::SecurityError> {
+        let pki = Arc::new(crate::pki::Pki::new());
+        let security = crate::security::Security::load(options, Arc::clone(&pki))?;
+        Ok(ServerConfig {
+            security: Some(security),
+            pki,
+            authorization_modes: vec![AuthorizationMode::Rbac],
+            ..ServerConfig::default()
+        })
+    }
+
+    /// The audiences the API server accepts tokens for, and TokenRequest's default:
+    /// `api_audiences`, else the issuer (upstream's default of `--api-audiences`).
+    pub fn audiences(&self) -> Vec<String> {
+        if self.api_audiences.is_empty() {
+            vec![self.service_account_issuer.clone()]
+        } else {
+            self.api_audiences.clone()
+        }
+    }
+}
+
+/// The default issuer of the tokens (`--service-account-issuer`, as kubeadm and kind set it),
+/// and so the API server's audience (`--api-audiences` defaults to the issuer).
+pub(crate) const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -106,6 +211,11 @@ impl Default for ServerConfig {
             service_node_port_range: NodePortRange::default(),
             components: ComponentHealth::default(),
             accept_unenforced: false,
+            security: None,
+            authorization_modes: vec![AuthorizationMode::AlwaysAllow],
+            pki: Arc::new(crate::pki::Pki::new()),
+            service_account_issuer: DEFAULT_ISSUER.to_owned(),
+            api_audiences: Vec::new(),
         }
     }
 }
@@ -148,8 +258,8 @@ struct Inner {
     /// namespace it was read from: a create checks the revision (an index lookup) instead of
     /// reading and parsing the namespace every time.
     namespace_phases: Mutex<HashMap<String, (Revision, bool)>>,
-    /// The cluster CA and the service-account key (generated on first use).
-    pki: crate::pki::Pki,
+    /// The cluster CA and the service-account key (`ServerConfig::pki`).
+    pki: Arc<crate::pki::Pki>,
     /// What decides whether a user may do what a request asks (`authz`).
     authorizer: Arc<dyn crate::authz::Authorizer>,
 }
@@ -162,6 +272,7 @@ impl AppState {
             config.max_mutating_requests_inflight,
             config.max_request_body_bytes_inflight,
         );
+        let pki = Arc::clone(&config.pki);
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -177,7 +288,7 @@ impl AppState {
                 in_flight,
                 service_allocator: tokio::sync::OnceCell::new(),
                 namespace_phases: Mutex::new(HashMap::new()),
-                pki: crate::pki::Pki::new(),
+                pki,
                 authorizer: Arc::new(crate::authz::AlwaysAllow),
             }),
         }

@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use clap::ValueEnum;
 use serde::Serialize;
 
-use crate::http::Connection;
+use crate::http::{Connection, Endpoint};
 
 /// The namespace the kubemock scenarios create and work in.
 pub(crate) const NAMESPACE: &str = "loadgen";
@@ -101,16 +101,16 @@ impl Workload {
 
     /// Prepares the server: for the kubemock scenarios, the namespace and the ConfigMap `get`
     /// reads (both may exist already).
-    pub(crate) async fn setup(&self, addr: SocketAddr) -> anyhow::Result<()> {
+    pub(crate) async fn setup(&self, endpoint: &Endpoint) -> anyhow::Result<()> {
         if matches!(
             self.scenario,
             Scenario::BaselineGet | Scenario::BaselinePost
         ) {
             return Ok(());
         }
-        let mut connection = Connection::connect(addr)
+        let mut connection = Connection::connect(endpoint)
             .await
-            .with_context(|| format!("connecting to {addr}"))?;
+            .with_context(|| format!("connecting to {endpoint}"))?;
         let namespace = format!(
             r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{NAMESPACE}"}}}}"#
         );

@@ -38,6 +38,7 @@ use tracing::{debug, warn};
 pub(crate) use fields::{selector_is_empty, selector_matches};
 
 use crate::allocator::Reservation;
+use crate::identity::UserInfo;
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::registry::{Admission, Resource};
@@ -53,13 +54,15 @@ pub(crate) fn apply_defaults(resource: &Resource, object: &mut Object) -> ApiRes
 }
 
 /// Admits a new object: defaults, create-time preparation, validation and (Services)
-/// allocation. The returned reservation must be committed once the object is stored; dropping
-/// it gives back what it took.
+/// allocation, for `user`'s request (a CertificateSigningRequest records its requester). The
+/// returned reservation must be committed once the object is stored; dropping it gives back
+/// what it took.
 pub(crate) async fn admit_create(
     state: &AppState,
     resource: &Resource,
     object: &mut Object,
     dry_run: bool,
+    user: &UserInfo,
 ) -> ApiResult<Reservation> {
     let admission = resource.behaviour.admission;
     if admission == Admission::None {
@@ -69,7 +72,7 @@ pub(crate) async fn admit_create(
     if admission == Admission::Pod {
         resolve_priority(state, resource, object).await?;
     }
-    prepare_create(admission, object);
+    prepare_create(admission, object, user);
     if matches!(
         admission,
         Admission::Namespace | Admission::Job | Admission::DaemonSet
@@ -381,7 +384,7 @@ fn default(admission: Admission, object: &mut Object) -> ApiResult<()> {
 
 /// The strategies' `PrepareForCreate` (status reset, generated fields) and the admission
 /// plugins that act on creates.
-fn prepare_create(admission: Admission, object: &mut Object) {
+fn prepare_create(admission: Admission, object: &mut Object, user: &UserInfo) {
     let kind = match admission {
         Admission::Namespace => {
             let spec = fields::child(object, "spec");
@@ -407,7 +410,7 @@ fn prepare_create(admission: Admission, object: &mut Object) {
             return;
         }
         Admission::CertificateSigningRequest => {
-            certificates::prepare_create(object);
+            certificates::prepare_create(object, user);
             return;
         }
         Admission::Job => {

@@ -346,9 +346,16 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
             object::metadata_mut(&mut fresh).shift_remove("resourceVersion");
             let created = managedfields::apply(resource, writer, None, &fresh, force)?;
             check_name(call, &created)?;
-            let result =
-                create::create_object(&call.state, resource, namespace, created, dry_run, None)
-                    .await;
+            let result = create::create_object(
+                &call.state,
+                resource,
+                namespace,
+                created,
+                dry_run,
+                None,
+                &call.user,
+            )
+            .await;
             match result {
                 Ok(created) => {
                     let response = call.respond(StatusCode::CREATED, &Value::Object(created));

@@ -6,7 +6,7 @@
 //! Authorization answers as an `AlwaysAllow` server does (`authorizerfactory.
 //! NewAlwaysAllowAuthorizer`): every access is allowed and every rule is `*`, until the security
 //! issue brings RBAC. Authentication knows the service-account tokens this server issued
-//! (`tokens`); every request is made by the unsecured superuser (`identity`).
+//! (`tokens`); the requester is whoever authentication found (`identity`).
 
 use axum::http::{Method, StatusCode};
 use axum::response::Response;

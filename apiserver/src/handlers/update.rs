@@ -62,6 +62,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
                     fresh,
                     dry_run,
                     Some(&writer),
+                    &call.user,
                 )
                 .await?;
                 let response = call.respond(StatusCode::CREATED, &Value::Object(created));
