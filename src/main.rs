@@ -333,6 +333,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             service_node_port_range: args.service_node_port_range,
             components,
             accept_unenforced: args.accept_unenforced,
+            // `--authorization-mode` comes with authentication (the security issue's other
+            // half); until then the binary serves the open mode.
+            authorization_mode: kubemock_apiserver::AuthorizationMode::default(),
+            // Never in the binary: whoever reaches the port would be whoever they say.
+            test_user_headers: false,
         },
         shutdown.clone(),
     ));

@@ -32,7 +32,8 @@
 //! - `limits`: the in-flight limit (429 with `Retry-After` when full; watches exempt).
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
 //! - [`pki`]: the cluster CA and the service-account signing key; `identity`: who a request
-//!   is made by.
+//!   is made by; `authz`: what they may do (the authorizer chain, RBAC, the authorization
+//!   step, escalation prevention).
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
@@ -93,6 +94,8 @@ use tracing::error;
 pub use admission::{
     DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, NodePortRange, ServiceCidr,
 };
+pub use authz::test_user::{TEST_GROUP_HEADER, TEST_USER_HEADER};
+pub use authz::{AuthorizationMode, AuthorizerKind};
 pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
 pub use handlers::nonresource::KUBERNETES_MINOR;
 pub use kubeconfig::kubeconfig;
@@ -121,7 +124,9 @@ pub mod protobuf {
 /// `routes` behind the request pipeline over `state`, outermost first: panics become a 500
 /// `Status` (a safety net, not a strategy); every 5xx is logged once; each request is
 /// classified (verb, resource, scope: `handlers::target`), then timed and counted (`metrics`),
-/// then held to the in-flight limit (`limits`), then routed.
+/// then held to the in-flight limit (`limits`), then (tests only) given the user its test
+/// headers name (`authz::test_user`), then authorized unless the mode is plain
+/// `AlwaysAllow` (`authz::request`), then routed.
 ///
 /// The pipeline wraps the router rather than being its layers: axum layers a router by
 /// wrapping each route, and clones a route per request, so every layer there cost a boxed
@@ -137,8 +142,14 @@ fn app(
 > + Clone
 + Send
 + 'static {
-    use axum::middleware::{from_fn_with_state, map_response};
+    use axum::middleware::{from_fn, from_fn_with_state, map_response};
     let (metrics, in_flight) = (state.metrics().clone(), state.in_flight().clone());
+    let config = state.config();
+    let test_users = config
+        .test_user_headers
+        .then(|| from_fn(authz::test_user::identify));
+    let authorize = (config.authorization_mode != authz::AuthorizationMode::always_allow())
+        .then(|| from_fn_with_state(state.clone(), authz::request::authorize));
     tower::ServiceBuilder::new()
         .map_response(IntoResponse::into_response)
         .layer(CatchPanicLayer::custom(panic_to_status))
@@ -146,6 +157,8 @@ fn app(
         .layer(from_fn_with_state(state, handlers::target::classify))
         .layer(from_fn_with_state(metrics, metrics::observe))
         .layer(from_fn_with_state(in_flight, limits::limit))
+        .option_layer(test_users)
+        .option_layer(authorize)
         .service(routes)
 }
 
@@ -161,6 +174,9 @@ pub async fn serve(
     bootstrap::bootstrap(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")))?;
+    authz::rbac::start(&state)
+        .await
+        .map_err(|err| std::io::Error::other(format!("loading the RBAC policy: {err}")))?;
     crd::controller::start(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("serving the custom resources: {err}")))?;

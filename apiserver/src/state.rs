@@ -61,6 +61,15 @@ pub struct ServerConfig {
     /// rules and conversion webhooks of CRDs) with a `Warning`, instead of refusing it
     /// (`--accept-unenforced`; `admission::unenforced`). Default false.
     pub accept_unenforced: bool,
+    /// Who decides what a request may do (`--authorization-mode`, `authz`): `AlwaysAllow`
+    /// (the default) or `RBAC` (also `Node,RBAC`, Node not enforced). Requests by members of
+    /// `system:masters` (the open mode's user) are allowed whatever the mode.
+    pub authorization_mode: crate::authz::AuthorizationMode,
+    /// Tests only: take each request's user from the `x-kubemock-test-user` and
+    /// `x-kubemock-test-group` headers (`authz::test_user`), until authentication lands.
+    /// Whoever reaches the port is whoever they say, so the binary never sets it. Default
+    /// false.
+    pub test_user_headers: bool,
 }
 
 /// Which components (`controller-manager`, `scheduler`) run alongside this server, as
@@ -106,6 +115,8 @@ impl Default for ServerConfig {
             service_node_port_range: NodePortRange::default(),
             components: ComponentHealth::default(),
             accept_unenforced: false,
+            authorization_mode: crate::authz::AuthorizationMode::default(),
+            test_user_headers: false,
         }
     }
 }
@@ -150,8 +161,12 @@ struct Inner {
     namespace_phases: Mutex<HashMap<String, (Revision, bool)>>,
     /// The cluster CA and the service-account key (generated on first use).
     pki: crate::pki::Pki,
-    /// What decides whether a user may do what a request asks (`authz`).
+    /// What decides whether a user may do what a request asks (`authz`), built from the
+    /// configuration's authorization mode.
     authorizer: Arc<dyn crate::authz::Authorizer>,
+    /// The RBAC authorizer of that chain, if it has one: its index is loaded and followed by
+    /// `authz::rbac::start`, and escalation prevention resolves rules with it.
+    rbac: Option<Arc<crate::authz::rbac::Rbac>>,
 }
 
 impl AppState {
@@ -162,6 +177,7 @@ impl AppState {
             config.max_mutating_requests_inflight,
             config.max_request_body_bytes_inflight,
         );
+        let (authorizer, rbac) = crate::authz::build(&config.authorization_mode);
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -178,7 +194,8 @@ impl AppState {
                 service_allocator: tokio::sync::OnceCell::new(),
                 namespace_phases: Mutex::new(HashMap::new()),
                 pki: crate::pki::Pki::new(),
-                authorizer: Arc::new(crate::authz::AlwaysAllow),
+                authorizer,
+                rbac,
             }),
         }
     }
@@ -191,6 +208,11 @@ impl AppState {
     /// The authorizer every request and access review asks.
     pub(crate) fn authorizer(&self) -> &dyn crate::authz::Authorizer {
         self.inner.authorizer.as_ref()
+    }
+
+    /// The RBAC authorizer, when the authorization mode has one.
+    pub(crate) fn rbac(&self) -> Option<&Arc<crate::authz::rbac::Rbac>> {
+        self.inner.rbac.as_ref()
     }
 
     /// The store.
