@@ -327,13 +327,15 @@ const ENTRIES: &[Entry] = &[
     // policy/v1
     entry("policy", V1, "poddisruptionbudgets", "PodDisruptionBudget", NS).short(&["pdb"])
         .sub(&["status"]).generation(SPEC).printer(Printer::PodDisruptionBudget),
-    // rbac.authorization.k8s.io/v1
+    // rbac.authorization.k8s.io/v1: names are path segments (`ValidateRBACName`), so that
+    // `system:discovery` is one.
     entry(RBAC, V1, "clusterrolebindings", "ClusterRoleBinding", CLUSTER).create_on_update()
-        .printer(Printer::ClusterRoleBinding),
-    entry(RBAC, V1, "clusterroles", "ClusterRole", CLUSTER).create_on_update(),
+        .names(NameRule::PathSegment).printer(Printer::ClusterRoleBinding),
+    entry(RBAC, V1, "clusterroles", "ClusterRole", CLUSTER).create_on_update()
+        .names(NameRule::PathSegment),
     entry(RBAC, V1, "rolebindings", "RoleBinding", NS).create_on_update()
-        .printer(Printer::RoleBinding),
-    entry(RBAC, V1, "roles", "Role", NS).create_on_update(),
+        .names(NameRule::PathSegment).printer(Printer::RoleBinding),
+    entry(RBAC, V1, "roles", "Role", NS).create_on_update().names(NameRule::PathSegment),
     // storage.k8s.io/v1
     entry(STORAGE, V1, "csidrivers", "CSIDriver", CLUSTER).printer(Printer::CsiDriver),
     entry(STORAGE, V1, "csinodes", "CSINode", CLUSTER).printer(Printer::CsiNode),
