@@ -548,6 +548,25 @@ impl Rbac {
         }
     }
 
+    /// Whether [`Rbac::authorize`] would allow, without wording why (the authorization step
+    /// asks this of every request; wording the binding costs more than finding it).
+    pub(crate) fn allows(&self, attributes: &Attributes) -> bool {
+        let mut allowed = false;
+        self.index.read().visit_rules_for(
+            &attributes.user,
+            &attributes.namespace,
+            Wording::Lister,
+            |visit| match visit {
+                Visit::Rule(_, rule) if rule.allows(attributes) => {
+                    allowed = true;
+                    ControlFlow::Break(())
+                }
+                Visit::Rule(..) | Visit::Error(_) => ControlFlow::Continue(()),
+            },
+        );
+        allowed
+    }
+
     /// `RulesFor`: every rule that applies to `user` in `namespace`, and the roles that
     /// could not be resolved, in `wording`.
     pub(crate) fn rules_for(
@@ -595,8 +614,8 @@ impl Rbac {
         self.caught_up(revision);
     }
 
-    /// Applies one stored object (a put) or its removal.
-    fn apply(&self, key: &[u8], value: Option<&[u8]>) {
+    /// Applies one stored object (a put) or its removal, under its storage key.
+    pub(super) fn apply(&self, key: &[u8], value: Option<&[u8]>) {
         let mut index = self.index.write();
         match value {
             Some(value) => index.put(key, value),
@@ -714,6 +733,12 @@ pub(crate) mod tests {
     /// would hold them.
     pub(crate) fn rbac_of(objects: &[Value]) -> Rbac {
         let rbac = Rbac::default();
+        fill(&rbac, objects);
+        rbac
+    }
+
+    /// Stores `objects` in `rbac`'s index.
+    pub(crate) fn fill(rbac: &Rbac, objects: &[Value]) {
         for object in objects {
             let kind = object["kind"].as_str().unwrap_or("");
             let name = object["metadata"]["name"].as_str().unwrap_or("");
@@ -727,7 +752,6 @@ pub(crate) mod tests {
             };
             rbac.apply(key.as_bytes(), Some(object.to_string().as_bytes()));
         }
-        rbac
     }
 
     /// `newRule` of `rbac_test.go`: comma-separated lists (an empty list is `[""]`, as Go's
@@ -941,10 +965,12 @@ pub(crate) mod tests {
                     decision.allowed(),
                     "case {i}: restricted {spec}: {decision:?}"
                 );
+                assert!(rbac.allows(&attributes(spec)), "case {i}: {spec}");
             }
             for spec in fail {
                 let decision = rbac.authorize(&attributes(spec));
                 assert!(!decision.allowed(), "case {i}: passed {spec}");
+                assert!(!rbac.allows(&attributes(spec)), "case {i}: {spec}");
             }
         }
     }
