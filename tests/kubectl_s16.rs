@@ -1,6 +1,7 @@
 //! Issue 16 with the real kubectl binaries against `kubemock serve` on port 0: `auth can-i`
 //! (also `--list`), `auth whoami`, `certificate approve`, `create token`, `get apiservices`,
-//! `get componentstatuses` and `debug` with the machine's kubectl (its dispatcher runs the
+//! `get componentstatuses`, `debug`, and `get clusterroles`, `describe clusterrole` and `get
+//! clusterrolebinding` of the bootstrap RBAC policy with the machine's kubectl (its dispatcher runs the
 //! bundled 1.32, matching the server's `/version`), and `apply`, `explain`, `get -w` and `auth
 //! can-i` with every bundled minor from 1.27 to 1.33 (`/usr/lib/google-cloud-sdk/bin/
 //! kubectl.1.NN`), one after the other in one test. Each run has a fresh `--cache-dir`: kubectl
@@ -338,4 +339,106 @@ async fn kubectl_s16_every_bundled_minor_applies_explains_watches_and_can_i() {
         assert_eq!(can.trim(), "yes", "1.{minor}");
         watch_sees(&cluster, &binary, &cache, &format!("watched-1-{minor}")).await;
     }
+}
+
+#[tokio::test]
+async fn kubectl_s16_bootstrap_rbac_roles_are_listed_and_view_is_aggregated() {
+    let cluster = Cluster::start(&[]).await;
+    let k = kubectl();
+    let out = cluster
+        .run(&k, "cache-rbac", &["get", "clusterroles"], None)
+        .await;
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split_whitespace().collect();
+    assert_eq!(header, ["NAME", "CREATED", "AT"], "{out}");
+    let names: Vec<&str> = lines.filter_map(|l| l.split_whitespace().next()).collect();
+    // kube-apiserver 1.32's 31 cluster roles and 33 controller roles, nothing else.
+    assert_eq!(names.len(), 64, "{out}");
+    for name in [
+        "admin",
+        "cluster-admin",
+        "edit",
+        "view",
+        "system:aggregate-to-view",
+        "system:basic-user",
+        "system:discovery",
+        "system:public-info-viewer",
+        "system:kube-controller-manager",
+        "system:kube-scheduler",
+        "system:controller:clusterrole-aggregation-controller",
+        "system:controller:generic-garbage-collector",
+    ] {
+        assert!(names.contains(&name), "{name} missing: {out}");
+    }
+    // view holds system:aggregate-to-view's rules once the aggregation controller ran.
+    let out = cluster
+        .run_until(
+            &k,
+            "cache-rbac",
+            &["describe", "clusterrole", "view"],
+            |out| out.lines().any(|l| l.trim_start().starts_with("pods ")),
+        )
+        .await;
+    assert!(out.contains("Name:         view\n"), "{out}");
+    assert!(
+        out.contains("kubernetes.io/bootstrapping=rbac-defaults"),
+        "{out}"
+    );
+    assert!(
+        out.contains("rbac.authorization.k8s.io/aggregate-to-edit=true"),
+        "{out}"
+    );
+    assert!(
+        out.contains("rbac.authorization.kubernetes.io/autoupdate: true"),
+        "{out}"
+    );
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("PolicyRule:"))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows.first().map(Vec::as_slice),
+        Some(
+            [
+                "Resources",
+                "Non-Resource",
+                "URLs",
+                "Resource",
+                "Names",
+                "Verbs"
+            ]
+            .as_slice()
+        ),
+        "{out}"
+    );
+    for resource in ["pods", "deployments.apps", "jobs.batch", "configmaps"] {
+        let row = rows
+            .iter()
+            .find(|r| r.first() == Some(&resource))
+            .unwrap_or_else(|| panic!("no {resource} row: {out}"));
+        assert_eq!(row[1..], ["[]", "[]", "[get", "list", "watch]"], "{out}");
+    }
+    assert!(
+        !rows.iter().any(|r| r.first() == Some(&"secrets")),
+        "view must not read secrets: {out}"
+    );
+    let out = cluster
+        .run(
+            &k,
+            "cache-rbac",
+            &["get", "clusterrolebinding", "cluster-admin", "-o", "wide"],
+            None,
+        )
+        .await;
+    let row: Vec<&str> = out
+        .lines()
+        .nth(1)
+        .expect("a row")
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[0], "cluster-admin", "{out}");
+    assert_eq!(row[1], "ClusterRole/cluster-admin", "{out}");
+    assert!(row.contains(&"system:masters"), "{out}");
 }

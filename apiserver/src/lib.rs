@@ -23,7 +23,8 @@
 //! - `table`: Table output (`kubectl get`): the per-resource printers, ages; `partial`:
 //!   `PartialObjectMetadata[List]`, the metadata client's conversion.
 //! - `selector`: label and field selectors; `strategic`: strategic merge patch.
-//! - `bootstrap`: the objects a cluster starts with; `apiservices`: the local APIServices and
+//! - `bootstrap`: the objects a cluster starts with; `rbac`: the bootstrap RBAC policy, created
+//!   and repaired at startup; `apiservices`: the local APIServices and
 //!   their availability; `signer`: the `kube-apiserver-client` signer of certificate signing
 //!   requests.
 //! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
@@ -69,6 +70,7 @@ mod openapi;
 mod partial;
 pub mod pki;
 mod query;
+mod rbac;
 mod registry;
 mod routes;
 mod selector;
@@ -171,9 +173,20 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let state = AppState::new(store, config, shutdown.clone());
-    bootstrap::bootstrap(&state)
+    // The RBAC policy is read and reconciled on a task of its own, in parallel with the
+    // namespaces (on a durable store their writes share group commits).
+    let rbac_state = state.clone();
+    let rbac_policy = tokio::spawn(async move {
+        rbac::ensure(&rbac_state).await.map_err(|err| {
+            std::io::Error::other(format!("creating the bootstrap RBAC policy: {err}"))
+        })
+    });
+    let startup_objects = bootstrap::bootstrap(&state)
         .await
-        .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")))?;
+        .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")));
+    rbac_policy.await.map_err(std::io::Error::other)??;
+    startup_objects?;
+    // The authorizer reads the policy as stored, bootstrap roles included.
     authz::rbac::start(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("loading the RBAC policy: {err}")))?;

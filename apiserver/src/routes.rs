@@ -27,9 +27,9 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/livez", get(nonresource::livez))
         .route("/readyz", get(nonresource::readyz))
         .route("/metrics", get(nonresource::metrics))
-        .route("/healthz/{check}", get(nonresource::single_check))
-        .route("/livez/{check}", get(nonresource::single_check))
-        .route("/readyz/{check}", get(nonresource::single_check))
+        .route("/healthz/{*check}", get(nonresource::single_check))
+        .route("/livez/{*check}", get(nonresource::single_check))
+        .route("/readyz/{*check}", get(nonresource::single_check))
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
 }

@@ -418,68 +418,15 @@ async fn subresources_are_their_own_resources_in_rules() {
 }
 
 #[tokio::test]
-async fn non_resource_urls_are_granted_by_path_with_trailing_wildcards() {
-    let Some(h) = rbac_server("non_resource").await else {
+async fn discovery_and_health_are_readable_as_the_bootstrap_roles_allow() {
+    let Some(h) = rbac_server("bootstrap_roles").await else {
         return;
     };
-    for path in ["/healthz", "/version", "/apis", "/api/v1"] {
-        assert_forbidden(
-            &alice(&h, Method::GET, path, None).await,
-            &format!(r#"forbidden: User "alice" cannot get path "{path}""#),
-            json!({}),
-        );
-    }
-    // What the bootstrap roles `system:public-info-viewer` and `system:discovery` grant.
-    admin_create(
-        &h,
-        &format!("{RBAC}/clusterroles"),
-        &cluster_role(
-            "test:discovery",
-            json!([{"verbs": ["get"], "nonResourceURLs": [
-                "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
-                "/openapi/*", "/readyz", "/version", "/version/"]}]),
-        ),
-    )
-    .await;
-    admin_create(
-        &h,
-        &format!("{RBAC}/clusterroles"),
-        &cluster_role(
-            "test:public-info-viewer",
-            json!([{"verbs": ["get"], "nonResourceURLs": [
-                "/healthz", "/livez", "/readyz", "/version", "/version/"]}]),
-        ),
-    )
-    .await;
-    admin_create(
-        &h,
-        &format!("{RBAC}/clusterrolebindings"),
-        &binding(
-            "ClusterRoleBinding",
-            "test:discovery",
-            "ClusterRole",
-            "test:discovery",
-            group_subject("system:authenticated"),
-        ),
-    )
-    .await;
-    admin_create(
-        &h,
-        &format!("{RBAC}/clusterrolebindings"),
-        &binding(
-            "ClusterRoleBinding",
-            "test:public-info-viewer",
-            "ClusterRole",
-            "test:public-info-viewer",
-            json!([{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
-                    "name": "system:authenticated"},
-                   {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
-                    "name": "system:unauthenticated"}]),
-        ),
-    )
-    .await;
+    // `system:discovery` and `system:public-info-viewer` to every authenticated user.
     for path in [
         "/healthz",
+        "/livez",
+        "/readyz",
         "/version",
         "/apis",
         "/api",
@@ -490,10 +437,20 @@ async fn non_resource_urls_are_granted_by_path_with_trailing_wildcards() {
         let reply = alice(&h, Method::GET, path, None).await;
         assert_eq!(reply.status, 200, "{path}: {}", reply.body);
     }
-    assert_eq!(alice(&h, Method::GET, "/metrics", None).await.status, 403);
-    // The wildcard is a prefix: `/api/*` does not cover `/apix`.
-    assert_eq!(alice(&h, Method::GET, "/apix", None).await.status, 403);
-    // An anonymous user has only what the public info viewer gives.
+    assert_forbidden(
+        &alice(&h, Method::GET, "/metrics", None).await,
+        r#"forbidden: User "alice" cannot get path "/metrics""#,
+        json!({}),
+    );
+    // The wildcard of `/apis/*` is a prefix of what follows `/apis/`, not of `/apis`.
+    assert_eq!(alice(&h, Method::GET, "/apisx", None).await.status, 403);
+    // Verbs of non-resource requests are the lowercased method.
+    assert_forbidden(
+        &alice(&h, Method::POST, "/version", Some(&json!({}))).await,
+        r#"forbidden: User "alice" cannot post path "/version""#,
+        json!({}),
+    );
+    // An anonymous user has what `system:public-info-viewer` gives `system:unauthenticated`.
     let anonymous = |path: &'static str| {
         let h = &h;
         async move {
@@ -506,17 +463,59 @@ async fn non_resource_urls_are_granted_by_path_with_trailing_wildcards() {
                 None,
             )
             .await
-            .status
         }
     };
-    assert_eq!(anonymous("/version").await, 200);
-    assert_eq!(anonymous("/readyz").await, 200);
-    assert_eq!(anonymous("/apis").await, 403);
-    // Verbs of non-resource requests are the lowercased method.
+    assert_eq!(anonymous("/version").await.status, 200);
+    assert_eq!(anonymous("/readyz").await.status, 200);
     assert_forbidden(
-        &alice(&h, Method::POST, "/version", Some(&json!({}))).await,
-        r#"forbidden: User "alice" cannot post path "/version""#,
+        &anonymous("/apis").await,
+        r#"forbidden: User "system:anonymous" cannot get path "/apis""#,
         json!({}),
+    );
+}
+
+#[tokio::test]
+async fn non_resource_urls_are_granted_by_path_with_trailing_wildcards() {
+    let Some(h) = rbac_server("non_resource").await else {
+        return;
+    };
+    admin_create(
+        &h,
+        &format!("{RBAC}/clusterroles"),
+        &cluster_role(
+            "metrics-reader",
+            json!([{"verbs": ["get"], "nonResourceURLs": ["/metric*", "/debug/*"]}]),
+        ),
+    )
+    .await;
+    admin_create(
+        &h,
+        &format!("{RBAC}/clusterrolebindings"),
+        &binding(
+            "ClusterRoleBinding",
+            "metrics-readers",
+            "ClusterRole",
+            "metrics-reader",
+            group_subject("monitoring"),
+        ),
+    )
+    .await;
+    let get = |path: &'static str| {
+        let h = &h;
+        async move {
+            as_user(h, "mona", &["monitoring"], Method::GET, path, None)
+                .await
+                .status
+        }
+    };
+    assert_eq!(get("/metrics").await, 200);
+    // Allowed, and then not served.
+    assert_eq!(get("/debug/pprof").await, 404);
+    assert_eq!(get("/debug").await, 403);
+    assert_eq!(
+        alice(&h, Method::GET, "/metrics", None).await.status,
+        403,
+        "not in the group"
     );
 }
 
@@ -610,14 +609,14 @@ async fn nobody_grants_in_a_role_what_they_do_not_hold_unless_they_may_escalate(
     let more = role(
         "deleter",
         json!([rule(&["get", "delete"], &[""], &["configmaps", "secrets"]),
-               {"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]),
+               {"verbs": ["get"], "nonResourceURLs": ["/healthz", "/metrics"]}]),
     );
     assert_forbidden(
         &alice(&h, Method::POST, &roles, Some(&more)).await,
         "roles.rbac.authorization.k8s.io \"deleter\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n\
          {APIGroups:[\"\"], Resources:[\"configmaps\"], Verbs:[\"delete\"]}\n\
          {APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\" \"delete\"]}\n\
-         {NonResourceURLs:[\"/healthz\"], Verbs:[\"get\"]}",
+         {NonResourceURLs:[\"/metrics\"], Verbs:[\"get\"]}",
         json!({"name": "deleter", "group": "rbac.authorization.k8s.io", "kind": "roles"}),
     );
     // An update is checked the same way (a patch too).
@@ -919,38 +918,13 @@ async fn access_reviews_answer_as_the_requests_they_describe() {
         )
         .await;
     assert_eq!(path.body["status"], json!({"allowed": false}));
-    // alice may not review others' access, and may ask about her own once she may ask.
+    // alice may not review others' access; her own she may (`system:basic-user`).
     assert_eq!(
         alice(&h, Method::POST, sar, Some(&review("bob")))
             .await
             .status,
         403
     );
-    admin_create(
-        &h,
-        &format!("{RBAC}/clusterroles"),
-        &cluster_role(
-            "test:basic-user",
-            json!([rule(
-                &["create"],
-                &["authorization.k8s.io"],
-                &["selfsubjectaccessreviews", "selfsubjectrulesreviews"]
-            )]),
-        ),
-    )
-    .await;
-    admin_create(
-        &h,
-        &format!("{RBAC}/clusterrolebindings"),
-        &binding(
-            "ClusterRoleBinding",
-            "test:basic-user",
-            "ClusterRole",
-            "test:basic-user",
-            group_subject("system:authenticated"),
-        ),
-    )
-    .await;
     let can_i = |verb: &str| {
         json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                "spec": {"resourceAttributes": {"namespace": ns, "verb": verb,
@@ -975,28 +949,6 @@ async fn self_subject_rules_reviews_list_the_requesters_rules() {
         return;
     };
     let ns = h.namespace("rules-review").await;
-    admin_create(
-        &h,
-        &format!("{RBAC}/clusterroles"),
-        &cluster_role(
-            "test:basic-user",
-            json!([rule(&["create"], &["authorization.k8s.io"], &["selfsubjectrulesreviews"]),
-                   {"verbs": ["get"], "nonResourceURLs": ["/version", "/healthz"]}]),
-        ),
-    )
-    .await;
-    admin_create(
-        &h,
-        &format!("{RBAC}/clusterrolebindings"),
-        &binding(
-            "ClusterRoleBinding",
-            "test:basic-user",
-            "ClusterRole",
-            "test:basic-user",
-            group_subject("system:authenticated"),
-        ),
-    )
-    .await;
     admin_create(
         &h,
         &format!("{RBAC}/namespaces/{ns}/roles"),
@@ -1031,13 +983,22 @@ async fn self_subject_rules_reviews_list_the_requesters_rules() {
         json!({"kind": "SelfSubjectRulesReview", "apiVersion": "authorization.k8s.io/v1",
                "metadata": {"creationTimestamp": null}, "spec": {},
                "status": {
+                   // The bootstrap `system:basic-user`, `system:discovery` and
+                   // `system:public-info-viewer` (bound to system:authenticated, in binding
+                   // name order), then the namespace's.
                    "resourceRules": [
                        {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
-                        "resources": ["selfsubjectrulesreviews"]},
+                        "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]},
+                       {"verbs": ["create"], "apiGroups": ["authentication.k8s.io"],
+                        "resources": ["selfsubjectreviews"]},
                        {"verbs": ["get", "watch"], "apiGroups": [""],
                         "resources": ["configmaps"], "resourceNames": ["a"]}],
-                   "nonResourceRules": [{"verbs": ["get"],
-                                         "nonResourceURLs": ["/version", "/healthz"]}],
+                   "nonResourceRules": [
+                       {"verbs": ["get"], "nonResourceURLs": [
+                           "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
+                           "/openapi", "/openapi/*", "/readyz", "/version", "/version/"]},
+                       {"verbs": ["get"], "nonResourceURLs": [
+                           "/healthz", "/livez", "/readyz", "/version", "/version/"]}],
                    "incomplete": false}})
     );
     // Elsewhere only the cluster-wide rules.
@@ -1046,7 +1007,7 @@ async fn self_subject_rules_reviews_list_the_requesters_rules() {
         default.body["status"]["resourceRules"]
             .as_array()
             .map(Vec::len),
-        Some(1)
+        Some(2)
     );
     // A binding to a missing role is the evaluation error.
     admin_create(

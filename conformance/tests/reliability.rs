@@ -166,15 +166,14 @@ fn deep_yaml(name: &str, depth: usize) -> Vec<u8> {
 
 /// Finding 2: a YAML document nested 40,000 deep (200 KB) cost seconds of server CPU before
 /// it was refused, quadratic in its depth (libyaml's scanner; see
-/// `third_party/serde_yaml_ng/README.md`). It is now refused after reading the first levels.
-/// The bound below is a guard against the quadratic cost coming back, three orders of
-/// magnitude above what the refusal costs (13 s per request in a debug build before).
+/// `third_party/serde_yaml_ng/README.md`). It is now refused after reading the first levels
+/// (the loader's depth limit answers before the scanner goes deeper). What it costs, before
+/// and after, is measured by `scripts/findings-26.py`, not asserted here.
 #[tokio::test]
 async fn finding_2_deeply_nested_yaml_is_refused_without_reading_it_all() {
     let h = Harness::start().await;
     let ns = h.namespace("finding-2").await;
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
-    let started = std::time::Instant::now();
     let answers = futures_util::future::join_all((0..3).map(|i| {
         h.request(
             reqwest::Method::POST,
@@ -184,7 +183,6 @@ async fn finding_2_deeply_nested_yaml_is_refused_without_reading_it_all() {
         )
     }))
     .await;
-    let elapsed = started.elapsed();
     for answer in answers {
         assert_eq!(answer.status, 400, "{:?}", answer.body);
         assert!(
@@ -195,10 +193,6 @@ async fn finding_2_deeply_nested_yaml_is_refused_without_reading_it_all() {
             answer.body
         );
     }
-    assert!(
-        elapsed < std::time::Duration::from_secs(5),
-        "three deep documents took {elapsed:?}"
-    );
     // Within the limits a nested document is fine; past the server's depth it is a 400.
     let fits = h
         .request(

@@ -36,6 +36,15 @@ pub enum Error {
         /// The revision's name.
         name: String,
     },
+    /// A ClusterRole's aggregation rule holds a selector that cannot be read (upstream's
+    /// `LabelSelectorAsSelector` error; retried like any failed sync, as upstream does).
+    #[error("cluster role {role}: invalid aggregation selector: {message}")]
+    InvalidSelector {
+        /// The aggregated role.
+        role: String,
+        /// The selector's error.
+        message: String,
+    },
     /// The caches a decision needs have not synced yet (retried).
     #[error("informer caches not synced yet")]
     NotSynced,

@@ -7,6 +7,8 @@
 //! - [`discovery`]: the served resources (preferred versions), for controllers that act on
 //!   every resource.
 //! - [`namespace`]: empties terminating namespaces, then finalizes them (§6.7).
+//! - [`clusterroleaggregation`]: fills the rules of aggregated ClusterRoles (`admin`, `edit`,
+//!   `view`, ...) from the ClusterRoles their selectors match.
 //! - [`deployment`]: ReplicaSets per template, rolling and recreate rollouts, conditions.
 //! - [`daemonset`]: one pod per eligible node, revisions, rolling and OnDelete updates.
 //! - [`replicaset`]: pods for ReplicaSets: adoption, expectations, slow start, status.
@@ -29,6 +31,7 @@
 
 mod claim;
 pub mod clock;
+pub mod clusterroleaggregation;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;

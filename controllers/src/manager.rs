@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::clusterroleaggregation::ClusterRoleAggregationController;
 use crate::cronjob::CronJobController;
 use crate::daemonset::DaemonSetController;
 use crate::deployment::DeploymentController;
@@ -25,6 +26,10 @@ use crate::namespace::NamespaceController;
 use crate::replicaset::ReplicaSetController;
 use crate::scheduler::Scheduler;
 use crate::statefulset::StatefulSetController;
+
+/// The ClusterRole aggregation controller's name (kube-controller-manager's, with its old
+/// alias).
+pub const CLUSTERROLE_AGGREGATION: &str = "clusterrole-aggregation-controller";
 
 /// The namespace controller's name (kube-controller-manager's, with its old alias).
 pub const NAMESPACE: &str = "namespace-controller";
@@ -65,6 +70,7 @@ pub const STATEFULSET: &str = "statefulset-controller";
 /// Every controller this manager knows, with the old short aliases kube-controller-manager
 /// still accepts.
 pub const CONTROLLERS: &[(&str, &str)] = &[
+    (CLUSTERROLE_AGGREGATION, "clusterrole-aggregation"),
     (CRONJOB, "cronjob"),
     (DAEMONSET, "daemonset"),
     (DEPLOYMENT, "deployment"),
@@ -215,6 +221,10 @@ pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken
     }
     if config.is_enabled(NAMESPACE) {
         let controller = NamespaceController::new(client.clone(), &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(CLUSTERROLE_AGGREGATION) {
+        let controller = ClusterRoleAggregationController::new(client.clone(), &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     let informers = token.child_token();

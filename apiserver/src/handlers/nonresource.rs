@@ -34,8 +34,9 @@ pub(crate) async fn version() -> Json<serde_json::Value> {
     }))
 }
 
-/// The checks each health endpoint reports with `?verbose`.
-const CHECKS: [&str; 2] = ["ping", "log"];
+/// The checks each health endpoint reports with `?verbose`, each also served alone at
+/// `/{endpoint}/{check}`. The post-start hooks complete before the server serves.
+const CHECKS: [&str; 3] = ["ping", "log", crate::rbac::HEALTH_CHECK];
 
 fn health(endpoint: &'static str, query: Option<String>) -> Response {
     let verbose = query.as_deref().is_some_and(|q| {
@@ -72,7 +73,8 @@ pub(crate) async fn readyz(RawQuery(query): RawQuery) -> Response {
     health("readyz", query)
 }
 
-/// `GET /{healthz,livez,readyz}/{check}`: one named check.
+/// `GET /{healthz,livez,readyz}/{check}`: one named check (names may hold slashes, as
+/// `poststarthook/rbac/bootstrap-roles`).
 pub(crate) async fn single_check(
     axum::extract::Path(check): axum::extract::Path<String>,
 ) -> Response {

@@ -327,8 +327,8 @@ const ENTRIES: &[Entry] = &[
     // policy/v1
     entry("policy", V1, "poddisruptionbudgets", "PodDisruptionBudget", NS).short(&["pdb"])
         .sub(&["status"]).generation(SPEC).printer(Printer::PodDisruptionBudget),
-    // rbac.authorization.k8s.io/v1: names are path segments (`ValidateRBACName`), so that
-    // `system:discovery` is one.
+    // rbac.authorization.k8s.io/v1: names are path segments (`ValidateRBACName`,
+    // pkg/apis/rbac/validation), so `system:basic-user` is one.
     entry(RBAC, V1, "clusterrolebindings", "ClusterRoleBinding", CLUSTER).create_on_update()
         .names(NameRule::PathSegment).printer(Printer::ClusterRoleBinding),
     entry(RBAC, V1, "clusterroles", "ClusterRole", CLUSTER).create_on_update()
