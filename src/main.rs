@@ -187,10 +187,11 @@ struct SecurityArgs {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
           default_missing_value = "true")]
     anonymous_auth: bool,
-    /// The authorizers, in order (`AlwaysAllow`, `AlwaysDeny`, `RBAC`, `Node`); default
-    /// `RBAC` when secure, `AlwaysAllow` otherwise.
-    #[arg(long, value_parser = AuthorizationModes::parse)]
-    authorization_mode: Option<AuthorizationModes>,
+    /// The authorizers, in order, one comma-separated value (`AlwaysAllow`, `AlwaysDeny`,
+    /// `RBAC`, `Node`: accepted and not enforced); default `RBAC` when secure, `AlwaysAllow`
+    /// otherwise.
+    #[arg(long, value_parser = AuthorizationMode::parse)]
+    authorization_mode: Option<AuthorizationMode>,
     /// The issuer of service-account tokens (repeatable: the first signs; kubemock verifies
     /// only its own).
     #[arg(long)]
@@ -224,17 +225,6 @@ struct SecurityArgs {
     /// embedded).
     #[arg(long)]
     etcd_servers: Option<String>,
-}
-
-/// The value of `--authorization-mode` (one value, a comma-separated list, not several values
-/// to clap).
-#[derive(Debug, Clone)]
-struct AuthorizationModes(Vec<AuthorizationMode>);
-
-impl AuthorizationModes {
-    fn parse(text: &str) -> Result<Self, String> {
-        AuthorizationMode::parse_list(text).map(AuthorizationModes)
-    }
 }
 
 impl SecurityArgs {
@@ -509,16 +499,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     // Keys, certificates and the kubeconfig: what the secure mode adds to a start.
     let security_setup_us = u64::try_from(setup_started.elapsed().as_micros()).unwrap_or(u64::MAX);
-    let authorization_modes = args.security.authorization_mode.clone().map_or_else(
-        || {
-            vec![if secure {
-                AuthorizationMode::Rbac
-            } else {
-                AuthorizationMode::AlwaysAllow
-            }]
-        },
-        |modes| modes.0,
-    );
+    let authorization_mode = args.security.authorization_mode.clone().unwrap_or_else(|| {
+        if secure {
+            AuthorizationMode::rbac()
+        } else {
+            AuthorizationMode::always_allow()
+        }
+    });
     let issuer = args
         .security
         .service_account_issuer
@@ -550,7 +537,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             components,
             accept_unenforced: args.accept_unenforced,
             security: security.clone(),
-            authorization_modes,
+            authorization_mode,
             pki,
             service_account_issuer: issuer,
             api_audiences: args.security.api_audiences.clone(),

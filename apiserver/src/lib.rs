@@ -43,8 +43,9 @@
 //! - [`pki`]: the cluster CA and the service-account signing key; `identity`: who a request
 //!   is made by; `authn`: the authenticators (x509 client certificates, static tokens,
 //!   anonymous) and impersonation; `authenticate`: the pipeline's authentication step (with
-//!   the ServiceAccount tokens of `tokens`); `authz`: authorization; [`security`]: the secure
-//!   mode's files and options; `tls`: the TLS listener.
+//!   the ServiceAccount tokens of `tokens`); `authz`: what users may do (the authorizer chain,
+//!   RBAC, the authorization step, escalation prevention); [`security`]: the secure mode's
+//!   files and options; `tls`: the TLS listener.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
@@ -68,6 +69,7 @@ mod allocator;
 mod apiservices;
 mod authenticate;
 mod authn;
+mod authorize;
 mod authz;
 mod bootstrap;
 mod codec;
@@ -118,6 +120,7 @@ use tracing::error;
 pub use allocator::{
     DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, NodePortRange, ServiceCidr,
 };
+pub use authz::{AuthorizationMode, AuthorizerKind};
 pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
 pub use kubeconfig::{kubeconfig, secure_kubeconfig};
 pub use limits::{
@@ -129,9 +132,7 @@ pub use registry::{
     Storage, Subresource,
 };
 pub use security::{Security, SecurityError, SecurityOptions};
-pub use state::{
-    AppState, AuthorizationMode, ComponentHealth, DEFAULT_BOOKMARK_INTERVAL, ServerConfig,
-};
+pub use state::{AppState, ComponentHealth, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
 pub use testing::TestServer;
 pub use version::KUBERNETES_MINOR;
@@ -148,9 +149,10 @@ pub mod protobuf {
 
 /// `routes` behind the request pipeline over `state`, outermost first: panics become a 500
 /// `Status` (a safety net, not a strategy); every 5xx is logged once; each request is
-/// classified (verb, resource, scope: `target`), then timed and counted (`metrics`),
-/// then authenticated (and impersonation applied: `authenticate`), then held to the in-flight limit
-/// (`limits`), then routed.
+/// classified (verb, resource, scope: `target`), then timed and counted (`metrics`), then
+/// authenticated (and impersonation applied: `authenticate`), then held to the in-flight
+/// limit (`limits`), then authorized unless the mode is plain `AlwaysAllow`
+/// (`authorize`), then routed.
 ///
 /// The pipeline wraps the router rather than being its layers: axum layers a router by
 /// wrapping each route, and clones a route per request, so every layer there cost a boxed
@@ -168,6 +170,9 @@ fn app(
 + 'static {
     use axum::middleware::{from_fn_with_state, map_response};
     let (metrics, in_flight) = (state.metrics().clone(), state.in_flight().clone());
+    let config = state.config();
+    let authorize = (config.authorization_mode != authz::AuthorizationMode::always_allow())
+        .then(|| from_fn_with_state(state.clone(), authorize::authorize));
     tower::ServiceBuilder::new()
         .map_response(IntoResponse::into_response)
         .layer(CatchPanicLayer::custom(panic_to_status))
@@ -176,6 +181,7 @@ fn app(
         .layer(from_fn_with_state(metrics, metrics::observe))
         .layer(authenticate::AuthenticationLayer::new(state.clone()))
         .layer(from_fn_with_state(in_flight, limits::limit))
+        .option_layer(authorize)
         .service(routes)
 }
 
@@ -202,6 +208,12 @@ pub async fn serve(
         .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")));
     rbac_policy.await.map_err(std::io::Error::other)??;
     startup_objects?;
+    // The authorizer reads the policy as stored, bootstrap roles included.
+    if let Some(rbac) = state.rbac() {
+        authz::rbac::start(rbac, state.store(), state.shutdown(), state.tasks())
+            .await
+            .map_err(|err| std::io::Error::other(format!("loading the RBAC policy: {err}")))?;
+    }
     crd::controller::start(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("serving the custom resources: {err}")))?;

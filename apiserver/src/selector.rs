@@ -422,6 +422,25 @@ fn pod_ips(object: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// The name a `fieldSelector` pins, whatever the kind: the value of its first (in sorted term
+/// order) `metadata.name=` or `metadata.name==` term (`fields.ParseSelector`, then
+/// `RequiresExactMatch("metadata.name")`, as upstream's `RequestInfoFactory` reads a list's or
+/// watch's name). An error when the selector does not parse.
+pub(crate) fn exact_name(text: &str) -> Result<Option<String>, String> {
+    let mut parts = split_terms(text);
+    parts.sort_unstable();
+    let mut name = None;
+    for part in parts.into_iter().filter(|part| !part.is_empty()) {
+        let (field, equal, value) = split_term(part)
+            .ok_or_else(|| format!("invalid selector: '{text}'; can't understand '{part}'"))?;
+        let value = unescape_value(value)?;
+        if name.is_none() && equal && field == "metadata.name" {
+            name = Some(value);
+        }
+    }
+    Ok(name)
+}
+
 /// The comma-separated terms of a field selector; a backslash protects the next character, so
 /// `\,` stays inside a term (with its backslash). Empty text has no terms (`splitTerms`).
 fn split_terms(text: &str) -> Vec<&str> {

@@ -64,8 +64,6 @@ pub struct ServerConfig {
     /// TLS serving and authentication (`--secure` and kube-apiserver's flags: `security`);
     /// `None` is the open mode: plain HTTP, every request `system:admin`. Default `None`.
     pub security: Option<crate::security::Security>,
-    /// The authorizers, in order (`--authorization-mode`). Default `[AlwaysAllow]`.
-    pub authorization_modes: Vec<AuthorizationMode>,
     /// The cluster CA and the service-account keys (the same as `security`'s). Default: both
     /// generated in memory on first use.
     pub pki: Arc<crate::pki::Pki>,
@@ -75,66 +73,11 @@ pub struct ServerConfig {
     /// The audiences the API server accepts tokens for (`--api-audiences`); upstream's default,
     /// the issuer, when empty.
     pub api_audiences: Vec<String>,
-}
-
-/// An authorizer of `--authorization-mode`, by kube-apiserver's names
-/// (`pkg/kubeapiserver/authorizer/modes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuthorizationMode {
-    /// `AlwaysAllow`: every request.
-    AlwaysAllow,
-    /// `AlwaysDeny`: no request.
-    AlwaysDeny,
-    /// `RBAC`: Roles, ClusterRoles and their bindings.
-    Rbac,
-    /// `Node`: what a node's kubelet may do (no opinion on other users).
-    Node,
-}
-
-impl AuthorizationMode {
-    /// The mode's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            AuthorizationMode::AlwaysAllow => "AlwaysAllow",
-            AuthorizationMode::AlwaysDeny => "AlwaysDeny",
-            AuthorizationMode::Rbac => "RBAC",
-            AuthorizationMode::Node => "Node",
-        }
-    }
-
-    /// A comma-separated list of modes (`Node,RBAC`), as kube-apiserver validates it: known
-    /// modes (`Webhook` and `ABAC` are refused: kubemock has neither), each once, at least
-    /// one.
-    pub fn parse_list(text: &str) -> Result<Vec<AuthorizationMode>, String> {
-        let mut modes = Vec::new();
-        for name in text.split(',').map(str::trim) {
-            let mode = match name {
-                "AlwaysAllow" => AuthorizationMode::AlwaysAllow,
-                "AlwaysDeny" => AuthorizationMode::AlwaysDeny,
-                "RBAC" => AuthorizationMode::Rbac,
-                "Node" => AuthorizationMode::Node,
-                "Webhook" | "ABAC" => {
-                    return Err(format!(
-                        "authorization-mode {name:?} is not supported by kubemock (supported: \
-                         AlwaysAllow, AlwaysDeny, RBAC, Node)"
-                    ));
-                }
-                _ => {
-                    return Err(format!(
-                        "authorization-mode {name:?} is not a valid mode (valid: AlwaysAllow, \
-                         AlwaysDeny, RBAC, Node)"
-                    ));
-                }
-            };
-            if modes.contains(&mode) {
-                return Err(format!(
-                    "authorization-mode {name:?} has mode specified more than once"
-                ));
-            }
-            modes.push(mode);
-        }
-        Ok(modes)
-    }
+    /// Who decides what a request may do (`--authorization-mode`, `authz`): `AlwaysAllow`
+    /// (the default; `ServerConfig::secure`'s is `RBAC`), `AlwaysDeny`, `RBAC`, or a chain of
+    /// them (also with `Node`, which is not enforced). Requests by members of
+    /// `system:masters` (the open mode's user) are allowed whatever the mode.
+    pub authorization_mode: crate::authz::AuthorizationMode,
 }
 
 /// Which components (`controller-manager`, `scheduler`) run alongside this server, as
@@ -180,7 +123,7 @@ impl ServerConfig {
         Ok(ServerConfig {
             security: Some(security),
             pki,
-            authorization_modes: vec![AuthorizationMode::Rbac],
+            authorization_mode: crate::authz::AuthorizationMode::rbac(),
             ..ServerConfig::default()
         })
     }
@@ -212,10 +155,10 @@ impl Default for ServerConfig {
             components: ComponentHealth::default(),
             accept_unenforced: false,
             security: None,
-            authorization_modes: vec![AuthorizationMode::AlwaysAllow],
             pki: Arc::new(crate::pki::Pki::new()),
             service_account_issuer: DEFAULT_ISSUER.to_owned(),
             api_audiences: Vec::new(),
+            authorization_mode: crate::authz::AuthorizationMode::default(),
         }
     }
 }
@@ -260,8 +203,12 @@ struct Inner {
     namespace_phases: Mutex<HashMap<String, (Revision, bool)>>,
     /// The cluster CA and the service-account key (`ServerConfig::pki`).
     pki: Arc<crate::pki::Pki>,
-    /// What decides whether a user may do what a request asks (`authz`).
+    /// What decides whether a user may do what a request asks (`authz`), built from the
+    /// configuration's authorization mode.
     authorizer: Arc<dyn crate::authz::Authorizer>,
+    /// The RBAC authorizer of that chain, if it has one: its index is loaded and followed by
+    /// `authz::rbac::start`, and escalation prevention resolves rules with it.
+    rbac: Option<Arc<crate::authz::rbac::Rbac>>,
 }
 
 impl AppState {
@@ -273,6 +220,7 @@ impl AppState {
             config.max_request_body_bytes_inflight,
         );
         let pki = Arc::clone(&config.pki);
+        let (authorizer, rbac) = crate::authz::build(&config.authorization_mode);
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -289,7 +237,8 @@ impl AppState {
                 service_allocator: tokio::sync::OnceCell::new(),
                 namespace_phases: Mutex::new(HashMap::new()),
                 pki,
-                authorizer: Arc::new(crate::authz::AlwaysAllow),
+                authorizer,
+                rbac,
             }),
         }
     }
@@ -302,6 +251,11 @@ impl AppState {
     /// The authorizer every request and access review asks.
     pub(crate) fn authorizer(&self) -> &dyn crate::authz::Authorizer {
         self.inner.authorizer.as_ref()
+    }
+
+    /// The RBAC authorizer, when the authorization mode has one.
+    pub(crate) fn rbac(&self) -> Option<&Arc<crate::authz::rbac::Rbac>> {
+        self.inner.rbac.as_ref()
     }
 
     /// The store.

@@ -25,7 +25,7 @@ async fn secure_server(dir: &tempfile::TempDir) -> TestServer {
         ..SecurityOptions::default()
     };
     let config = ServerConfig {
-        authorization_modes: vec![AuthorizationMode::AlwaysAllow],
+        authorization_mode: AuthorizationMode::always_allow(),
         ..ServerConfig::secure(&options).expect("a secure configuration")
     };
     TestServer::start_with(config, kubemock_storage::Config::ephemeral())

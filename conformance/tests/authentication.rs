@@ -39,7 +39,7 @@ impl Secure {
             options.token_auth_file = Some(path);
         }
         let config = ServerConfig {
-            authorization_modes: vec![AuthorizationMode::AlwaysAllow],
+            authorization_mode: AuthorizationMode::always_allow(),
             ..ServerConfig::secure(&options).expect("a secure configuration")
         };
         let server = TestServer::start_with(config, kubemock_storage::Config::ephemeral())

@@ -315,7 +315,7 @@ mod tests {
     use axum::http::HeaderValue;
 
     use super::*;
-    use crate::authz::AlwaysAllow;
+    use crate::authz::{AlwaysAllow, RulesInfo};
 
     fn user(name: &str, groups: &[&str]) -> UserInfo {
         UserInfo {
@@ -335,6 +335,10 @@ mod tests {
             } else {
                 Decision::NoOpinion(String::new())
             }
+        }
+
+        fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> RulesInfo {
+            RulesInfo::default()
         }
     }
 

@@ -35,6 +35,7 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
     let writer = call.writer("CreateOptions")?;
     let mut object = object::decode_body(&call.headers, &call.body, resource)?;
     let warnings = call.decode_object(&mut object, Origin::Body)?;
+    super::escalation::check(call, None, &object)?;
     let (created, stored) = create_stored(
         &call.state,
         resource,
