@@ -677,7 +677,15 @@ async fn nobody_grants_in_a_role_what_they_do_not_hold_unless_they_may_escalate(
         ),
     )
     .await;
-    let created = alice(&h, Method::POST, &roles, Some(&more)).await;
+    // Past the escalation check, the role is validated: a Role's rules cannot name
+    // non-resource URLs (`ValidatePolicyRule`), which upstream checks after escalation too.
+    let invalid = alice(&h, Method::POST, &roles, Some(&more)).await;
+    assert_eq!(invalid.status, 422, "{}", invalid.body);
+    let valid = role(
+        "deleter",
+        json!([rule(&["get", "delete"], &[""], &["configmaps", "secrets"])]),
+    );
+    let created = alice(&h, Method::POST, &roles, Some(&valid)).await;
     assert_eq!(created.status, 201, "{}", created.body);
 }
 
@@ -1187,4 +1195,105 @@ async fn node_rbac_is_rbac_and_always_allow_allows_everyone() {
                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
                "incomplete": false})
     );
+}
+
+/// Roles and bindings are defaulted and validated as upstream's `pkg/apis/rbac/v1/defaults.go`
+/// and `pkg/apis/rbac/validation/validation.go` do, whatever the authorization mode: a 422
+/// for a rule without verbs or a binding to a role of another kind, the RBAC group filled in,
+/// and a binding's `roleRef` fixed once written.
+#[tokio::test]
+async fn roles_and_bindings_are_defaulted_and_validated_as_upstream() {
+    let h = Harness::start().await;
+    let ns = h.namespace("rbac-validation").await;
+    let roles = format!("{RBAC}/namespaces/{ns}/roles");
+    let bindings = format!("{RBAC}/namespaces/{ns}/rolebindings");
+
+    let no_verbs = h
+        .post(
+            &roles,
+            &role(
+                "no-verbs",
+                json!([{"apiGroups": [""], "resources": ["pods"]}]),
+            ),
+        )
+        .await;
+    assert_eq!(no_verbs.status, 422, "{}", no_verbs.body);
+    assert_eq!(
+        no_verbs.body["message"],
+        "Role.rbac.authorization.k8s.io \"no-verbs\" is invalid: rules[0].verbs: Required value: \
+         verbs must contain at least one value"
+    );
+    let urls = h
+        .post(
+            &roles,
+            &role(
+                "urls",
+                json!([{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]),
+            ),
+        )
+        .await;
+    assert_eq!(urls.status, 422, "{}", urls.body);
+    assert_eq!(
+        urls.body["details"]["causes"][0]["message"],
+        "Invalid value: []string{\"/healthz\"}: namespaced rules cannot apply to non-resource URLs"
+    );
+
+    admin_create(
+        &h,
+        &roles,
+        &role("reader", json!([rule(&["get"], &[""], &["pods"])])),
+    )
+    .await;
+    let mut defaulted = binding(
+        "RoleBinding",
+        "readers",
+        "Role",
+        "reader",
+        json!([
+            {"kind": "User", "name": "alice"},
+            {"kind": "ServiceAccount", "name": "default"}
+        ]),
+    );
+    defaulted["roleRef"] = json!({"kind": "Role", "name": "reader"});
+    let created = admin_create(&h, &bindings, &defaulted).await;
+    assert_eq!(
+        created["roleRef"],
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"})
+    );
+    assert_eq!(
+        created["subjects"],
+        json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"},
+               {"kind": "ServiceAccount", "name": "default"}])
+    );
+
+    let mut changed = created.clone();
+    changed["roleRef"]["name"] = json!("writer");
+    let refused = h.put(&format!("{bindings}/readers"), &changed).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(
+        refused.body["details"]["causes"][0]["message"],
+        "Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"Role\", \
+         Name:\"writer\"}: cannot change roleRef"
+    );
+
+    let cluster_wide = h
+        .post(
+            &format!("{RBAC}/clusterrolebindings"),
+            &binding(
+                "ClusterRoleBinding",
+                "to-a-role",
+                "Role",
+                "reader",
+                json!([
+                    {"kind": "ServiceAccount", "name": "default"}
+                ]),
+            ),
+        )
+        .await;
+    assert_eq!(cluster_wide.status, 422, "{}", cluster_wide.body);
+    let causes: Vec<&str> = cluster_wide.body["details"]["causes"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|c| c["field"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(causes, ["roleRef.kind", "subjects[0].namespace"]);
 }

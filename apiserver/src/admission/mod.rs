@@ -19,6 +19,7 @@
 //! - `services`: Service defaults, validation and allocation; `allocator`: the address sets.
 //! - `config`: ConfigMaps and Secrets.
 //! - `events`: Events and Leases (§12).
+//! - `rbac`: Roles, ClusterRoles and their bindings.
 
 mod apiservices;
 pub(crate) mod certificates;
@@ -26,6 +27,7 @@ mod config;
 mod events;
 mod fields;
 mod pods;
+mod rbac;
 mod services;
 mod unenforced;
 mod workloads;
@@ -378,6 +380,14 @@ fn default(admission: Admission, object: &mut Object) -> ApiResult<()> {
         Admission::Lease => events::normalize_times("Lease", "Lease", object)?,
         Admission::ApiService => apiservices::default(object),
         Admission::CertificateSigningRequest => {}
+        Admission::Role
+        | Admission::ClusterRole
+        | Admission::RoleBinding
+        | Admission::ClusterRoleBinding => {
+            if let Some(kind) = rbac_kind(admission) {
+                rbac::default(kind, object);
+            }
+        }
     }
     Ok(())
 }
@@ -453,7 +463,26 @@ fn validate(admission: Admission, object: &Object, errors: &mut Vec<FieldError>)
         Admission::Lease => events::validate_lease(object, errors),
         Admission::ApiService => apiservices::validate(object, errors),
         Admission::CertificateSigningRequest => certificates::validate(object, errors),
+        Admission::Role
+        | Admission::ClusterRole
+        | Admission::RoleBinding
+        | Admission::ClusterRoleBinding => {
+            if let Some(kind) = rbac_kind(admission) {
+                rbac::validate(kind, object, errors);
+            }
+        }
         Admission::None | Admission::Namespace => {}
+    }
+}
+
+/// The RBAC kind an admission is, if it is one.
+fn rbac_kind(admission: Admission) -> Option<rbac::Kind> {
+    match admission {
+        Admission::Role => Some(rbac::Kind::Role),
+        Admission::ClusterRole => Some(rbac::Kind::ClusterRole),
+        Admission::RoleBinding => Some(rbac::Kind::RoleBinding),
+        Admission::ClusterRoleBinding => Some(rbac::Kind::ClusterRoleBinding),
+        _ => None,
     }
 }
 
@@ -482,6 +511,10 @@ fn validate_update(
         Admission::Service => services::validate_service_update(existing, object, errors),
         Admission::ConfigMap => config::validate_update("ConfigMap", existing, object, errors),
         Admission::Secret => config::validate_update("Secret", existing, object, errors),
-        _ => {}
+        _ => {
+            if let Some(kind) = rbac_kind(admission) {
+                rbac::validate_update(kind, existing, object, errors);
+            }
+        }
     }
 }
