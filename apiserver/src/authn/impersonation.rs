@@ -11,13 +11,13 @@
 //! adds them, and a ServiceAccount user without groups asked for gets its ServiceAccount
 //! groups.
 
-use axum::http::{HeaderMap, HeaderName, StatusCode};
+use axum::http::{HeaderMap, HeaderName};
 use serde_json::{Map, Value, json};
 use tracing::debug;
 
 use crate::authz::{Attributes, Authorizer, Decision};
 use crate::identity::{ANONYMOUS_USER, SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, UserInfo};
-use crate::status::{ApiError, Details};
+use crate::status::ApiError;
 
 /// The headers (`authenticationv1.Impersonate*Header`), lowercase as HTTP/2 and hyper spell
 /// them.
@@ -144,7 +144,7 @@ pub(crate) fn impersonate(
             Decision::Deny(reason) | Decision::NoOpinion(reason) => reason,
         };
         debug!(user = %requester.name, attempted = %request.go_value(), %reason, "impersonation forbidden");
-        return Err(forbidden(&attributes, &reason));
+        return Err(crate::authz::request::forbidden(&attributes, &reason));
     }
     if user.name == ANONYMOUS_USER {
         if !user.groups.iter().any(|g| g == SYSTEM_UNAUTHENTICATED) {
@@ -261,58 +261,9 @@ fn path_unescape(text: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
 }
 
-/// Upstream's `responsewriters.ForbiddenStatusError`: `RESOURCE "NAME" is forbidden: User
-/// "U" cannot VERB resource "R" in API group "G" at the cluster scope`, and the reason.
-pub(crate) fn forbidden(attributes: &Attributes, reason: &str) -> ApiError {
-    let mut resource = attributes.resource.clone();
-    if !attributes.subresource.is_empty() {
-        resource = format!("{resource}/{}", attributes.subresource);
-    }
-    let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
-    let scope = if attributes.namespace.is_empty() {
-        "at the cluster scope".to_owned()
-    } else {
-        format!("in the namespace {}", quote(&attributes.namespace))
-    };
-    let message = format!(
-        "User {} cannot {} resource {} in API group {} {scope}",
-        quote(&attributes.user.name),
-        attributes.verb,
-        quote(&resource),
-        quote(&attributes.api_group)
-    )
-    .replace('&', "&amp;")
-    .replace('<', "&lt;")
-    .replace('>', "&gt;");
-    let why = if reason.is_empty() {
-        message
-    } else {
-        format!("{message}: {reason}")
-    };
-    let qualified = if attributes.api_group.is_empty() {
-        attributes.resource.clone()
-    } else {
-        format!("{}.{}", attributes.resource, attributes.api_group)
-    };
-    let text = if attributes.name.is_empty() {
-        format!("{qualified} is forbidden: {why}")
-    } else {
-        format!(
-            "{qualified} {} is forbidden: {why}",
-            quote(&attributes.name)
-        )
-    };
-    ApiError::new(StatusCode::FORBIDDEN, "Forbidden", text).with_details(Details {
-        name: (!attributes.name.is_empty()).then(|| attributes.name.clone()),
-        group: (!attributes.api_group.is_empty()).then(|| attributes.api_group.clone()),
-        kind: Some(attributes.resource.clone()),
-        ..Details::default()
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use axum::http::HeaderValue;
+    use axum::http::{HeaderValue, StatusCode};
 
     use super::*;
     use crate::authz::{AlwaysAllow, RulesInfo};
