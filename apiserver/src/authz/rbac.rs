@@ -370,14 +370,16 @@ impl Index {
         };
         match parsed {
             Key::Role(namespace, name) => {
-                self.roles
-                    .entry(namespace.to_owned())
-                    .or_default()
-                    .insert(name.to_owned(), PolicyRule::list_from(&object).into());
+                self.roles.entry(namespace.to_owned()).or_default().insert(
+                    name.to_owned(),
+                    PolicyRule::list_from(object.get("rules")).into(),
+                );
             }
             Key::ClusterRole(name) => {
-                self.cluster_roles
-                    .insert(name.to_owned(), PolicyRule::list_from(&object).into());
+                self.cluster_roles.insert(
+                    name.to_owned(),
+                    PolicyRule::list_from(object.get("rules")).into(),
+                );
             }
             Key::RoleBinding(namespace, name) => self
                 .role_bindings

@@ -56,10 +56,9 @@ impl PolicyRule {
         }
     }
 
-    /// The rules of a Role or ClusterRole object.
-    pub(crate) fn list_from(object: &Value) -> Vec<PolicyRule> {
-        object
-            .get("rules")
+    /// The rules of a Role's or ClusterRole's `rules` (absent or null: none).
+    pub(crate) fn list_from(rules: Option<&Value>) -> Vec<PolicyRule> {
+        rules
             .and_then(Value::as_array)
             .map(|rules| rules.iter().map(PolicyRule::from_json).collect())
             .unwrap_or_default()
@@ -134,6 +133,24 @@ impl PolicyRule {
             .map(|(name, values)| format!("{name}:{}", go_quoted_list(values)))
             .collect();
         format!("{{{}}}", parts.join(", "))
+    }
+
+    /// As an `rbac.authorization.k8s.io/v1` `PolicyRule` as Go's encoder writes it: `verbs`
+    /// always, the other lists only when not empty (`omitempty`), in the struct's order.
+    pub(crate) fn to_json(&self) -> Value {
+        let mut rule = Map::new();
+        rule.insert("verbs".to_owned(), json!(self.verbs));
+        for (key, values) in [
+            ("apiGroups", &self.api_groups),
+            ("resources", &self.resources),
+            ("resourceNames", &self.resource_names),
+            ("nonResourceURLs", &self.non_resource_urls),
+        ] {
+            if !values.is_empty() {
+                rule.insert(key.to_owned(), json!(values));
+            }
+        }
+        Value::Object(rule)
     }
 
     /// As an `authorization.k8s.io/v1` `ResourceRule` (`verbs` always, the rest when not

@@ -57,7 +57,7 @@ pub(crate) fn check(call: &Call, existing: Option<&Object>, object: &Object) -> 
             {
                 return Ok(());
             }
-            let rules = PolicyRule::list_from(&Value::Object(object.clone()));
+            let rules = PolicyRule::list_from(object.get("rules"));
             confirm_no_escalation(call, namespace, &rules).map_err(|why| forbidden(&why))?;
             let aggregates =
                 has_aggregation_rule(object) || existing.is_some_and(has_aggregation_rule);
