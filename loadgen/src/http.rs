@@ -62,6 +62,20 @@ impl Endpoint {
     /// (`certificate-authority-data`, `client-certificate-data`, `client-key-data`: the
     /// kubeconfig `kubemock serve --secure --kubeconfig-out` writes).
     pub(crate) fn tls_from_kubeconfig(addr: SocketAddr, path: &Path) -> anyhow::Result<Self> {
+        Self::tls(addr, path, true)
+    }
+
+    /// HTTPS to `addr`, trusting the CA of the kubeconfig at `path` and presenting no client
+    /// certificate: for requests that authenticate otherwise (a bearer token), since the
+    /// server takes a client certificate before any token, as kube-apiserver does.
+    pub(crate) fn tls_without_client_certificate(
+        addr: SocketAddr,
+        path: &Path,
+    ) -> anyhow::Result<Self> {
+        Self::tls(addr, path, false)
+    }
+
+    fn tls(addr: SocketAddr, path: &Path, client_certificate: bool) -> anyhow::Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading the kubeconfig {}", path.display()))?;
         let field = |name: &str| -> anyhow::Result<Vec<u8>> {
@@ -78,21 +92,25 @@ impl Endpoint {
         for block in blocks(&field("certificate-authority-data:")?)? {
             roots.add(CertificateDer::from(block.into_contents()))?;
         }
-        let chain: Vec<CertificateDer<'static>> = blocks(&field("client-certificate-data:")?)?
-            .into_iter()
-            .map(|block| CertificateDer::from(block.into_contents()))
-            .collect();
-        let key = blocks(&field("client-key-data:")?)?
-            .into_iter()
-            .next()
-            .ok_or_else(|| anyhow!("no client key in {}", path.display()))?;
-        let key = PrivateKeyDer::Pkcs8(key.into_contents().into());
-        let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
         .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_client_auth_cert(chain, key)?;
+        .with_root_certificates(roots);
+        let mut config = if client_certificate {
+            let chain: Vec<CertificateDer<'static>> = blocks(&field("client-certificate-data:")?)?
+                .into_iter()
+                .map(|block| CertificateDer::from(block.into_contents()))
+                .collect();
+            let key = blocks(&field("client-key-data:")?)?
+                .into_iter()
+                .next()
+                .ok_or_else(|| anyhow!("no client key in {}", path.display()))?;
+            let key = PrivateKeyDer::Pkcs8(key.into_contents().into());
+            builder.with_client_auth_cert(chain, key)?
+        } else {
+            builder.with_no_client_auth()
+        };
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Endpoint {
             addr,

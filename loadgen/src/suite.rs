@@ -2,8 +2,8 @@
 //! each server a separate process started here, then one table with the ratios against the
 //! targets (pass or fail each) and, if asked, the same as JSON.
 //!
-//! Order, per round: baseline POST, kubemock ephemeral create, kubemock secure create (TLS, the
-//! admin's client certificate, the secure mode's default authorization), baseline GET, kubemock
+//! Order, per round: baseline POST, kubemock ephemeral create, kubemock secure create (TLS, a
+//! static token's user that RBAC authorizes through a RoleBinding), baseline GET, kubemock
 //! ephemeral GET (of one ConfigMap, in a store that now holds the created ones), kubemock
 //! secure GET, each group back to back, then kubemock durable create; after the rounds, the
 //! startup series (the secure ones too). Targets use the median over rounds.
@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 
+use crate::http::Endpoint;
 use crate::load::{self, LoadConfig, LoadReport};
 use crate::server::{ServerProcess, kubemock_args};
 use crate::startup::{self, StartupMode, StartupReport};
@@ -34,6 +35,12 @@ const SECURE_STARTUP_MS: f64 = 15.0;
 /// The secure mode's create and GET must reach this share of the plain mode's (the security
 /// issue's target, there with RBAC).
 const SECURE_VS_PLAIN: f64 = 0.70;
+/// The user the secure rows' requests are made by: a static token (`--token-auth-file`), not
+/// in `system:masters`, so RBAC decides every request; a RoleBinding gives it a Role to read
+/// and write ConfigMaps in the load's namespace.
+const SECURE_USER: &str = "loadgen";
+/// The token of [`SECURE_USER`].
+const SECURE_TOKEN: &str = "kubemock-loadgen-token";
 
 /// What the suite runs.
 #[derive(Debug, Clone)]
@@ -134,23 +141,39 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
     )
     .await?;
     let mut secure_args = config.serve_args.clone();
+    let secure_kubeconfig = data_dir.path().join("secure.kubeconfig");
+    let tokens = data_dir.path().join("tokens.csv");
+    std::fs::write(
+        &tokens,
+        format!("{SECURE_TOKEN},{SECURE_USER},{SECURE_USER}-uid,\"loadgen-users\"\n"),
+    )
+    .context("writing the token file")?;
     secure_args.push("--secure".to_owned());
-    secure_args.push(format!(
-        "--kubeconfig-out={}",
-        data_dir.path().join("secure.kubeconfig").display()
-    ));
+    secure_args.push(format!("--kubeconfig-out={}", secure_kubeconfig.display()));
+    secure_args.push(format!("--token-auth-file={}", tokens.display()));
     let mut secure =
         ServerProcess::start(&config.kubemock, &kubemock_args(None, &secure_args)).await?;
+    // The secure rows are a user RBAC authorizes (the admin's certificate is in
+    // `system:masters`, which skips authorization), over TLS without a client certificate.
+    let secure_user = SecureUser {
+        endpoint: Endpoint::tls_without_client_certificate(secure.addr(), &secure_kubeconfig)?,
+    };
+    Workload::new(Scenario::Get, secure.addr())
+        .setup_for_user(secure.endpoint(), SECURE_USER)
+        .await
+        .context("preparing the secure server's user")?;
     let mut rounds = Vec::with_capacity(config.rounds);
     for round in 1..=config.rounds {
         progress(&format!("round {round} of {}", config.rounds));
         rounds.push(Round {
             baseline_post: load_run(&mut baseline, Scenario::BaselinePost, config.load).await?,
             ephemeral_create: load_run(&mut ephemeral, Scenario::Create, config.load).await?,
-            secure_create: load_run(&mut secure, Scenario::Create, config.load).await?,
+            secure_create: user_load_run(&mut secure, &secure_user, Scenario::Create, config.load)
+                .await?,
             baseline_get: load_run(&mut baseline, Scenario::BaselineGet, config.load).await?,
             ephemeral_get: load_run(&mut ephemeral, Scenario::Get, config.load).await?,
-            secure_get: load_run(&mut secure, Scenario::Get, config.load).await?,
+            secure_get: user_load_run(&mut secure, &secure_user, Scenario::Get, config.load)
+                .await?,
             durable_create: load_run(&mut durable, Scenario::Create, config.load).await?,
         });
     }
@@ -196,26 +219,50 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
     })
 }
 
+/// How the secure rows reach their server: as [`SECURE_USER`].
+struct SecureUser {
+    /// TLS with the server's CA, no client certificate.
+    endpoint: Endpoint,
+}
+
 async fn load_run(
     server: &mut ServerProcess,
     scenario: Scenario,
     config: LoadConfig,
 ) -> anyhow::Result<LoadReport> {
+    let (endpoint, workload) = (
+        server.endpoint().clone(),
+        Workload::new(scenario, server.addr()),
+    );
+    run_against(server, endpoint, workload, config).await
+}
+
+/// A run as [`SECURE_USER`] (the server prepared by `setup_for_user`).
+async fn user_load_run(
+    server: &mut ServerProcess,
+    user: &SecureUser,
+    scenario: Scenario,
+    config: LoadConfig,
+) -> anyhow::Result<LoadReport> {
+    let workload = Workload::new(scenario, server.addr()).with_token(SECURE_TOKEN);
+    run_against(server, user.endpoint.clone(), workload, config).await
+}
+
+async fn run_against(
+    server: &mut ServerProcess,
+    endpoint: Endpoint,
+    workload: Workload,
+    config: LoadConfig,
+) -> anyhow::Result<LoadReport> {
+    let scenario = workload.scenario();
     progress(&format!(
-        "{} @{} against {} ({:?} warm-up, {:?} measured)",
+        "{} @{} against {endpoint} ({:?} warm-up, {:?} measured)",
         scenario.name(),
         config.connections,
-        server.endpoint(),
         config.warmup,
         config.duration
     ));
-    let report = load::run(
-        server.endpoint().clone(),
-        Workload::new(scenario, server.addr()),
-        config,
-        server.pid(),
-    )
-    .await;
+    let report = load::run(endpoint, workload, config, server.pid()).await;
     let report = match report {
         Ok(report) => report,
         Err(err) => {
