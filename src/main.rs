@@ -12,12 +12,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use kubemock_apiserver::{NodePortRange, ServerConfig, ServiceCidr};
+use kubemock_apiserver::pki::{KeyFiles, Pki};
+use kubemock_apiserver::{
+    AuthorizationMode, NodePortRange, Security, SecurityOptions, ServerConfig, ServiceCidr,
+};
 use kubemock_controllers::kubelet::KubeletConfig;
 use kubemock_controllers::{LeaderElection, ManagerConfig};
 use kubemock_storage::{Config, Retention, SledStore};
 use tokio_util::sync::CancellationToken;
-use tracing::info;
+use tracing::{info, warn};
 
 /// A Kubernetes-compatible API server that starts in milliseconds.
 #[derive(Debug, Parser)]
@@ -30,7 +33,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the API server (and, unless `--no-controllers`, the controllers).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run only the controllers, against the API server of a kubeconfig.
     ControllerManager(ControllerManagerArgs),
 }
@@ -95,12 +98,14 @@ fn parse_delay(text: &str) -> Result<Duration, String> {
 
 #[derive(Debug, Args)]
 struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    /// Address to listen on (kube-apiserver's `--bind-address` too).
+    #[arg(long, alias = "bind-address", default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     bind: IpAddr,
     /// Port to listen on; 0 picks a free one.
     #[arg(long, default_value_t = 6443)]
     port: u16,
+    #[command(flatten)]
+    security: SecurityArgs,
     /// Data directory for a durable store; without it the store is ephemeral.
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -146,6 +151,157 @@ struct ServeArgs {
     service_node_port_range: NodePortRange,
     #[command(flatten)]
     store: StoreArgs,
+}
+
+/// The secure mode and kube-apiserver's flags for it (README, "Security").
+#[derive(Debug, Args)]
+struct SecurityArgs {
+    /// Serve HTTPS with authentication: a cluster CA and a serving certificate (in memory, or
+    /// in `--cert-dir`), client certificates, tokens, impersonation; `--kubeconfig-out` holds
+    /// the CA and an admin client certificate.
+    #[arg(long)]
+    secure: bool,
+    /// kube-apiserver's port flag: serve securely on this port (`--port` is then not given).
+    #[arg(long, conflicts_with = "port")]
+    secure_port: Option<u16>,
+    /// Where the generated CA (`ca.crt`, `ca.key`), serving certificate (`apiserver.crt`,
+    /// `apiserver.key`) and service-account key (`sa.key`, `sa.pub`) are written, and read
+    /// again on the next start. Implies `--secure`.
+    #[arg(long)]
+    cert_dir: Option<PathBuf>,
+    /// The serving certificate (PEM, its chain after it). Implies `--secure`.
+    #[arg(long, requires = "tls_private_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// The serving certificate's key (PEM). Implies `--secure`.
+    #[arg(long, requires = "tls_cert_file")]
+    tls_private_key_file: Option<PathBuf>,
+    /// Authorities whose client certificates authenticate as their CN in the groups of
+    /// their O (the cluster CA does too). Implies `--secure`.
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
+    /// Static bearer tokens, kube-apiserver's CSV (`token,user,uid,"group1,group2"`).
+    /// Implies `--secure`.
+    #[arg(long)]
+    token_auth_file: Option<PathBuf>,
+    /// Whether a request without credentials is `system:anonymous` (else a 401).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+          default_missing_value = "true")]
+    anonymous_auth: bool,
+    /// The authorizers, in order, one comma-separated value (`AlwaysAllow`, `AlwaysDeny`,
+    /// `RBAC`, `Node`: accepted and not enforced); default `RBAC` when secure, `AlwaysAllow`
+    /// otherwise.
+    #[arg(long, value_parser = AuthorizationMode::parse)]
+    authorization_mode: Option<AuthorizationMode>,
+    /// The issuer of service-account tokens (repeatable: the first signs; kubemock verifies
+    /// only its own).
+    #[arg(long)]
+    service_account_issuer: Vec<String>,
+    /// The audiences the server accepts tokens for (default: the issuer).
+    #[arg(long, value_delimiter = ',')]
+    api_audiences: Vec<String>,
+    /// More keys that verify service-account tokens (PEM; repeatable).
+    #[arg(long)]
+    service_account_key_file: Vec<PathBuf>,
+    /// The key that signs service-account tokens (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC).
+    #[arg(long)]
+    service_account_signing_key_file: Option<PathBuf>,
+    /// An address for the generated serving certificate (kube-apiserver also advertises it
+    /// as the `kubernetes` Service's endpoint: kubemock does not).
+    #[arg(long)]
+    advertise_address: Option<IpAddr>,
+    /// Accepted for kube-apiserver's command lines, and ignored (kubemock does not refuse
+    /// privileged containers).
+    #[arg(long, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    allow_privileged: Option<bool>,
+    /// Accepted for kube-apiserver's command lines, and ignored (kubemock's admission is
+    /// fixed).
+    #[arg(long)]
+    enable_admission_plugins: Option<String>,
+    /// Accepted for kube-apiserver's command lines, and ignored (kubemock's admission is
+    /// fixed).
+    #[arg(long)]
+    disable_admission_plugins: Option<String>,
+    /// Accepted for kube-apiserver's command lines, and ignored (kubemock's store is
+    /// embedded).
+    #[arg(long)]
+    etcd_servers: Option<String>,
+}
+
+impl SecurityArgs {
+    /// Whether the server serves TLS: `--secure`, or any flag that only makes sense with it.
+    fn secure(&self) -> bool {
+        self.secure
+            || self.secure_port.is_some()
+            || self.cert_dir.is_some()
+            || self.tls_cert_file.is_some()
+            || self.tls_private_key_file.is_some()
+            || self.client_ca_file.is_some()
+            || self.token_auth_file.is_some()
+    }
+
+    /// Logs, once, each flag given that kubemock accepts and ignores.
+    fn log_ignored(&self) {
+        let given = [
+            (
+                "--allow-privileged",
+                self.allow_privileged.map(|b| b.to_string()),
+            ),
+            (
+                "--enable-admission-plugins",
+                self.enable_admission_plugins.clone(),
+            ),
+            (
+                "--disable-admission-plugins",
+                self.disable_admission_plugins.clone(),
+            ),
+            ("--etcd-servers", self.etcd_servers.clone()),
+            (
+                "--anonymous-auth",
+                (!self.secure() && !self.anonymous_auth).then(|| "false (open mode)".to_owned()),
+            ),
+            (
+                "--service-account-issuer",
+                (self.service_account_issuer.len() > 1)
+                    .then(|| self.service_account_issuer[1..].join(",")),
+            ),
+        ];
+        for (flag, value) in given {
+            if let Some(value) = value {
+                warn!(flag, %value, "accepted for kube-apiserver's command line and ignored");
+            }
+        }
+    }
+
+    /// The cluster's keys: loaded (or generated into `--cert-dir`) now in the secure mode or
+    /// when key files are given, else generated in memory on first use.
+    fn pki(&self) -> anyhow::Result<Pki> {
+        let files = KeyFiles {
+            cert_dir: self.cert_dir.clone(),
+            service_account_key_files: self.service_account_key_file.clone(),
+            service_account_signing_key_file: self.service_account_signing_key_file.clone(),
+        };
+        if files == KeyFiles::default() && !self.secure() {
+            return Ok(Pki::new());
+        }
+        if let Some(dir) = &self.cert_dir {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating the cert dir {}", dir.display()))?;
+        }
+        Pki::load(&files).context("loading the cluster's keys")
+    }
+
+    /// The secure mode's options, the serving certificate also for `hosts`.
+    fn options(&self, hosts: Vec<String>) -> SecurityOptions {
+        SecurityOptions {
+            cert_dir: self.cert_dir.clone(),
+            tls_cert_file: self.tls_cert_file.clone(),
+            tls_private_key_file: self.tls_private_key_file.clone(),
+            client_ca_file: self.client_ca_file.clone(),
+            token_auth_file: self.token_auth_file.clone(),
+            anonymous_auth: self.anonymous_auth,
+            hosts,
+        }
+    }
 }
 
 /// The store's memory budgets and history retention (README, "Memory budgets").
@@ -237,6 +393,12 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// The user the in-process controllers authenticate as in the secure mode
+/// (`user.KubeControllerManager`).
+const CONTROLLER_MANAGER_USER: &str = "system:kube-controller-manager";
+/// The group that every authorizer allows everything (`user.SystemPrivilegedGroup`).
+const ADMIN_GROUP: &str = kubemock_apiserver::security::ADMIN_GROUP;
+
 /// mimalloc instead of glibc's malloc: a request allocates many small, short-lived values
 /// (JSON trees, field sets, keys), and glibc's allocator took about a sixth of the server's
 /// CPU per create (`_int_malloc`, `_int_free`, `malloc_consolidate`) in the load profile.
@@ -267,7 +429,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Serve(args) => runtime.block_on(serve(args)),
+        Command::Serve(args) => runtime.block_on(serve(*args)),
         Command::ControllerManager(args) => runtime.block_on(controller_manager(args)),
     };
     match result {
@@ -296,19 +458,60 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .context("opening the store")?
         .context("opening the store")?;
-    let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, args.port))
+    args.security.log_ignored();
+    let secure = args.security.secure();
+    let setup_started = std::time::Instant::now();
+    let pki = Arc::new(args.security.pki()?);
+    let security = if secure {
+        let mut hosts: Vec<String> = [Some(args.bind), args.security.advertise_address]
+            .into_iter()
+            .flatten()
+            .filter(|ip| !ip.is_unspecified())
+            .map(|ip| ip.to_string())
+            .collect();
+        hosts.push(args.service_cluster_ip_range.first().to_string());
+        Some(
+            Security::load(&args.security.options(hosts), Arc::clone(&pki))
+                .context("setting up secure serving")?,
+        )
+    } else {
+        None
+    };
+    let port = args.security.secure_port.unwrap_or(args.port);
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, port))
         .await
-        .with_context(|| format!("binding {}:{}", args.bind, args.port))?;
+        .with_context(|| format!("binding {}:{port}", args.bind))?;
     let mut addr = listener.local_addr().context("reading the bound address")?;
     // Clients cannot connect to the unspecified address: advertise loopback instead.
     if addr.ip().is_unspecified() {
         addr.set_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
     }
-    let url = format!("http://{addr}");
+    let url = format!("{}://{addr}", if secure { "https" } else { "http" });
     if let Some(path) = &args.kubeconfig_out {
-        std::fs::write(path, kubemock_apiserver::kubeconfig(&url))
+        let kubeconfig = match &security {
+            Some(security) => security
+                .admin_kubeconfig(&url)
+                .context("issuing the admin's client certificate")?,
+            None => kubemock_apiserver::kubeconfig(&url),
+        };
+        std::fs::write(path, kubeconfig)
             .with_context(|| format!("writing the kubeconfig to {}", path.display()))?;
     }
+    // Keys, certificates and the kubeconfig: what the secure mode adds to a start.
+    let security_setup_us = u64::try_from(setup_started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    let authorization_mode = args.security.authorization_mode.clone().unwrap_or_else(|| {
+        if secure {
+            AuthorizationMode::rbac()
+        } else {
+            AuthorizationMode::always_allow()
+        }
+    });
+    let issuer = args
+        .security
+        .service_account_issuer
+        .first()
+        .cloned()
+        .unwrap_or_else(|| ServerConfig::default().service_account_issuer);
 
     let shutdown = CancellationToken::new();
     // `componentstatuses`: the controller manager (and its scheduler) run in this process
@@ -333,13 +536,31 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             service_node_port_range: args.service_node_port_range,
             components,
             accept_unenforced: args.accept_unenforced,
+            security: security.clone(),
+            authorization_mode,
+            pki,
+            service_account_issuer: issuer,
+            api_audiences: args.security.api_audiences.clone(),
         },
         shutdown.clone(),
     ));
     let stop_controllers = CancellationToken::new();
     let manager = match controllers {
         Some(config) => {
-            let client = kubemock_client::Client::new(kubemock_client::Config::new(&url))
+            let mut client_config = kubemock_client::Config::new(&url);
+            if let Some(security) = &security {
+                // The controllers' own client certificate, as the controller manager's
+                // identity and, until each controller's permissions are bound, an
+                // administrator's.
+                let identity = security
+                    .issue_client_identity(CONTROLLER_MANAGER_USER, &[ADMIN_GROUP])
+                    .context("issuing the controllers' client certificate")?;
+                client_config.root_certificates =
+                    Some(security.server_ca_pem().as_bytes().to_vec());
+                client_config.client_identity =
+                    Some(format!("{}{}", identity.certificate_pem, identity.key_pem).into_bytes());
+            }
+            let client = kubemock_client::Client::new(client_config)
                 .context("creating the controllers' client")?;
             Some(tokio::spawn(kubemock_controllers::run(
                 client,
@@ -353,7 +574,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // cleanly, not kill the process with the default action.
     let signalled = shutdown_signal()?;
     announce(&url);
-    info!(%url, durable = store.is_durable(), controllers = manager.is_some(), "serving");
+    info!(
+        %url,
+        durable = store.is_durable(),
+        controllers = manager.is_some(),
+        security_setup_us,
+        "serving"
+    );
 
     signalled.await;
     info!("shutting down");

@@ -163,7 +163,7 @@ async fn kubectl_s16_auth_certificates_tokens_apiservices_componentstatuses_and_
     );
     let whoami = run(&["auth", "whoami"]).await;
     assert!(
-        whoami.contains("system:unsecured") && whoami.contains("system:masters"),
+        whoami.contains("system:admin") && whoami.contains("system:masters"),
         "{whoami}"
     );
 

@@ -161,8 +161,9 @@ pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm), as
+/// (year, month, day).
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -178,6 +179,19 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn days_and_dates_convert_both_ways() {
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        for days in [-719_468, -1, 0, 11_016, 2_932_896] {
+            let (year, month, day) = civil_from_days(days);
+            assert_eq!(
+                days_from_civil(year, i64::from(month), i64::from(day)),
+                days
+            );
+        }
+    }
 
     #[test]
     fn times_beyond_years_0000_to_9999_read_back_for_the_protobuf_encoder() {

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use tracing::warn;
 
 use crate::handlers::create::{create_object, create_system_object};
+use crate::identity::UserInfo;
 use crate::keys;
 use crate::managedfields::{self, Writer};
 use crate::meta;
@@ -203,7 +204,16 @@ async fn pass(state: &AppState) -> ApiResult<u64> {
             );
             let (services, writer) = (&services, &writer);
             async move {
-                match create_object(state, services, None, service, false, Some(writer)).await {
+                let created = create_object(
+                    state,
+                    services,
+                    None,
+                    service,
+                    false,
+                    Some(writer),
+                    UserInfo::apiserver(),
+                );
+                match created.await {
                     Ok(_) => Ok(()),
                     Err(err) if err.reason == "AlreadyExists" => Ok(()),
                     Err(err) => Err(err),

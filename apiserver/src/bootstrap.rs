@@ -10,6 +10,7 @@
 use serde_json::{Value, json};
 
 use crate::handlers::create::{create_object, ensure_default_service_account};
+use crate::identity::UserInfo;
 use crate::managedfields::Writer;
 use crate::object;
 use crate::state::AppState;
@@ -42,7 +43,16 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
         let writer = Writer::server(SERVER_MANAGER, namespaces);
         async move {
             ignore_exists(
-                create_object(state, namespaces, None, namespace, false, Some(&writer)).await,
+                create_object(
+                    state,
+                    namespaces,
+                    None,
+                    namespace,
+                    false,
+                    Some(&writer),
+                    UserInfo::apiserver(),
+                )
+                .await,
             )
         }
     }))
@@ -85,6 +95,7 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
                 service,
                 false,
                 Some(&writer),
+                UserInfo::apiserver(),
             )
             .await,
         )

@@ -57,7 +57,7 @@ fn call(resource: &Arc<Resource>, content_type: &str, body: &[u8], query: &str) 
         query: Query::parse(Some(query)),
         headers,
         body: Bytes::copy_from_slice(body),
-        user: Arc::new(crate::identity::UserInfo::unsecured()),
+        user: crate::identity::UserInfo::open_mode(),
         negotiated: Negotiated {
             encoding: Encoding::Json,
             conversion: None,

@@ -1,21 +1,52 @@
-//! Who a request is made by. kubemock does not authenticate yet (the security issue adds client
-//! certificates, tokens and RBAC), so every request is the user the real server's insecure port
-//! made of every request (`staging/src/k8s.io/apiserver/pkg/server/deprecated_insecure_serving.go`,
-//! `InsecureSuperuser`): `system:unsecured` in `system:masters` and `system:authenticated`. What
-//! records or reports the requester (a CertificateSigningRequest's `spec.username`,
-//! SelfSubjectReview, the access reviews) asks here, so that authentication changes one place.
+//! Who a request is made by. Authentication (`authn`) puts the user of each request in its
+//! extensions as a [`Requester`]; whatever records or reports the requester (a
+//! CertificateSigningRequest's `spec.username`, SelfSubjectReview, the access reviews, the
+//! authorizer) reads it back with [`requester`], so that every part of the server agrees on
+//! who asked.
+//!
+//! In the open mode (no `--secure`) nothing is checked and every request is the cluster
+//! administrator a kubeadm cluster's `admin.conf` holds: `system:admin` in `system:masters`
+//! (and `system:authenticated`, which upstream's authenticators add to every authenticated
+//! user: `staging/src/k8s.io/apiserver/pkg/authentication/group/authenticated_group_adder.go`).
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use axum::http::Extensions;
 use serde_json::{Map, Value, json};
 
-/// The user of every request while kubemock does not authenticate.
-pub(crate) const UNSECURED_USER: &str = "system:unsecured";
+/// The user of every request in the open mode.
+pub(crate) const OPEN_MODE_USER: &str = "system:admin";
+/// The user the API server acts as for the objects it makes itself (`user.APIServerUser`).
+pub(crate) const APISERVER_USER: &str = "system:apiserver";
 /// The group of cluster administrators (`user.SystemPrivilegedGroup`).
 pub(crate) const SYSTEM_MASTERS: &str = "system:masters";
 /// The group of every authenticated user (`user.AllAuthenticated`).
 pub(crate) const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
+/// The group of the anonymous user (`user.AllUnauthenticated`).
+pub(crate) const SYSTEM_UNAUTHENTICATED: &str = "system:unauthenticated";
+/// The user of a request without credentials (`user.Anonymous`).
+pub(crate) const ANONYMOUS_USER: &str = "system:anonymous";
+
+/// The open mode's user, shared by every request (one `Arc` clone each).
+static OPEN_MODE: LazyLock<Arc<UserInfo>> = LazyLock::new(|| {
+    Arc::new(UserInfo {
+        name: OPEN_MODE_USER.to_owned(),
+        uid: String::new(),
+        groups: vec![SYSTEM_MASTERS.to_owned(), SYSTEM_AUTHENTICATED.to_owned()],
+        extra: Map::new(),
+    })
+});
+
+/// The API server's own user (`system:apiserver`, as upstream's loopback client
+/// authenticates: `pkg/server/config.go`, `AuthorizeClientBearerToken`).
+static APISERVER: LazyLock<Arc<UserInfo>> = LazyLock::new(|| {
+    Arc::new(UserInfo {
+        name: APISERVER_USER.to_owned(),
+        uid: String::new(),
+        groups: vec![SYSTEM_AUTHENTICATED.to_owned(), SYSTEM_MASTERS.to_owned()],
+        extra: Map::new(),
+    })
+});
 
 /// A user as `authentication.k8s.io/v1` `UserInfo` describes one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,12 +62,22 @@ pub(crate) struct UserInfo {
 }
 
 impl UserInfo {
-    /// The requester of every request (see the module documentation).
-    pub(crate) fn unsecured() -> UserInfo {
+    /// The requester of every request in the open mode (see the module documentation).
+    pub(crate) fn open_mode() -> Arc<UserInfo> {
+        Arc::clone(&OPEN_MODE)
+    }
+
+    /// The API server itself, for the objects it makes (startup objects, APIServices).
+    pub(crate) fn apiserver() -> &'static UserInfo {
+        &APISERVER
+    }
+
+    /// The user of a request without credentials (`request/anonymous/anonymous.go`).
+    pub(crate) fn anonymous() -> UserInfo {
         UserInfo {
-            name: UNSECURED_USER.to_owned(),
+            name: ANONYMOUS_USER.to_owned(),
             uid: String::new(),
-            groups: vec![SYSTEM_MASTERS.to_owned(), SYSTEM_AUTHENTICATED.to_owned()],
+            groups: vec![SYSTEM_UNAUTHENTICATED.to_owned()],
             extra: Map::new(),
         }
     }
@@ -66,10 +107,11 @@ impl UserInfo {
 pub(crate) struct Requester(pub(crate) Arc<UserInfo>);
 
 /// The user a request is made by: the [`Requester`] authentication put in its extensions, or,
-/// when nothing authenticated it (the open mode), [`UserInfo::unsecured`].
+/// when nothing authenticated it (a request that did not come through the pipeline, as in
+/// unit tests), the open mode's user.
 pub(crate) fn requester(extensions: &Extensions) -> Arc<UserInfo> {
     match extensions.get::<Requester>() {
         Some(Requester(user)) => Arc::clone(user),
-        None => Arc::new(UserInfo::unsecured()),
+        None => UserInfo::open_mode(),
     }
 }

@@ -43,7 +43,11 @@
 //! - `limits`: the in-flight limit (429 with `Retry-After` when full; watches exempt).
 //! - `kubeconfig`: the kubeconfig that points clients at a server.
 //! - [`pki`]: the cluster CA and the service-account signing key; `identity`: who a request
-//!   is made by.
+//!   is made by; `authn`: the authenticators (x509 client certificates, static tokens,
+//!   anonymous) and impersonation; `authenticate`: the pipeline's authentication step (with
+//!   the ServiceAccount tokens of `tokens`); `authz`: what users may do (the authorizer chain,
+//!   RBAC, the authorization step, escalation prevention); [`security`]: the secure mode's
+//!   files and options; `tls`: the TLS listener.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
@@ -66,6 +70,9 @@ mod accept;
 mod admission;
 mod allocator;
 mod apiservices;
+mod authenticate;
+mod authn;
+mod authorize;
 mod authz;
 mod bootstrap;
 mod codec;
@@ -90,6 +97,7 @@ mod query;
 mod rbac;
 mod registry;
 mod routes;
+pub mod security;
 mod selector;
 mod signer;
 mod state;
@@ -97,6 +105,7 @@ mod status;
 mod table;
 mod target;
 mod testing;
+mod tls;
 mod tokens;
 mod version;
 
@@ -114,8 +123,9 @@ use tracing::error;
 pub use allocator::{
     DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, NodePortRange, ServiceCidr,
 };
+pub use authz::{AuthorizationMode, AuthorizerKind};
 pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
-pub use kubeconfig::kubeconfig;
+pub use kubeconfig::{kubeconfig, secure_kubeconfig};
 pub use limits::{
     DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT,
     DEFAULT_MAX_REQUESTS_INFLIGHT,
@@ -124,6 +134,7 @@ pub use registry::{
     Admission, Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Registry, Resource,
     Storage, Subresource,
 };
+pub use security::{Security, SecurityError, SecurityOptions};
 pub use state::{AppState, ComponentHealth, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
 pub use testing::TestServer;
@@ -141,8 +152,10 @@ pub mod protobuf {
 
 /// `routes` behind the request pipeline over `state`, outermost first: panics become a 500
 /// `Status` (a safety net, not a strategy); every 5xx is logged once; each request is
-/// classified (verb, resource, scope: `target`), then timed and counted (`metrics`),
-/// then held to the in-flight limit (`limits`), then routed.
+/// classified (verb, resource, scope: `target`), then timed and counted (`metrics`), then
+/// authenticated (and impersonation applied: `authenticate`), then held to the in-flight
+/// limit (`limits`), then authorized unless the mode is plain `AlwaysAllow`
+/// (`authorize`), then routed.
 ///
 /// The pipeline wraps the router rather than being its layers: axum layers a router by
 /// wrapping each route, and clones a route per request, so every layer there cost a boxed
@@ -160,18 +173,24 @@ fn app(
 + 'static {
     use axum::middleware::{from_fn_with_state, map_response};
     let (metrics, in_flight) = (state.metrics().clone(), state.in_flight().clone());
+    let config = state.config();
+    let authorize = (config.authorization_mode != authz::AuthorizationMode::always_allow())
+        .then(|| from_fn_with_state(state.clone(), authorize::authorize));
     tower::ServiceBuilder::new()
         .map_response(IntoResponse::into_response)
         .layer(CatchPanicLayer::custom(panic_to_status))
         .layer(map_response(log_server_errors))
-        .layer(from_fn_with_state(state, handlers::classify))
+        .layer(from_fn_with_state(state.clone(), handlers::classify))
         .layer(from_fn_with_state(metrics, metrics::observe))
+        .layer(authenticate::AuthenticationLayer::new(state.clone()))
         .layer(from_fn_with_state(in_flight, limits::limit))
+        .option_layer(authorize)
         .service(routes)
 }
 
 /// Serves the API on `listener` until `shutdown` is cancelled, then stops accepting and waits
-/// for requests in flight.
+/// for requests in flight. With `config.security` the connections are TLS (`tls`), else plain
+/// HTTP.
 pub async fn serve(
     listener: TcpListener,
     store: Arc<dyn Kv>,
@@ -192,6 +211,12 @@ pub async fn serve(
         .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")));
     rbac_policy.await.map_err(std::io::Error::other)??;
     startup_objects?;
+    // The authorizer reads the policy as stored, bootstrap roles included.
+    if let Some(rbac) = state.rbac() {
+        authz::rbac::start(rbac, state.store(), state.shutdown(), state.tasks())
+            .await
+            .map_err(|err| std::io::Error::other(format!("loading the RBAC policy: {err}")))?;
+    }
     crd::controller::start(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("serving the custom resources: {err}")))?;
@@ -204,9 +229,26 @@ pub async fn serve(
     // do not need them (generating them alongside slowed a durable start by as much).
     tokio::task::spawn_blocking(|| std::sync::LazyLock::force(&openapi::SCHEMAS));
     let routes = routes::routes().with_state(state.clone());
-    let result = axum::serve(listener, app(state.clone(), routes).into_make_service())
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await;
+    let service = app(state.clone(), routes);
+    let result = match &state.config().security {
+        None => {
+            axum::serve(listener, service.into_make_service())
+                .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+                .await
+        }
+        Some(security) => {
+            let listener = tls::TlsListener::start(
+                listener,
+                Arc::clone(security.tls()),
+                state.tasks(),
+                shutdown.clone(),
+            )?;
+            let service = service.into_make_service_with_connect_info::<tls::TlsConnection>();
+            axum::serve(listener, service)
+                .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+                .await
+        }
+    };
     // Watch tasks end on the same token; wait for them so nothing outlives the server.
     state.tasks().close();
     state.tasks().wait().await;

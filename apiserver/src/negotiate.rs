@@ -282,6 +282,25 @@ fn pretty_print(headers: &HeaderMap, query: &Query) -> bool {
         })
 }
 
+/// The encoding of a Status answered before any resource is known (the authorization
+/// step's 403): the first media range `Accept` prefers that names a serializer without asking
+/// for a conversion (`application/*` and `*/*` are JSON, the server's first), else JSON
+/// (where upstream's `ErrorNegotiated` would answer 406 instead).
+pub(crate) fn status_encoding(headers: &HeaderMap) -> Encoding {
+    for range in accept::media_ranges(headers) {
+        if range.param("as").is_some() {
+            continue;
+        }
+        match (range.kind.as_str(), range.subtype.as_str()) {
+            ("application", "json" | "*") | ("*", "*") => return Encoding::Json,
+            ("application", "yaml") => return Encoding::Yaml,
+            ("application", "vnd.kubernetes.protobuf") => return Encoding::Protobuf,
+            _ => {}
+        }
+    }
+    Encoding::Json
+}
+
 impl Encoding {
     /// A response with `body` (an object, a list or a Status), indented when `pretty` (JSON
     /// only, as upstream has no pretty form of the others).

@@ -70,7 +70,7 @@ async fn drain(request: Request) -> bool {
 /// `response`, marked `Connection: close` if the body was not `drained`.
 fn answered(drained: bool, mut response: Response) -> Response {
     if !drained {
-        resource::close_connection(&mut response);
+        crate::status::close_connection(&mut response);
     }
     response
 }

@@ -34,7 +34,7 @@ const NAMESPACE_PHASES_KEPT: usize = 4096;
 pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
 
 /// How the API server behaves.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// Interval between BOOKMARK events on watches that allow them.
     pub bookmark_interval: Duration,
@@ -61,6 +61,23 @@ pub struct ServerConfig {
     /// rules and conversion webhooks of CRDs) with a `Warning`, instead of refusing it
     /// (`--accept-unenforced`; `admission::unenforced`). Default false.
     pub accept_unenforced: bool,
+    /// TLS serving and authentication (`--secure` and kube-apiserver's flags: `security`);
+    /// `None` is the open mode: plain HTTP, every request `system:admin`. Default `None`.
+    pub security: Option<crate::security::Security>,
+    /// The cluster CA and the service-account keys (the same as `security`'s). Default: both
+    /// generated in memory on first use.
+    pub pki: Arc<crate::pki::Pki>,
+    /// The issuer of service-account tokens (`--service-account-issuer`). Default
+    /// `https://kubernetes.default.svc.cluster.local`, as kubeadm and kind set it.
+    pub service_account_issuer: String,
+    /// The audiences the API server accepts tokens for (`--api-audiences`); upstream's default,
+    /// the issuer, when empty.
+    pub api_audiences: Vec<String>,
+    /// Who decides what a request may do (`--authorization-mode`, `authz`): `AlwaysAllow`
+    /// (the default; `ServerConfig::secure`'s is `RBAC`), `AlwaysDeny`, `RBAC`, or a chain of
+    /// them (also with `Node`, which is not enforced). Requests by members of
+    /// `system:masters` (the open mode's user) are allowed whatever the mode.
+    pub authorization_mode: crate::authz::AuthorizationMode,
 }
 
 /// Which components (`controller-manager`, `scheduler`) run alongside this server, as
@@ -95,6 +112,37 @@ impl PartialEq for ComponentHealth {
 
 impl Eq for ComponentHealth {}
 
+impl ServerConfig {
+    /// The default configuration in the secure mode of `options`, with cluster keys generated
+    /// in memory (`Security::load`).
+    pub fn secure(
+        options: &crate::security::SecurityOptions,
+    ) -> Result<ServerConfig, crate::security::SecurityError> {
+        let pki = Arc::new(crate::pki::Pki::new());
+        let security = crate::security::Security::load(options, Arc::clone(&pki))?;
+        Ok(ServerConfig {
+            security: Some(security),
+            pki,
+            authorization_mode: crate::authz::AuthorizationMode::rbac(),
+            ..ServerConfig::default()
+        })
+    }
+
+    /// The audiences the API server accepts tokens for, and TokenRequest's default:
+    /// `api_audiences`, else the issuer (upstream's default of `--api-audiences`).
+    pub fn audiences(&self) -> Vec<String> {
+        if self.api_audiences.is_empty() {
+            vec![self.service_account_issuer.clone()]
+        } else {
+            self.api_audiences.clone()
+        }
+    }
+}
+
+/// The default issuer of the tokens (`--service-account-issuer`, as kubeadm and kind set it),
+/// and so the API server's audience (`--api-audiences` defaults to the issuer).
+pub(crate) const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -106,6 +154,11 @@ impl Default for ServerConfig {
             service_node_port_range: NodePortRange::default(),
             components: ComponentHealth::default(),
             accept_unenforced: false,
+            security: None,
+            pki: Arc::new(crate::pki::Pki::new()),
+            service_account_issuer: DEFAULT_ISSUER.to_owned(),
+            api_audiences: Vec::new(),
+            authorization_mode: crate::authz::AuthorizationMode::default(),
         }
     }
 }
@@ -148,10 +201,14 @@ struct Inner {
     /// namespace it was read from: a create checks the revision (an index lookup) instead of
     /// reading and parsing the namespace every time.
     namespace_phases: Mutex<HashMap<String, (Revision, bool)>>,
-    /// The cluster CA and the service-account key (generated on first use).
-    pki: crate::pki::Pki,
-    /// What decides whether a user may do what a request asks (`authz`).
+    /// The cluster CA and the service-account key (`ServerConfig::pki`).
+    pki: Arc<crate::pki::Pki>,
+    /// What decides whether a user may do what a request asks (`authz`), built from the
+    /// configuration's authorization mode.
     authorizer: Arc<dyn crate::authz::Authorizer>,
+    /// The RBAC authorizer of that chain, if it has one: its index is loaded and followed by
+    /// `authz::rbac::start`, and escalation prevention resolves rules with it.
+    rbac: Option<Arc<crate::authz::rbac::Rbac>>,
 }
 
 impl AppState {
@@ -162,6 +219,8 @@ impl AppState {
             config.max_mutating_requests_inflight,
             config.max_request_body_bytes_inflight,
         );
+        let pki = Arc::clone(&config.pki);
+        let (authorizer, rbac) = crate::authz::build(&config.authorization_mode);
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -177,8 +236,9 @@ impl AppState {
                 in_flight,
                 service_allocator: tokio::sync::OnceCell::new(),
                 namespace_phases: Mutex::new(HashMap::new()),
-                pki: crate::pki::Pki::new(),
-                authorizer: Arc::new(crate::authz::AlwaysAllow),
+                pki,
+                authorizer,
+                rbac,
             }),
         }
     }
@@ -191,6 +251,11 @@ impl AppState {
     /// The authorizer every request and access review asks.
     pub(crate) fn authorizer(&self) -> &dyn crate::authz::Authorizer {
         self.inner.authorizer.as_ref()
+    }
+
+    /// The RBAC authorizer, when the authorization mode has one.
+    pub(crate) fn rbac(&self) -> Option<&Arc<crate::authz::rbac::Rbac>> {
+        self.inner.rbac.as_ref()
     }
 
     /// The store.

@@ -194,6 +194,35 @@ impl ApiError {
         .with_details(details)
     }
 
+    /// 403 as `apierrors.NewForbidden` words it for `resource` of `group`: `forbidden: <why>`
+    /// when there is no resource (a non-resource path), `<qres> is forbidden: <why>` when there
+    /// is no name, else `<qres> "<name>" is forbidden: <why>`; the details name the group,
+    /// resource and name (empty ones left out).
+    pub fn forbidden_with(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let qualified = if group.is_empty() {
+            resource.to_owned()
+        } else {
+            format!("{resource}.{group}")
+        };
+        let message = if qualified.is_empty() {
+            format!("forbidden: {why}")
+        } else if name.is_empty() {
+            format!("{qualified} is forbidden: {why}")
+        } else {
+            format!(
+                "{qualified} {} is forbidden: {why}",
+                kubemock_apimachinery::go::quote(name)
+            )
+        };
+        let text = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+        ApiError::new(StatusCode::FORBIDDEN, "Forbidden", message).with_details(Details {
+            name: text(name),
+            group: text(group),
+            kind: text(resource),
+            ..Details::default()
+        })
+    }
+
     /// 405: `<verb> is not supported on resources of kind "<qres>"`.
     pub fn verb_not_supported(resource: &Resource, verb: &str) -> Self {
         ApiError::new(
@@ -380,6 +409,16 @@ impl IntoResponse for ApiError {
         body.push(b'\n');
         self.into_response_with("application/json", body)
     }
+}
+
+/// Marks an answer that left the request's body unread (over the limit) `Connection: close`,
+/// as Go's server does: the connection cannot carry another request, and a client that is
+/// not told so sends its next one into a closed socket.
+pub(crate) fn close_connection(response: &mut axum::response::Response) {
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
 }
 
 #[cfg(test)]

@@ -255,7 +255,7 @@ fn split_resource_path(path: &str) -> Option<(String, String, String)> {
 
 /// Percent-decodes a path component; `None` if it does not decode to UTF-8 (the router
 /// refuses those, too).
-fn decode(text: &str) -> Option<String> {
+pub(crate) fn decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -17,9 +17,6 @@ use crate::object::{self, Object};
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult};
 
-/// The issuer of the tokens (`--service-account-issuer`, as kubeadm and kind set it), and the
-/// API server's audience (`--api-audiences` defaults to the issuer).
-pub(crate) const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 /// Seconds a token stays valid past its expiry, and may be used before `nbf` (go-jose's
 /// `jwt.DefaultLeeway`).
 const LEEWAY_SECONDS: i64 = 60;
@@ -50,10 +47,11 @@ pub(crate) struct Bound {
     pub(crate) secret: Option<(String, String)>,
 }
 
-/// The claims of a token for `account` (namespace, name, uid), issued at `now`, expiring after
-/// `expiration` seconds, for `audiences` (`claims.go`, `Claims`; keys in the order go-jose's
-/// builder writes them, sorted).
+/// The claims of a token of `issuer` for `account` (namespace, name, uid), issued at `now`,
+/// expiring after `expiration` seconds, for `audiences` (`claims.go`, `Claims`; keys in the
+/// order go-jose's builder writes them, sorted).
 pub(crate) fn claims(
+    issuer: &str,
     account: (&str, &str, &str),
     bound: &Bound,
     now: i64,
@@ -81,7 +79,7 @@ pub(crate) fn claims(
         "aud": audiences,
         "exp": now.saturating_add(expiration),
         "iat": now,
-        "iss": ISSUER,
+        "iss": issuer,
         "jti": crate::meta::new_uid(),
         PRIVATE_CLAIM: private,
         "nbf": now,
@@ -123,7 +121,8 @@ pub(crate) async fn authenticate(
     let Some(unverified) = unverified_claims(token) else {
         return Ok(Err(Rejected::NotOurs));
     };
-    if unverified.get("iss").and_then(Value::as_str) != Some(ISSUER) {
+    let issuer = state.config().service_account_issuer.as_str();
+    if unverified.get("iss").and_then(Value::as_str) != Some(issuer) {
         return Ok(Err(Rejected::NotOurs));
     }
     let claims = match state.pki().verify_jwt(token) {
@@ -131,7 +130,7 @@ pub(crate) async fn authenticate(
         Err(err) => return Ok(Err(Rejected::Invalid(err.to_string()))),
     };
     let wanted: Vec<String> = if audiences.is_empty() {
-        vec![ISSUER.to_owned()]
+        state.config().audiences()
     } else {
         audiences.to_vec()
     };
@@ -313,6 +312,7 @@ pub(crate) async fn lookup(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::DEFAULT_ISSUER;
 
     #[test]
     fn claims_name_the_account_and_the_bound_object_in_upstreams_shape() {
@@ -322,6 +322,7 @@ mod tests {
             secret: None,
         };
         let claims = claims(
+            DEFAULT_ISSUER,
             ("apps", "builder", "sa-uid"),
             &bound,
             1000,
@@ -331,7 +332,7 @@ mod tests {
         assert_eq!(claims["sub"], "system:serviceaccount:apps:builder");
         assert_eq!(claims["exp"], 4600);
         assert_eq!(claims["nbf"], 1000);
-        assert_eq!(claims["iss"], ISSUER);
+        assert_eq!(claims["iss"], DEFAULT_ISSUER);
         assert_eq!(
             claims["kubernetes.io"],
             json!({"namespace": "apps", "node": {"name": "node-1", "uid": "node-uid"},

@@ -108,13 +108,36 @@ impl Error {
             })
     }
 
-    /// A failure to connect or a broken connection: worth retrying an idempotent request.
+    /// A failure to connect or a broken connection: worth retrying an idempotent request. A
+    /// TLS failure (the server's certificate is not trusted, the handshake is refused) is not:
+    /// it fails the same way every time, as client-go does not retry it either.
     pub fn is_connection_error(&self) -> bool {
         match self {
-            Error::Transport(err) => err.is_connect() || err.is_request() || err.is_timeout(),
+            Error::Transport(err) => {
+                (err.is_connect() || err.is_request() || err.is_timeout()) && !is_tls_failure(err)
+            }
             _ => false,
         }
     }
+}
+
+/// Whether `err` comes from TLS: rustls's errors reach reqwest as `io::Error`s of kind
+/// `InvalidData` (perhaps wrapped in another `io::Error`), which a refused or broken TCP
+/// connection never is.
+fn is_tls_failure(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(current) = cause {
+        cause = match current.downcast_ref::<std::io::Error>() {
+            Some(io) if io.kind() == std::io::ErrorKind::InvalidData => return true,
+            // `io::Error::source` skips the error it wraps: look into it.
+            Some(io) => match io.get_ref() {
+                Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+                None => current.source(),
+            },
+            None => current.source(),
+        };
+    }
+    false
 }
 
 #[cfg(test)]

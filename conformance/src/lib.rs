@@ -4,7 +4,8 @@
 //!
 //! The [`Harness`] talks to the server at `KUBEMOCK_CONFORMANCE_URL` when it is set (any
 //! Kubernetes API server without authentication, kubemock or not), and otherwise starts an
-//! in-process kubemock on port 0. Each test owns a fresh namespace. Tests that need to reach
+//! in-process kubemock on port 0. The authentication tests start secure servers of their own
+//! and talk to them through [`tls_client`]s with their own credentials. Each test owns a fresh namespace. Tests that need to reach
 //! into the server (forcing a compaction) run only in-process and say so when skipped.
 //!
 //! A harness speaks one [`Encoding`]. In [`Encoding::Protobuf`] it behaves as client-go's
@@ -120,6 +121,17 @@ impl Harness {
                 .timeout(Duration::from_secs(60))
                 .build()
                 .expect("an HTTP client"),
+            encoding: Encoding::Json,
+        }
+    }
+
+    /// A harness for the server at `url` through `client` (a client with TLS settings and
+    /// credentials of its own: [`tls_client`]), speaking JSON.
+    pub fn connect_with(url: &str, client: reqwest::Client) -> Self {
+        Harness {
+            url: url.trim_end_matches('/').to_owned(),
+            server: None,
+            client,
             encoding: Encoding::Json,
         }
     }
@@ -545,6 +557,35 @@ fn parse_sample(line: &str) -> Option<(String, BTreeMap<String, String>, f64)> {
         other => other.parse().ok()?,
     };
     Some((name, labels, value))
+}
+
+/// An HTTPS client that trusts only `ca_pem` and authenticates with `identity` (a PEM client
+/// certificate followed by its key) or `token` (a bearer token), or with nothing.
+pub fn tls_client(ca_pem: &str, identity: Option<&str>, token: Option<&str>) -> reqwest::Client {
+    let mut builder = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .timeout(Duration::from_secs(60));
+    for certificate in
+        reqwest::Certificate::from_pem_bundle(ca_pem.as_bytes()).expect("the CA is PEM")
+    {
+        builder = builder.add_root_certificate(certificate);
+    }
+    if let Some(identity) = identity {
+        builder = builder
+            .identity(reqwest::Identity::from_pem(identity.as_bytes()).expect("a PEM identity"));
+    }
+    if let Some(token) = token {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {token}")
+                .parse()
+                .expect("a token fits a header"),
+        );
+        builder = builder.default_headers(headers);
+    }
+    builder.build().expect("an HTTPS client")
 }
 
 #[cfg(test)]

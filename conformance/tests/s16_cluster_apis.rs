@@ -236,7 +236,7 @@ async fn s16_certificate_signing_request_approved_then_issued_by_the_cluster_ca(
         .await;
     assert_eq!(created.status, 201, "{}", created.body);
     // The requester replaces what the body claimed; nobody creates a pre-approved request.
-    assert_eq!(created.body["spec"]["username"], "system:unsecured");
+    assert_eq!(created.body["spec"]["username"], "system:admin");
     assert_eq!(
         created.body["spec"]["groups"],
         json!(["system:masters", "system:authenticated"])
@@ -250,7 +250,7 @@ async fn s16_certificate_signing_request_approved_then_issued_by_the_cluster_ca(
         .await;
     let cells = &table.body["rows"][0]["cells"];
     assert_eq!(cells[2], "kubernetes.io/kube-apiserver-client");
-    assert_eq!(cells[3], "system:unsecured");
+    assert_eq!(cells[3], "system:admin");
     assert_eq!(cells[4], "24h");
     assert_eq!(cells[5], "Pending");
 
@@ -612,7 +612,7 @@ async fn s16_self_subject_and_access_reviews_answer_as_an_always_allow_server() 
     assert_eq!(whoami.status, 201, "{}", whoami.body);
     assert_eq!(
         whoami.body["status"]["userInfo"],
-        json!({"username": "system:unsecured",
+        json!({"username": "system:admin",
                "groups": ["system:masters", "system:authenticated"]})
     );
     let can_i = h

@@ -1,14 +1,22 @@
-//! A minimal HTTP/1.1 keep-alive client over one `TcpStream`: the load generator must cost far
-//! less per request than the cheapest server it measures, so a request is a prebuilt byte
-//! buffer written in one call, and a response is parsed in place (`httparse`) without copying
-//! its body. It understands exactly what the servers it measures send: `Content-Length` or
-//! chunked bodies, `Connection: close`, and bodiless statuses.
+//! A minimal HTTP/1.1 keep-alive client over one `TcpStream`, or over TLS on one (kubemock's
+//! secure mode, with the CA and client certificate of the kubeconfig it writes): the load
+//! generator must cost far less per request than the cheapest server it measures, so a request
+//! is a prebuilt byte buffer written in one call, and a response is parsed in place
+//! (`httparse`) without copying its body. It understands exactly what the servers it measures
+//! send: `Content-Length` or chunked bodies, `Connection: close`, and bodiless statuses.
 
 use std::io;
 use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
 
+use anyhow::{Context, anyhow};
+use base64::Engine as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
 
 /// Most headers a response may carry; more is treated as malformed.
 const MAX_HEADERS: usize = 32;
@@ -17,9 +25,135 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Largest response accepted; a server sending more is broken for our purposes.
 const MAX_RESPONSE: usize = 16 * 1024 * 1024;
 
+/// Where a server listens, and how to speak TLS to it when it is secure.
+#[derive(Clone)]
+pub(crate) struct Endpoint {
+    /// The socket address.
+    pub(crate) addr: SocketAddr,
+    /// TLS settings (`https://`), `None` for plain HTTP.
+    tls: Option<Arc<TlsSettings>>,
+}
+
+/// A TLS client for one server.
+struct TlsSettings {
+    connector: TlsConnector,
+    name: ServerName<'static>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://{}", self.scheme(), self.addr)
+    }
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://{}", self.scheme(), self.addr)
+    }
+}
+
+impl Endpoint {
+    /// Plain HTTP to `addr`.
+    pub(crate) fn plain(addr: SocketAddr) -> Self {
+        Endpoint { addr, tls: None }
+    }
+
+    /// HTTPS to `addr`, trusting and authenticating with what the kubeconfig at `path` holds
+    /// (`certificate-authority-data`, `client-certificate-data`, `client-key-data`: the
+    /// kubeconfig `kubemock serve --secure --kubeconfig-out` writes).
+    pub(crate) fn tls_from_kubeconfig(addr: SocketAddr, path: &Path) -> anyhow::Result<Self> {
+        Self::tls(addr, path, true)
+    }
+
+    /// HTTPS to `addr`, trusting the CA of the kubeconfig at `path` and presenting no client
+    /// certificate: for requests that authenticate otherwise (a bearer token), since the
+    /// server takes a client certificate before any token, as kube-apiserver does.
+    pub(crate) fn tls_without_client_certificate(
+        addr: SocketAddr,
+        path: &Path,
+    ) -> anyhow::Result<Self> {
+        Self::tls(addr, path, false)
+    }
+
+    fn tls(addr: SocketAddr, path: &Path, client_certificate: bool) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the kubeconfig {}", path.display()))?;
+        let field = |name: &str| -> anyhow::Result<Vec<u8>> {
+            let value = text
+                .lines()
+                .find_map(|line| line.trim().strip_prefix(name))
+                .ok_or_else(|| anyhow!("{} has no {name}", path.display()))?;
+            base64::engine::general_purpose::STANDARD
+                .decode(value.trim())
+                .with_context(|| format!("{name} of {}", path.display()))
+        };
+        let blocks = |pem: &[u8]| pem::parse_many(pem).context("PEM in the kubeconfig");
+        let mut roots = rustls::RootCertStore::empty();
+        for block in blocks(&field("certificate-authority-data:")?)? {
+            roots.add(CertificateDer::from(block.into_contents()))?;
+        }
+        let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots);
+        let mut config = if client_certificate {
+            let chain: Vec<CertificateDer<'static>> = blocks(&field("client-certificate-data:")?)?
+                .into_iter()
+                .map(|block| CertificateDer::from(block.into_contents()))
+                .collect();
+            let key = blocks(&field("client-key-data:")?)?
+                .into_iter()
+                .next()
+                .ok_or_else(|| anyhow!("no client key in {}", path.display()))?;
+            let key = PrivateKeyDer::Pkcs8(key.into_contents().into());
+            builder.with_client_auth_cert(chain, key)?
+        } else {
+            builder.with_no_client_auth()
+        };
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Endpoint {
+            addr,
+            tls: Some(Arc::new(TlsSettings {
+                connector: TlsConnector::from(Arc::new(config)),
+                name: ServerName::IpAddress(addr.ip().into()),
+            })),
+        })
+    }
+
+    fn scheme(&self) -> &'static str {
+        if self.tls.is_some() { "https" } else { "http" }
+    }
+}
+
+/// The byte stream of a connection.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Stream {
+    async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Stream::Plain(stream) => stream.write_all(bytes).await,
+            Stream::Tls(stream) => {
+                stream.write_all(bytes).await?;
+                stream.flush().await
+            }
+        }
+    }
+
+    async fn read_buf(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        match self {
+            Stream::Plain(stream) => stream.read_buf(buf).await,
+            Stream::Tls(stream) => stream.read_buf(buf).await,
+        }
+    }
+}
+
 /// One keep-alive connection.
 pub(crate) struct Connection {
-    stream: TcpStream,
+    stream: Stream,
     /// Bytes read and not yet consumed; the last response's bytes until the next request.
     buf: Vec<u8>,
     /// Length of the last response in `buf`, dropped before the next request is sent.
@@ -57,10 +191,17 @@ enum Framing {
 }
 
 impl Connection {
-    /// Connects to `addr`, with Nagle's algorithm off (requests are single writes).
-    pub(crate) async fn connect(addr: SocketAddr) -> io::Result<Self> {
-        let stream = TcpStream::connect(addr).await?;
+    /// Connects to `endpoint` (with its TLS handshake when secure), with Nagle's algorithm off
+    /// (requests are single writes).
+    pub(crate) async fn connect(endpoint: &Endpoint) -> io::Result<Self> {
+        let stream = TcpStream::connect(endpoint.addr).await?;
         stream.set_nodelay(true)?;
+        let stream = match &endpoint.tls {
+            None => Stream::Plain(stream),
+            Some(tls) => Stream::Tls(Box::new(
+                tls.connector.connect(tls.name.clone(), stream).await?,
+            )),
+        };
         Ok(Connection {
             stream,
             buf: Vec::with_capacity(READ_CHUNK),

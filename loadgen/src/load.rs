@@ -4,7 +4,6 @@
 //! the warm-up too, is counted as an error and reported, never dropped.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::cpu;
-use crate::http::Connection;
+use crate::http::{Connection, Endpoint};
 use crate::workload::Workload;
 
 /// Pause after a failed connect, so that a dead server yields errors, not a busy loop.
@@ -135,15 +134,15 @@ impl TaskTally {
     }
 }
 
-/// Runs `workload` against `addr`; `server_pid`, when known, lets the report show the server's
+/// Runs `workload` against `endpoint`; `server_pid`, when known, lets the report show the server's
 /// CPU use.
 pub(crate) async fn run(
-    addr: SocketAddr,
+    endpoint: Endpoint,
     workload: Workload,
     config: LoadConfig,
     server_pid: Option<u32>,
 ) -> anyhow::Result<LoadReport> {
-    workload.setup(addr).await?;
+    workload.setup(&endpoint).await?;
     let workload = Arc::new(workload);
     let start = Instant::now() + config.warmup;
     let window = Window {
@@ -152,7 +151,12 @@ pub(crate) async fn run(
     };
     let mut tasks = JoinSet::new();
     for connection in 0..config.connections {
-        tasks.spawn(drive(addr, Arc::clone(&workload), connection, window));
+        tasks.spawn(drive(
+            endpoint.clone(),
+            Arc::clone(&workload),
+            connection,
+            window,
+        ));
     }
     let cpu = tokio::spawn(sample_cpu(window, server_pid));
     let mut tally = TaskTally::default();
@@ -212,7 +216,12 @@ async fn sample_cpu(
 
 /// One connection: requests back to back until the window ends; reconnects after a failure or
 /// a `Connection: close`.
-async fn drive(addr: SocketAddr, workload: Arc<Workload>, id: usize, window: Window) -> TaskTally {
+async fn drive(
+    endpoint: Endpoint,
+    workload: Arc<Workload>,
+    id: usize,
+    window: Window,
+) -> TaskTally {
     let mut tally = TaskTally::default();
     let mut request = Vec::with_capacity(512);
     let mut connection: Option<Connection> = None;
@@ -220,7 +229,7 @@ async fn drive(addr: SocketAddr, workload: Arc<Workload>, id: usize, window: Win
     while Instant::now() < window.end {
         let open = match &mut connection {
             Some(open) => open,
-            None => match Connection::connect(addr).await {
+            None => match Connection::connect(&endpoint).await {
                 Ok(open) => connection.insert(open),
                 Err(err) => {
                     tally.io_error(format!("connect: {err}"));

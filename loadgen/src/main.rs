@@ -8,13 +8,14 @@
 //! Commands:
 //! - `suite --kubemock BIN --baseline BIN`: everything the targets need, in one run (see
 //!   `suite`); `bench/http.sh` builds the release binaries and runs it.
-//! - `load --url URL --scenario S`: one load run against a server that is already running.
+//! - `load --url URL --scenario S`: one load run against a server that is already running
+//!   (`--kubeconfig K` for a secure one).
 //! - `startup --kubemock BIN --mode M`: the startup series alone.
 //! - `watchcheck --kubemock BIN` (or `--url URL`): writers and watchers, then a check that every
 //!   watcher saw exactly the acknowledged history (the library's `watchcheck`).
 //!
 //! # Layout
-//! - `http`: the raw keep-alive HTTP/1.1 client connection.
+//! - `http`: the raw keep-alive HTTP/1.1 client connection, plain or TLS.
 //! - `workload`: the scenarios' requests and the setup they need.
 //! - `load`: a load run: connections, warm-up, measured window, tallies.
 //! - `cpu`: process CPU time from `/proc`, for the client-versus-server view.
@@ -171,9 +172,13 @@ struct SuiteArgs {
 
 #[derive(Debug, Args)]
 struct LoadArgs {
-    /// The server's URL, `http://HOST:PORT`.
+    /// The server's URL, `http://HOST:PORT` (`https://` with `--kubeconfig`).
     #[arg(long)]
     url: String,
+    /// For an `https://` URL: the kubeconfig `kubemock serve --secure --kubeconfig-out`
+    /// wrote (its CA and client certificate).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
     /// What to send.
     #[arg(long, value_enum)]
     scenario: Scenario,
@@ -260,18 +265,29 @@ async fn run(command: Command, client_threads: usize) -> anyhow::Result<()> {
             }
         }
         Command::Load(args) => {
-            let authority = args
-                .url
-                .strip_prefix("http://")
-                .ok_or_else(|| anyhow!("--url must be http://HOST:PORT"))?
-                .trim_end_matches('/');
+            let (secure, authority) = match (
+                args.url.strip_prefix("http://"),
+                args.url.strip_prefix("https://"),
+            ) {
+                (Some(authority), _) => (false, authority),
+                (None, Some(authority)) => (true, authority),
+                (None, None) => return Err(anyhow!("--url must be http(s)://HOST:PORT")),
+            };
+            let authority = authority.trim_end_matches('/');
             let addr = authority
                 .to_socket_addrs()
                 .with_context(|| format!("resolving {authority}"))?
                 .next()
                 .ok_or_else(|| anyhow!("{authority} resolves to nothing"))?;
+            let endpoint = match (secure, &args.kubeconfig) {
+                (false, _) => http::Endpoint::plain(addr),
+                (true, Some(path)) => http::Endpoint::tls_from_kubeconfig(addr, path)?,
+                (true, None) => {
+                    return Err(anyhow!("an https:// --url needs --kubeconfig"));
+                }
+            };
             let report = load::run(
-                addr,
+                endpoint,
                 Workload::new(args.scenario, addr),
                 args.shape.to_config()?,
                 args.server_pid,

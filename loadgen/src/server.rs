@@ -1,6 +1,7 @@
 //! A server under test as a separate process: started with `--port 0`, its address read from the
 //! one ready line it prints (`NAME: serving on http://HOST:PORT`), stopped with SIGTERM. Its
-//! stderr goes to a temporary file that is shown when it fails to start.
+//! stderr goes to a temporary file that is shown when it fails to start. A secure kubemock
+//! (`https://` in its ready line) is spoken to with the kubeconfig of its `--kubeconfig-out`.
 
 use std::ffi::OsString;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -13,6 +14,8 @@ use anyhow::{Context, anyhow, bail};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::time::Instant;
+
+use crate::http::Endpoint;
 
 /// How long a server may take to print its ready line (generous: a debug build or a cold disk).
 const READY_LINE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -27,7 +30,7 @@ const SIGTERM: i32 = 15;
 pub(crate) struct ServerProcess {
     binary: PathBuf,
     child: Child,
-    addr: SocketAddr,
+    endpoint: Endpoint,
     /// When `spawn` was called: the start of "process start" in the startup figures.
     spawned_at: Instant,
     /// When the ready line had been read.
@@ -75,11 +78,18 @@ impl ServerProcess {
                 tail(log.path())
             ),
         };
-        let addr = parse_ready_line(&line)?;
+        let (secure, addr) = parse_ready_line(&line)?;
+        let endpoint = if secure {
+            let kubeconfig = kubeconfig_out(args)
+                .ok_or_else(|| anyhow!("a secure server needs --kubeconfig-out for its clients"))?;
+            Endpoint::tls_from_kubeconfig(addr, &kubeconfig)?
+        } else {
+            Endpoint::plain(addr)
+        };
         Ok(ServerProcess {
             binary: binary.to_owned(),
             child,
-            addr,
+            endpoint,
             spawned_at,
             ready_line_at,
             _stdout: lines,
@@ -89,7 +99,12 @@ impl ServerProcess {
 
     /// The address the server listens on.
     pub(crate) fn addr(&self) -> SocketAddr {
-        self.addr
+        self.endpoint.addr
+    }
+
+    /// How to reach the server (its address, and TLS when it is secure).
+    pub(crate) fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
     /// The server's process id.
@@ -167,21 +182,39 @@ impl ServerProcess {
     }
 }
 
-/// The socket address in a ready line `NAME: serving on http://HOST:PORT`.
-fn parse_ready_line(line: &str) -> anyhow::Result<SocketAddr> {
+/// Whether a ready line `NAME: serving on http[s]://HOST:PORT` is secure, and its address.
+fn parse_ready_line(line: &str) -> anyhow::Result<(bool, SocketAddr)> {
     let url = line
         .split_once(READY_MARKER)
         .map(|(_, url)| url.trim())
         .ok_or_else(|| anyhow!("unexpected ready line {line:?}"))?;
-    let authority = url
-        .strip_prefix("http://")
-        .ok_or_else(|| anyhow!("not an http URL in the ready line: {url:?}"))?
-        .trim_end_matches('/');
-    authority
+    let (secure, authority) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+        (Some(authority), _) => (false, authority),
+        (None, Some(authority)) => (true, authority),
+        (None, None) => bail!("not an http(s) URL in the ready line: {url:?}"),
+    };
+    let authority = authority.trim_end_matches('/');
+    let addr = authority
         .to_socket_addrs()
         .with_context(|| format!("resolving {authority}"))?
         .next()
-        .ok_or_else(|| anyhow!("{authority} resolves to nothing"))
+        .ok_or_else(|| anyhow!("{authority} resolves to nothing"))?;
+    Ok((secure, addr))
+}
+
+/// The value of `--kubeconfig-out` among `args`.
+fn kubeconfig_out(args: &[OsString]) -> Option<PathBuf> {
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let arg = arg.to_string_lossy();
+        if arg == "--kubeconfig-out" {
+            return args.next().map(PathBuf::from);
+        }
+        if let Some(path) = arg.strip_prefix("--kubeconfig-out=") {
+            return Some(PathBuf::from(path));
+        }
+    }
+    None
 }
 
 /// The last lines of a log file.
@@ -209,11 +242,24 @@ mod tests {
 
     #[test]
     fn the_address_comes_from_the_ready_line() {
-        let addr = parse_ready_line("kubemock: serving on http://127.0.0.1:43210").unwrap();
+        let (secure, addr) =
+            parse_ready_line("kubemock: serving on http://127.0.0.1:43210").unwrap();
         assert_eq!(addr, "127.0.0.1:43210".parse().unwrap());
-        let addr = parse_ready_line("hello-baseline: serving on http://127.0.0.1:1/").unwrap();
+        assert!(!secure);
+        let (_, addr) = parse_ready_line("hello-baseline: serving on http://127.0.0.1:1/").unwrap();
         assert_eq!(addr.port(), 1);
         assert!(parse_ready_line("something else").is_err());
-        assert!(parse_ready_line("x: serving on https://127.0.0.1:1").is_err());
+        assert!(
+            parse_ready_line("x: serving on https://127.0.0.1:1")
+                .unwrap()
+                .0
+        );
+        assert!(parse_ready_line("x: serving on ftp://127.0.0.1:1").is_err());
+        let args: Vec<OsString> = ["serve", "--kubeconfig-out", "/tmp/k"]
+            .map(OsString::from)
+            .into();
+        assert_eq!(kubeconfig_out(&args), Some(PathBuf::from("/tmp/k")));
+        let args: Vec<OsString> = ["--kubeconfig-out=/tmp/j"].map(OsString::from).into();
+        assert_eq!(kubeconfig_out(&args), Some(PathBuf::from("/tmp/j")));
     }
 }

@@ -9,8 +9,13 @@
 //! on a fresh loopback connection, opened as soon as the URL has been read and retried at once
 //! until a 200 comes back. It does not include building the binary or stopping the server.
 //! One untimed start precedes the timed ones so every run finds the binary in the page cache.
+//!
+//! The secure modes start `kubemock serve --secure`: the cluster CA, the serving certificate,
+//! the service-account key and the admin's client certificate generated in memory every start
+//! (`secure`), or read from a `--cert-dir` the untimed first start filled (`secure-cert-dir`);
+//! the round trip is then a TLS handshake with the admin's client certificate and a GET.
 
-use std::net::SocketAddr;
+use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
@@ -19,7 +24,7 @@ use clap::ValueEnum;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::http::Connection;
+use crate::http::{Connection, Endpoint};
 use crate::load::Percentiles;
 use crate::server::{ServerProcess, kubemock_args};
 use crate::workload::write_head;
@@ -38,6 +43,11 @@ pub(crate) enum StartupMode {
     /// The same data directory every run, populated by an untimed first start: the store is
     /// reopened and the startup objects exist already.
     DurableReopen,
+    /// No data directory, `--secure`: every key and certificate generated in memory.
+    Secure,
+    /// No data directory, `--secure` with the same `--cert-dir` every run, populated by an
+    /// untimed first start: the keys and certificates are read back.
+    SecureCertDir,
 }
 
 impl StartupMode {
@@ -47,6 +57,8 @@ impl StartupMode {
             StartupMode::Ephemeral => "ephemeral",
             StartupMode::DurableFresh => "durable-fresh",
             StartupMode::DurableReopen => "durable-reopen",
+            StartupMode::Secure => "secure",
+            StartupMode::SecureCertDir => "secure-cert-dir",
         }
     }
 }
@@ -124,16 +136,26 @@ pub(crate) async fn measure(
     extra: &[String],
 ) -> anyhow::Result<StartupReport> {
     let reopened = tempfile::tempdir().context("creating a data directory")?;
+    let certs = tempfile::tempdir().context("creating a cert directory")?;
+    let kubeconfig = certs.path().join("kubeconfig");
     let mut first_ok = Vec::with_capacity(runs);
     let mut ready_line = Vec::with_capacity(runs);
     for run in 0..=runs {
         let fresh = tempfile::tempdir().context("creating a data directory")?;
         let data_dir = match mode {
-            StartupMode::Ephemeral => None,
+            StartupMode::Ephemeral | StartupMode::Secure | StartupMode::SecureCertDir => None,
             StartupMode::DurableFresh => Some(fresh.path()),
             StartupMode::DurableReopen => Some(reopened.path()),
         };
-        let (line, ok) = start_once(kubemock, data_dir, extra).await?;
+        let mut extra: Vec<String> = extra.to_vec();
+        if matches!(mode, StartupMode::Secure | StartupMode::SecureCertDir) {
+            extra.push("--secure".to_owned());
+            extra.push(format!("--kubeconfig-out={}", kubeconfig.display()));
+        }
+        if mode == StartupMode::SecureCertDir {
+            extra.push(format!("--cert-dir={}", certs.path().join("pki").display()));
+        }
+        let (line, ok) = start_once(kubemock, data_dir, &extra).await?;
         if run > 0 {
             ready_line.push(line);
             first_ok.push(ok);
@@ -153,8 +175,9 @@ async fn start_once(
     data_dir: Option<&Path>,
     extra: &[String],
 ) -> anyhow::Result<(Duration, Duration)> {
-    let server = ServerProcess::start(kubemock, &kubemock_args(data_dir, extra)).await?;
-    let ready = first_ready(server.addr()).await;
+    let args: Vec<OsString> = kubemock_args(data_dir, extra);
+    let server = ServerProcess::start(kubemock, &args).await?;
+    let ready = first_ready(server.endpoint()).await;
     let spawned = server.spawned_at();
     let line = server.ready_line_at() - spawned;
     let ready = match ready {
@@ -170,13 +193,19 @@ async fn start_once(
 }
 
 /// Polls `/readyz` back to back until it answers 200; returns when it did.
-async fn first_ready(addr: SocketAddr) -> anyhow::Result<Instant> {
+async fn first_ready(endpoint: &Endpoint) -> anyhow::Result<Instant> {
     let deadline = Instant::now() + READY_TIMEOUT;
     let mut request = Vec::new();
-    write_head(&mut request, "GET", "/readyz", &addr.to_string(), None);
+    write_head(
+        &mut request,
+        "GET",
+        "/readyz",
+        &endpoint.addr.to_string(),
+        None,
+    );
     let mut last_error = String::new();
     while Instant::now() < deadline {
-        let mut connection = match Connection::connect(addr).await {
+        let mut connection = match Connection::connect(endpoint).await {
             Ok(connection) => connection,
             Err(err) => {
                 last_error = format!("connect: {err}");

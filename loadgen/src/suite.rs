@@ -2,10 +2,11 @@
 //! each server a separate process started here, then one table with the ratios against the
 //! targets (pass or fail each) and, if asked, the same as JSON.
 //!
-//! Order, per round: baseline POST, kubemock ephemeral create, baseline GET, kubemock ephemeral
-//! GET (of one ConfigMap, in a store that now holds the created ones), each pair back to back,
-//! then kubemock durable create; after the rounds, the startup series. Targets use the median
-//! over rounds.
+//! Order, per round: baseline POST, kubemock ephemeral create, kubemock secure create (TLS, a
+//! static token's user that RBAC authorizes through a RoleBinding), baseline GET, kubemock
+//! ephemeral GET (of one ConfigMap, in a store that now holds the created ones), kubemock
+//! secure GET, each group back to back, then kubemock durable create; after the rounds, the
+//! startup series (the secure ones too). Targets use the median over rounds.
 //! A row with any error fails its target whatever its throughput.
 
 use std::io::Write;
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 
+use crate::http::Endpoint;
 use crate::load::{self, LoadConfig, LoadReport};
 use crate::server::{ServerProcess, kubemock_args};
 use crate::startup::{self, StartupMode, StartupReport};
@@ -27,6 +29,18 @@ const GET_VS_BASELINE: f64 = 0.50;
 const DURABLE_CREATES_PER_SECOND: f64 = 10_000.0;
 /// Longest acceptable median from spawn to the first 200 on `/readyz`, milliseconds.
 const STARTUP_MS: f64 = 10.0;
+/// The same in the secure mode (key generation and a TLS handshake included): the security
+/// issue's target.
+const SECURE_STARTUP_MS: f64 = 15.0;
+/// The secure mode's create and GET must reach this share of the plain mode's (the security
+/// issue's target, there with RBAC).
+const SECURE_VS_PLAIN: f64 = 0.70;
+/// The user the secure rows' requests are made by: a static token (`--token-auth-file`), not
+/// in `system:masters`, so RBAC decides every request; a RoleBinding gives it a Role to read
+/// and write ConfigMaps in the load's namespace.
+const SECURE_USER: &str = "loadgen";
+/// The token of [`SECURE_USER`].
+const SECURE_TOKEN: &str = "kubemock-loadgen-token";
 
 /// What the suite runs.
 #[derive(Debug, Clone)]
@@ -69,21 +83,27 @@ pub(crate) struct Round {
     pub(crate) baseline_post: LoadReport,
     /// kubemock, ephemeral store: create ConfigMaps.
     pub(crate) ephemeral_create: LoadReport,
+    /// kubemock, ephemeral store, secure mode: create ConfigMaps over TLS.
+    pub(crate) secure_create: LoadReport,
     /// Baseline `GET /`.
     pub(crate) baseline_get: LoadReport,
     /// kubemock, ephemeral store: GET one ConfigMap.
     pub(crate) ephemeral_get: LoadReport,
+    /// kubemock, ephemeral store, secure mode: GET one ConfigMap over TLS.
+    pub(crate) secure_get: LoadReport,
     /// kubemock, durable store: create ConfigMaps.
     pub(crate) durable_create: LoadReport,
 }
 
 impl Round {
-    fn rows(&self) -> [(&'static str, &LoadReport); 5] {
+    fn rows(&self) -> [(&'static str, &LoadReport); 7] {
         [
             ("baseline POST /", &self.baseline_post),
             ("kubemock ephemeral create", &self.ephemeral_create),
+            ("kubemock secure create (TLS)", &self.secure_create),
             ("baseline GET /", &self.baseline_get),
             ("kubemock ephemeral GET", &self.ephemeral_get),
+            ("kubemock secure GET (TLS)", &self.secure_get),
             ("kubemock durable create", &self.durable_create),
         ]
     }
@@ -120,14 +140,40 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
         &kubemock_args(Some(data_dir.path()), &config.serve_args),
     )
     .await?;
+    let mut secure_args = config.serve_args.clone();
+    let secure_kubeconfig = data_dir.path().join("secure.kubeconfig");
+    let tokens = data_dir.path().join("tokens.csv");
+    std::fs::write(
+        &tokens,
+        format!("{SECURE_TOKEN},{SECURE_USER},{SECURE_USER}-uid,\"loadgen-users\"\n"),
+    )
+    .context("writing the token file")?;
+    secure_args.push("--secure".to_owned());
+    secure_args.push(format!("--kubeconfig-out={}", secure_kubeconfig.display()));
+    secure_args.push(format!("--token-auth-file={}", tokens.display()));
+    let mut secure =
+        ServerProcess::start(&config.kubemock, &kubemock_args(None, &secure_args)).await?;
+    // The secure rows are a user RBAC authorizes (the admin's certificate is in
+    // `system:masters`, which skips authorization), over TLS without a client certificate.
+    let secure_user = SecureUser {
+        endpoint: Endpoint::tls_without_client_certificate(secure.addr(), &secure_kubeconfig)?,
+    };
+    Workload::new(Scenario::Get, secure.addr())
+        .setup_for_user(secure.endpoint(), SECURE_USER)
+        .await
+        .context("preparing the secure server's user")?;
     let mut rounds = Vec::with_capacity(config.rounds);
     for round in 1..=config.rounds {
         progress(&format!("round {round} of {}", config.rounds));
         rounds.push(Round {
             baseline_post: load_run(&mut baseline, Scenario::BaselinePost, config.load).await?,
             ephemeral_create: load_run(&mut ephemeral, Scenario::Create, config.load).await?,
+            secure_create: user_load_run(&mut secure, &secure_user, Scenario::Create, config.load)
+                .await?,
             baseline_get: load_run(&mut baseline, Scenario::BaselineGet, config.load).await?,
             ephemeral_get: load_run(&mut ephemeral, Scenario::Get, config.load).await?,
+            secure_get: user_load_run(&mut secure, &secure_user, Scenario::Get, config.load)
+                .await?,
             durable_create: load_run(&mut durable, Scenario::Create, config.load).await?,
         });
     }
@@ -140,6 +186,7 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
         .stop()
         .await
         .context("stopping kubemock (durable)")?;
+    secure.stop().await.context("stopping kubemock (secure)")?;
     drop(data_dir);
 
     let mut startup = Vec::new();
@@ -147,6 +194,8 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
         StartupMode::Ephemeral,
         StartupMode::DurableFresh,
         StartupMode::DurableReopen,
+        StartupMode::Secure,
+        StartupMode::SecureCertDir,
     ] {
         progress(&format!("startup {} x{}", mode.name(), config.startup_runs));
         startup.push(
@@ -170,26 +219,50 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
     })
 }
 
+/// How the secure rows reach their server: as [`SECURE_USER`].
+struct SecureUser {
+    /// TLS with the server's CA, no client certificate.
+    endpoint: Endpoint,
+}
+
 async fn load_run(
     server: &mut ServerProcess,
     scenario: Scenario,
     config: LoadConfig,
 ) -> anyhow::Result<LoadReport> {
+    let (endpoint, workload) = (
+        server.endpoint().clone(),
+        Workload::new(scenario, server.addr()),
+    );
+    run_against(server, endpoint, workload, config).await
+}
+
+/// A run as [`SECURE_USER`] (the server prepared by `setup_for_user`).
+async fn user_load_run(
+    server: &mut ServerProcess,
+    user: &SecureUser,
+    scenario: Scenario,
+    config: LoadConfig,
+) -> anyhow::Result<LoadReport> {
+    let workload = Workload::new(scenario, server.addr()).with_token(SECURE_TOKEN);
+    run_against(server, user.endpoint.clone(), workload, config).await
+}
+
+async fn run_against(
+    server: &mut ServerProcess,
+    endpoint: Endpoint,
+    workload: Workload,
+    config: LoadConfig,
+) -> anyhow::Result<LoadReport> {
+    let scenario = workload.scenario();
     progress(&format!(
-        "{} @{} against {} ({:?} warm-up, {:?} measured)",
+        "{} @{} against {endpoint} ({:?} warm-up, {:?} measured)",
         scenario.name(),
         config.connections,
-        server.addr(),
         config.warmup,
         config.duration
     ));
-    let report = load::run(
-        server.addr(),
-        Workload::new(scenario, server.addr()),
-        config,
-        server.pid(),
-    )
-    .await;
+    let report = load::run(endpoint, workload, config, server.pid()).await;
     let report = match report {
         Ok(report) => report,
         Err(err) => {
@@ -254,6 +327,8 @@ fn evaluate(rounds: &[Round], startup: &[StartupReport]) -> Vec<Target> {
     let percent = |v: f64| format!("{:.1} %", v * 100.0);
     let (create, create_cpu) = ratios(|r| (&r.ephemeral_create, &r.baseline_post));
     let (get, get_cpu) = ratios(|r| (&r.ephemeral_get, &r.baseline_get));
+    let (secure_create, secure_create_cpu) = ratios(|r| (&r.secure_create, &r.ephemeral_create));
+    let (secure_get, secure_get_cpu) = ratios(|r| (&r.secure_get, &r.ephemeral_get));
     let durable = median(rounds.iter().map(|r| r.durable_create.rps).collect());
     let mut targets = vec![
         Target {
@@ -279,14 +354,33 @@ fn evaluate(rounds: &[Round], startup: &[StartupReport]) -> Vec<Target> {
             pass: durable >= DURABLE_CREATES_PER_SECOND
                 && clean(|r| [&r.durable_create, &r.durable_create]),
         },
+        Target {
+            name: format!("secure create@{c} / ephemeral create@{c}"),
+            required: format!(">= {:.0} %", SECURE_VS_PLAIN * 100.0),
+            measured: percent(secure_create),
+            cpu_normalised: secure_create_cpu.map(percent),
+            pass: secure_create >= SECURE_VS_PLAIN
+                && clean(|r| [&r.secure_create, &r.ephemeral_create]),
+        },
+        Target {
+            name: format!("secure GET@{c} / ephemeral GET@{c}"),
+            required: format!(">= {:.0} %", SECURE_VS_PLAIN * 100.0),
+            measured: percent(secure_get),
+            cpu_normalised: secure_get_cpu.map(percent),
+            pass: secure_get >= SECURE_VS_PLAIN && clean(|r| [&r.secure_get, &r.ephemeral_get]),
+        },
     ];
     for report in startup {
+        let limit = match report.mode {
+            StartupMode::Secure | StartupMode::SecureCertDir => SECURE_STARTUP_MS,
+            _ => STARTUP_MS,
+        };
         targets.push(Target {
             name: format!("startup {} (median)", report.mode.name()),
-            required: format!("<= {STARTUP_MS:.0} ms"),
+            required: format!("<= {limit:.0} ms"),
             measured: format!("{:.2} ms", report.first_ok_ms.median),
             cpu_normalised: None,
-            pass: report.first_ok_ms.median <= STARTUP_MS,
+            pass: report.first_ok_ms.median <= limit,
         });
     }
     targets
@@ -466,8 +560,10 @@ mod tests {
         Round {
             baseline_post: report(40_000.0, 10.0, 0),
             ephemeral_create: report(create_rps, 40.0, errors),
+            secure_create: report(create_rps * 0.8, 50.0, 0),
             baseline_get: report(60_000.0, 10.0, 0),
             ephemeral_get: report(36_000.0, 20.0, 0),
+            secure_get: report(18_000.0, 40.0, 0),
             durable_create: report(12_000.0, 60.0, 0),
         }
     }
@@ -488,6 +584,14 @@ mod tests {
         assert_eq!(targets[1].measured, "60.0 %");
         assert_eq!(targets[1].cpu_normalised.as_deref(), Some("50.0 %"));
         assert!(targets[2].pass);
+        assert_eq!(targets[3].measured, "80.0 %");
+        assert!(targets[3].pass);
+        assert_eq!(
+            targets[4].measured, "50.0 %",
+            "secure GET at half the plain one"
+        );
+        assert_eq!(targets[4].cpu_normalised.as_deref(), Some("50.0 %"));
+        assert!(!targets[4].pass);
     }
 
     #[test]

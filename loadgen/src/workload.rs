@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use clap::ValueEnum;
 use serde::Serialize;
 
-use crate::http::Connection;
+use crate::http::{Connection, Endpoint};
 
 /// The namespace the kubemock scenarios create and work in.
 pub(crate) const NAMESPACE: &str = "loadgen";
@@ -54,6 +54,9 @@ pub(crate) struct Workload {
     path: String,
     /// Makes created names unique across runs against the same server.
     run_id: String,
+    /// A bearer token every measured request carries (`with_token`); the server was prepared
+    /// by someone else then, and `setup` does nothing.
+    token: Option<String>,
 }
 
 impl Workload {
@@ -73,7 +76,16 @@ impl Workload {
             host: addr.to_string(),
             path,
             run_id: format!("{:x}", nanos % (1 << 40)),
+            token: None,
         }
+    }
+
+    /// The same requests, each with `Authorization: Bearer token`, against a server whose
+    /// namespace and object to read were created beforehand (by an administrator: the token's
+    /// user may not be allowed to create namespaces).
+    pub(crate) fn with_token(mut self, token: &str) -> Self {
+        self.token = Some(token.to_owned());
+        self
     }
 
     /// The scenario.
@@ -90,27 +102,39 @@ impl Workload {
                     r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"lg-{}-{connection}-{seq}"}},"data":{DATA}}}"#,
                     self.run_id
                 );
-                write_head(out, "POST", &self.path, &self.host, Some(body.len()));
+                self.write_head(out, "POST", Some(body.len()));
                 out.extend_from_slice(body.as_bytes());
             }
             Scenario::Get | Scenario::BaselineGet => {
-                write_head(out, "GET", &self.path, &self.host, None);
+                self.write_head(out, "GET", None);
             }
         }
     }
 
+    /// The head of a measured request, with the token when there is one.
+    fn write_head(&self, out: &mut Vec<u8>, method: &str, body_len: Option<usize>) {
+        write_head(out, method, &self.path, &self.host, body_len);
+        if let Some(token) = &self.token {
+            // Before the blank line that ends the head.
+            out.truncate(out.len() - 2);
+            let _ = write!(out, "Authorization: Bearer {token}\r\n\r\n");
+        }
+    }
+
     /// Prepares the server: for the kubemock scenarios, the namespace and the ConfigMap `get`
-    /// reads (both may exist already).
-    pub(crate) async fn setup(&self, addr: SocketAddr) -> anyhow::Result<()> {
-        if matches!(
-            self.scenario,
-            Scenario::BaselineGet | Scenario::BaselinePost
-        ) {
+    /// reads (both may exist already). Nothing with a token (`with_token`).
+    pub(crate) async fn setup(&self, endpoint: &Endpoint) -> anyhow::Result<()> {
+        if self.token.is_some()
+            || matches!(
+                self.scenario,
+                Scenario::BaselineGet | Scenario::BaselinePost
+            )
+        {
             return Ok(());
         }
-        let mut connection = Connection::connect(addr)
+        let mut connection = Connection::connect(endpoint)
             .await
-            .with_context(|| format!("connecting to {addr}"))?;
+            .with_context(|| format!("connecting to {endpoint}"))?;
         let namespace = format!(
             r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{NAMESPACE}"}}}}"#
         );
@@ -125,6 +149,35 @@ impl Workload {
             &configmap,
         )
         .await
+    }
+
+    /// Prepares the server for `with_token` runs, as an administrator (`endpoint`): what
+    /// `setup` creates, a Role in the namespace that may read and write ConfigMaps, and a
+    /// RoleBinding giving it to `user`.
+    pub(crate) async fn setup_for_user(
+        &self,
+        endpoint: &Endpoint,
+        user: &str,
+    ) -> anyhow::Result<()> {
+        let admin = Workload {
+            token: None,
+            ..self.clone()
+        };
+        admin.setup(endpoint).await?;
+        let mut connection = Connection::connect(endpoint)
+            .await
+            .with_context(|| format!("connecting to {endpoint}"))?;
+        let rbac = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}");
+        let role = format!(
+            r#"{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{{"name":"{user}"}},"rules":[{{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list","watch","create","update","patch","delete"]}}]}}"#
+        );
+        self.create_once(&mut connection, &format!("{rbac}/roles"), &role)
+            .await?;
+        let binding = format!(
+            r#"{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{{"name":"{user}"}},"roleRef":{{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"{user}"}},"subjects":[{{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"{user}"}}]}}"#
+        );
+        self.create_once(&mut connection, &format!("{rbac}/rolebindings"), &binding)
+            .await
     }
 
     /// `POST`s `body` to `path`; an existing object (409) is fine.
@@ -221,5 +274,18 @@ mod tests {
             assert!(get.ends_with("\r\n\r\n"));
             assert!(!get.contains("Content-Length"));
         }
+    }
+
+    #[test]
+    fn a_token_goes_into_every_measured_request_head() {
+        let workload =
+            Workload::new(Scenario::Create, "127.0.0.1:8080".parse().unwrap()).with_token("t0k3n");
+        let mut out = Vec::new();
+        workload.write_request(0, 1, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.ends_with("\r\nAuthorization: Bearer t0k3n"), "{head}");
+        assert!(head.contains(&format!("Content-Length: {}", body.len())));
+        assert!(body.starts_with('{'));
     }
 }

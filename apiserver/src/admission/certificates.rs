@@ -75,8 +75,7 @@ impl Options {
 
 /// `csrStrategy.PrepareForCreate`: the requester's identity replaces whatever the body said,
 /// and a new request has no status.
-pub(super) fn prepare_create(csr: &mut Object) {
-    let user = UserInfo::unsecured();
+pub(super) fn prepare_create(csr: &mut Object, user: &UserInfo) {
     let spec = fields::child(csr, "spec");
     for key in ["username", "uid", "groups", "extra"] {
         spec.shift_remove(key);
@@ -87,7 +86,7 @@ pub(super) fn prepare_create(csr: &mut Object) {
     }
     spec.insert("groups".to_owned(), json!(user.groups));
     if !user.extra.is_empty() {
-        spec.insert("extra".to_owned(), Value::Object(user.extra));
+        spec.insert("extra".to_owned(), Value::Object(user.extra.clone()));
     }
     csr.insert("status".to_owned(), json!({}));
 }

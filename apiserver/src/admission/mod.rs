@@ -19,6 +19,7 @@
 //! - `services`: Service defaults, validation and allocation; `allocator`: the address sets.
 //! - `config`: ConfigMaps and Secrets.
 //! - `events`: Events and Leases (§12).
+//! - `rbac`: Roles, ClusterRoles and their bindings.
 
 mod apiservices;
 pub(crate) mod certificates;
@@ -26,6 +27,7 @@ mod config;
 mod events;
 mod fields;
 mod pods;
+mod rbac;
 mod services;
 mod unenforced;
 mod workloads;
@@ -38,6 +40,7 @@ use tracing::{debug, warn};
 pub(crate) use fields::{selector_is_empty, selector_matches};
 
 use crate::allocator::Reservation;
+use crate::identity::UserInfo;
 use crate::meta::{self, FieldError};
 use crate::object::{self, Object};
 use crate::registry::{Admission, Resource};
@@ -53,13 +56,15 @@ pub(crate) fn apply_defaults(resource: &Resource, object: &mut Object) -> ApiRes
 }
 
 /// Admits a new object: defaults, create-time preparation, validation and (Services)
-/// allocation. The returned reservation must be committed once the object is stored; dropping
-/// it gives back what it took.
+/// allocation, for `user`'s request (a CertificateSigningRequest records its requester). The
+/// returned reservation must be committed once the object is stored; dropping it gives back
+/// what it took.
 pub(crate) async fn admit_create(
     state: &AppState,
     resource: &Resource,
     object: &mut Object,
     dry_run: bool,
+    user: &UserInfo,
 ) -> ApiResult<Reservation> {
     let admission = resource.behaviour.admission;
     if admission == Admission::None {
@@ -69,7 +74,7 @@ pub(crate) async fn admit_create(
     if admission == Admission::Pod {
         resolve_priority(state, resource, object).await?;
     }
-    prepare_create(admission, object);
+    prepare_create(admission, object, user);
     if matches!(
         admission,
         Admission::Namespace | Admission::Job | Admission::DaemonSet
@@ -375,13 +380,21 @@ fn default(admission: Admission, object: &mut Object) -> ApiResult<()> {
         Admission::Lease => events::normalize_times("Lease", "Lease", object)?,
         Admission::ApiService => apiservices::default(object),
         Admission::CertificateSigningRequest => {}
+        Admission::Role
+        | Admission::ClusterRole
+        | Admission::RoleBinding
+        | Admission::ClusterRoleBinding => {
+            if let Some(kind) = rbac_kind(admission) {
+                rbac::default(kind, object);
+            }
+        }
     }
     Ok(())
 }
 
 /// The strategies' `PrepareForCreate` (status reset, generated fields) and the admission
 /// plugins that act on creates.
-fn prepare_create(admission: Admission, object: &mut Object) {
+fn prepare_create(admission: Admission, object: &mut Object, user: &UserInfo) {
     let kind = match admission {
         Admission::Namespace => {
             let spec = fields::child(object, "spec");
@@ -407,7 +420,7 @@ fn prepare_create(admission: Admission, object: &mut Object) {
             return;
         }
         Admission::CertificateSigningRequest => {
-            certificates::prepare_create(object);
+            certificates::prepare_create(object, user);
             return;
         }
         Admission::Job => {
@@ -450,7 +463,26 @@ fn validate(admission: Admission, object: &Object, errors: &mut Vec<FieldError>)
         Admission::Lease => events::validate_lease(object, errors),
         Admission::ApiService => apiservices::validate(object, errors),
         Admission::CertificateSigningRequest => certificates::validate(object, errors),
+        Admission::Role
+        | Admission::ClusterRole
+        | Admission::RoleBinding
+        | Admission::ClusterRoleBinding => {
+            if let Some(kind) = rbac_kind(admission) {
+                rbac::validate(kind, object, errors);
+            }
+        }
         Admission::None | Admission::Namespace => {}
+    }
+}
+
+/// The RBAC kind an admission is, if it is one.
+fn rbac_kind(admission: Admission) -> Option<rbac::Kind> {
+    match admission {
+        Admission::Role => Some(rbac::Kind::Role),
+        Admission::ClusterRole => Some(rbac::Kind::ClusterRole),
+        Admission::RoleBinding => Some(rbac::Kind::RoleBinding),
+        Admission::ClusterRoleBinding => Some(rbac::Kind::ClusterRoleBinding),
+        _ => None,
     }
 }
 
@@ -479,6 +511,10 @@ fn validate_update(
         Admission::Service => services::validate_service_update(existing, object, errors),
         Admission::ConfigMap => config::validate_update("ConfigMap", existing, object, errors),
         Admission::Secret => config::validate_update("Secret", existing, object, errors),
-        _ => {}
+        _ => {
+            if let Some(kind) = rbac_kind(admission) {
+                rbac::validate_update(kind, existing, object, errors);
+            }
+        }
     }
 }

@@ -12,6 +12,7 @@ use super::resource::{Call, Origin};
 use crate::admission;
 use crate::crd;
 use crate::fieldvalidation::with_warnings;
+use crate::identity::UserInfo;
 use crate::keys;
 use crate::managedfields::{self, Writer};
 use crate::meta::{self, FieldError};
@@ -34,6 +35,7 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
     let writer = call.writer("CreateOptions")?;
     let mut object = object::decode_body(&call.headers, &call.body, resource)?;
     let warnings = call.decode_object(&mut object, Origin::Body)?;
+    super::escalation::check(call, None, &object)?;
     let (created, stored) = create_stored(
         &call.state,
         resource,
@@ -41,6 +43,7 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
         object,
         dry_run,
         Some(&writer),
+        &call.user,
     )
     .await?;
     // The hot path, as GET's: the stored bytes with the resourceVersion spliced in, when
@@ -65,7 +68,8 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
 
 /// Creates `object` as an object of `resource` in `namespace`: the whole create pipeline, for
 /// POST, create-on-update, apply-create and the server's own startup objects. `writer`'s
-/// ownership of the fields is recorded (§5.6); `None` when the caller did (an apply).
+/// ownership of the fields is recorded (§5.6); `None` when the caller did (an apply). `user`
+/// makes the request ([`UserInfo::apiserver`] for the server's own objects).
 pub(crate) async fn create_object(
     state: &AppState,
     resource: &Arc<Resource>,
@@ -73,8 +77,10 @@ pub(crate) async fn create_object(
     object: Object,
     dry_run: bool,
     writer: Option<&Writer>,
+    user: &UserInfo,
 ) -> ApiResult<Object> {
-    let (created, _) = create_stored(state, resource, namespace, object, dry_run, writer).await?;
+    let (created, _) =
+        create_stored(state, resource, namespace, object, dry_run, writer, user).await?;
     Ok(created)
 }
 
@@ -112,6 +118,7 @@ async fn create_stored(
     mut object: Object,
     dry_run: bool,
     writer: Option<&Writer>,
+    user: &UserInfo,
 ) -> ApiResult<(Object, Option<KeyValue>)> {
     let generate_name = prepare(resource, namespace, &mut object)?;
     if let Some(namespace) = namespace.filter(|_| resource.namespaced) {
@@ -128,7 +135,7 @@ async fn create_stored(
     if let Some(writer) = writer {
         managedfields::record_update(resource, writer, None, &mut object);
     }
-    let reservation = admission::admit_create(state, resource, &mut object, dry_run).await?;
+    let reservation = admission::admit_create(state, resource, &mut object, dry_run, user).await?;
     let attempts = if generate_name.is_some() {
         GENERATE_NAME_ATTEMPTS
     } else {
@@ -407,6 +414,7 @@ pub(crate) async fn ensure_default_service_account(
         account,
         false,
         Some(&writer),
+        UserInfo::apiserver(),
     ))
     .await
     {

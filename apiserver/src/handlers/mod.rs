@@ -1,11 +1,13 @@
 //! Request handlers, one file per concern: `nonresource` for `/version` and health, `openapi`
 //! for the OpenAPI documents,
 //! `discovery` for `/api` and `/apis`, and the resource verbs: `resource` parses the target (`crate::target`)
-//! and dispatches to `get`, `list`, `watch`, `create`, `update` (with `scale`), `patch` and `delete`.
+//! and dispatches to `get`, `list`, `watch`, `create`, `update` (with `scale`), `patch` and `delete`;
+//! `escalation` checks writes of RBAC roles and bindings.
 
 pub(crate) mod create;
 pub(crate) mod delete;
 pub(crate) mod discovery;
+pub(crate) mod escalation;
 pub(crate) mod get;
 pub(crate) mod list;
 pub(crate) mod nonresource;

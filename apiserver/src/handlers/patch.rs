@@ -230,6 +230,7 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
         let mut updated = update::merge(resource, subresource, &existing, body);
         admission::validate_merged(resource, subresource, &existing, &mut updated)?;
         crd::admit(resource, Some(&existing), &mut updated)?;
+        super::escalation::check(call, Some(&existing), &updated)?;
         managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
@@ -346,9 +347,17 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
             object::metadata_mut(&mut fresh).shift_remove("resourceVersion");
             let created = managedfields::apply(resource, writer, None, &fresh, force)?;
             check_name(call, &created)?;
-            let result =
-                create::create_object(&call.state, resource, namespace, created, dry_run, None)
-                    .await;
+            super::escalation::check(call, None, &created)?;
+            let result = create::create_object(
+                &call.state,
+                resource,
+                namespace,
+                created,
+                dry_run,
+                None,
+                &call.user,
+            )
+            .await;
             match result {
                 Ok(created) => {
                     let response = call.respond(StatusCode::CREATED, &Value::Object(created));
@@ -378,6 +387,7 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
         let mut updated = update::merge(resource, subresource, &existing, merged);
         admission::validate_merged(resource, subresource, &existing, &mut updated)?;
         crd::admit(resource, Some(&existing), &mut updated)?;
+        super::escalation::check(call, Some(&existing), &updated)?;
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
             reservation.commit();

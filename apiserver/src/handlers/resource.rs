@@ -299,19 +299,9 @@ async fn handle(
     };
     let mut response = answer(state, group, version, rest, request, body).await;
     if oversized {
-        close_connection(&mut response);
+        crate::status::close_connection(&mut response);
     }
     response
-}
-
-/// Marks an answer that left the request's body unread (over the limit) `Connection: close`,
-/// as Go's server does: the connection cannot carry another request, and a client that is
-/// not told so sends its next one into a closed socket.
-pub(crate) fn close_connection(response: &mut Response) {
-    response.headers_mut().insert(
-        axum::http::header::CONNECTION,
-        axum::http::HeaderValue::from_static("close"),
-    );
 }
 
 async fn answer(
@@ -337,10 +327,14 @@ async fn answer(
     let encoding = negotiated.encoding;
     let result = async {
         let body = body.map_err(|_| ApiError::too_large())?;
+        let writes = request.method != Method::GET && request.method != Method::HEAD;
         // A definition's write answers once the definition is served (§11.2).
-        let definitions = crate::crd::is_definitions(&target.resource)
-            && request.method != Method::GET
-            && request.method != Method::HEAD;
+        let definitions = crate::crd::is_definitions(&target.resource) && writes;
+        // A role's or binding's write answers once the authorizer sees it (`authz::rbac`).
+        let rbac = state
+            .rbac()
+            .filter(|_| writes && target.resource.group == crate::authz::rbac::GROUP)
+            .cloned();
         let call = Call {
             state: state.clone(),
             target,
@@ -356,6 +350,12 @@ async fn answer(
             && let Ok(revision) = state.store().current_revision().await
         {
             state.crd_synced(revision).await;
+        }
+        if let Some(rbac) = rbac
+            && response.as_ref().is_ok_and(|r| r.status().is_success())
+            && let Ok(revision) = state.store().current_revision().await
+        {
+            rbac.synced(revision).await;
         }
         response
     }

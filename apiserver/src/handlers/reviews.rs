@@ -3,16 +3,16 @@
 //! `pkg/registry/authorization/*`), `componentstatuses` (computed on every read,
 //! `pkg/registry/core/componentstatus/rest.go`) and `bindings` (a write to a pod).
 //!
-//! Authorization answers as an `AlwaysAllow` server does (`authorizerfactory.
-//! NewAlwaysAllowAuthorizer`): every access is allowed and every rule is `*`, until the security
-//! issue brings RBAC. Authentication knows the service-account tokens this server issued
-//! (`tokens`); every request is made by the unsecured superuser (`identity`).
+//! The access reviews ask the server's authorizer (`authz`: AlwaysAllow, or RBAC), exactly as
+//! the requests they describe are asked. Authentication knows the service-account tokens this
+//! server issued (`tokens`); who makes a request is `identity`'s to say.
 
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 use super::resource::{Call, Origin};
+use crate::authz::rule::PolicyRule;
 use crate::authz::{Attributes, Decision};
 use crate::identity::UserInfo;
 use crate::meta::{self, FieldError};
@@ -53,7 +53,7 @@ pub(crate) async fn serve(call: &Call, method: Method) -> ApiResult<Response> {
                 "subjectaccessreviews" => access_review(call, body, Review::Subject)?,
                 "selfsubjectaccessreviews" => access_review(call, body, Review::SelfSubject)?,
                 "localsubjectaccessreviews" => access_review(call, body, Review::Local)?,
-                "selfsubjectrulesreviews" => rules_review(body)?,
+                "selfsubjectrulesreviews" => rules_review(call, body)?,
                 _ => return Err(ApiError::route_method_not_allowed()),
             };
             let response = call.respond(StatusCode::CREATED, &Value::Object(answer));
@@ -148,7 +148,8 @@ enum Review {
 }
 
 /// The access reviews: validated as `pkg/apis/authorization/validation` does, then answered
-/// allowed (an AlwaysAllow server's decision, with no reason).
+/// by the authorizer (`pkg/registry/authorization/*accessreview/rest.go`): `allowed`,
+/// `denied` for an explicit denial, and the authorizer's reason.
 fn access_review(call: &Call, mut review: Object, kind: Review) -> ApiResult<Object> {
     let resource = &call.target.resource;
     let spec = review.get("spec").cloned().unwrap_or(Value::Null);
@@ -238,31 +239,21 @@ fn access_review(call: &Call, mut review: Object, kind: Review) -> ApiResult<Obj
             errors,
         ));
     }
+    let mut attributes = review_attributes(review.get("spec"));
     if kind == Review::SelfSubject {
-        // `selfsubjectaccessreview/rest.go`: the review is of the requester.
-        let user = &call.user;
-        if let Some(Value::Object(spec)) = review.get_mut("spec") {
-            spec.insert("user".to_owned(), json!(user.name));
-            spec.insert("groups".to_owned(), json!(user.groups));
-        }
+        // `selfsubjectaccessreview/rest.go`: the review is of the requester (whose spec has no
+        // user to echo).
+        attributes.user = UserInfo::clone(&call.user);
     }
-    let decision = call
-        .state
-        .authorizer()
-        .authorize(&review_attributes(review.get("spec")));
+    let decision = call.state.authorizer().authorize(&attributes);
     echoed_metadata(&mut review);
     let mut status = Map::new();
     status.insert("allowed".to_owned(), json!(decision.allowed()));
-    match &decision {
-        Decision::Deny(_) => {
-            status.insert("denied".to_owned(), json!(true));
-        }
-        Decision::Allow(_) | Decision::NoOpinion(_) => {}
+    if matches!(decision, Decision::Deny(_)) {
+        status.insert("denied".to_owned(), json!(true));
     }
-    let (Decision::Allow(reason) | Decision::Deny(reason) | Decision::NoOpinion(reason)) =
-        &decision;
-    if !reason.is_empty() {
-        status.insert("reason".to_owned(), json!(reason));
+    if !decision.reason().is_empty() {
+        status.insert("reason".to_owned(), json!(decision.reason()));
     }
     review.insert("status".to_owned(), Value::Object(status));
     Ok(review)
@@ -347,9 +338,11 @@ fn go_struct(name: &str, value: Option<&Value>, fields: &[&str]) -> String {
     format!("{name}{{{}}}", rendered.join(", "))
 }
 
-/// `POST selfsubjectrulesreviews` (`kubectl auth can-i --list`): every rule an AlwaysAllow
-/// server reports (`alwaysAllowAuthorizer.RulesFor`).
-fn rules_review(review: Object) -> ApiResult<Object> {
+/// `POST selfsubjectrulesreviews` (`kubectl auth can-i --list`): the rules the authorizer
+/// lists for the requester in the namespace (`selfsubjectrulesreview/rest.go`: RBAC's rules,
+/// or an AlwaysAllow server's `*`), in a review of nothing else (upstream answers a new
+/// object, neither metadata nor spec echoed).
+fn rules_review(call: &Call, review: Object) -> ApiResult<Object> {
     let namespace = review
         .get("spec")
         .and_then(|s| s.get("namespace"))
@@ -363,14 +356,29 @@ fn rules_review(review: Object) -> ApiResult<Object> {
     answer.insert("apiVersion".to_owned(), json!("authorization.k8s.io/v1"));
     answer.insert("metadata".to_owned(), json!({"creationTimestamp": null}));
     answer.insert("spec".to_owned(), json!({}));
-    answer.insert(
-        "status".to_owned(),
-        json!({
-            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-            "incomplete": false,
-        }),
+    let rules = call.state.authorizer().rules_for(&call.user, namespace);
+    let mut status = Map::new();
+    status.insert(
+        "resourceRules".to_owned(),
+        rules
+            .resource_rules
+            .iter()
+            .map(PolicyRule::to_resource_rule)
+            .collect(),
     );
+    status.insert(
+        "nonResourceRules".to_owned(),
+        rules
+            .non_resource_rules
+            .iter()
+            .map(PolicyRule::to_non_resource_rule)
+            .collect(),
+    );
+    status.insert("incomplete".to_owned(), json!(rules.incomplete));
+    if !rules.evaluation_error.is_empty() {
+        status.insert("evaluationError".to_owned(), json!(rules.evaluation_error));
+    }
+    answer.insert("status".to_owned(), Value::Object(status));
     Ok(answer)
 }
 

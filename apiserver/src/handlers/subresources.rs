@@ -132,7 +132,7 @@ pub(crate) async fn token_request(call: &Call) -> ApiResult<Response> {
         })
         .unwrap_or_default();
     if audiences.is_empty() {
-        audiences = vec![tokens::ISSUER.to_owned()];
+        audiences = call.state.config().audiences();
     }
     let expiration = spec
         .get("expirationSeconds")
@@ -164,6 +164,7 @@ pub(crate) async fn token_request(call: &Call) -> ApiResult<Response> {
     let now = tokens::unix_now();
     let account_uid = object::meta_str(&account, "uid").unwrap_or("").to_owned();
     let claims = tokens::claims(
+        &call.state.config().service_account_issuer,
         (&namespace, &name, &account_uid),
         &bound,
         now,

@@ -55,6 +55,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
                 // resourceVersion: the body's is ignored.
                 let mut fresh = body.clone();
                 object::metadata_mut(&mut fresh).shift_remove("resourceVersion");
+                super::escalation::check(call, None, &fresh)?;
                 let created = create::create_object(
                     &call.state,
                     resource,
@@ -62,6 +63,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
                     fresh,
                     dry_run,
                     Some(&writer),
+                    &call.user,
                 )
                 .await?;
                 let response = call.respond(StatusCode::CREATED, &Value::Object(created));
@@ -100,6 +102,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
         let mut updated = merge(resource, subresource, &existing, body);
         admission::validate_merged(resource, subresource, &existing, &mut updated)?;
         crd::admit(resource, Some(&existing), &mut updated)?;
+        super::escalation::check(call, Some(&existing), &updated)?;
         managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         match write(call, &key, &current, updated, dry_run).await? {
             Written::Done(object) => {

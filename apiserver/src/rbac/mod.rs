@@ -17,7 +17,6 @@
 //! Cost: one range read per kind, then only the writes a reconcile needs, all at once (on a
 //! durable store they share group commits). A restart over a complete policy writes nothing.
 
-mod covers;
 mod reconcile;
 
 use std::collections::BTreeMap;

@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::covers::{Rule, uncovered};
+use crate::authz::rule::{PolicyRule, covers};
 use crate::object::Object;
 
 /// The annotation by which a stored object opts out of reconciliation (value `"false"`).
@@ -40,16 +40,16 @@ pub(crate) fn role(existing: &Object, expected: &Object) -> Decision {
     }
     let mut result = existing.clone();
     let mut changed = merge_metadata(&mut result, existing, expected);
-    let missing = uncovered(
-        &Rule::list_from_json(existing.get("rules")),
-        &Rule::list_from_json(expected.get("rules")),
+    let (_, missing) = covers(
+        &PolicyRule::list_from(existing.get("rules")),
+        &PolicyRule::list_from(expected.get("rules")),
     );
     if !missing.is_empty() {
         let mut rules = match existing.get("rules") {
             Some(Value::Array(rules)) => rules.clone(),
             _ => Vec::new(),
         };
-        rules.extend(missing.iter().map(Rule::to_json));
+        rules.extend(missing.iter().map(PolicyRule::to_json));
         result.insert("rules".to_owned(), Value::Array(rules));
         changed = true;
     }

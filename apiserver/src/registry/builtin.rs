@@ -330,12 +330,14 @@ const ENTRIES: &[Entry] = &[
     // rbac.authorization.k8s.io/v1: names are path segments (`ValidateRBACName`,
     // pkg/apis/rbac/validation), so `system:basic-user` is one.
     entry(RBAC, V1, "clusterrolebindings", "ClusterRoleBinding", CLUSTER).create_on_update()
-        .names(NameRule::PathSegment).printer(Printer::ClusterRoleBinding),
+        .names(NameRule::PathSegment).admit(Admission::ClusterRoleBinding)
+        .printer(Printer::ClusterRoleBinding),
     entry(RBAC, V1, "clusterroles", "ClusterRole", CLUSTER).create_on_update()
-        .names(NameRule::PathSegment),
+        .names(NameRule::PathSegment).admit(Admission::ClusterRole),
     entry(RBAC, V1, "rolebindings", "RoleBinding", NS).create_on_update()
-        .names(NameRule::PathSegment).printer(Printer::RoleBinding),
-    entry(RBAC, V1, "roles", "Role", NS).create_on_update().names(NameRule::PathSegment),
+        .names(NameRule::PathSegment).admit(Admission::RoleBinding).printer(Printer::RoleBinding),
+    entry(RBAC, V1, "roles", "Role", NS).create_on_update().names(NameRule::PathSegment)
+        .admit(Admission::Role),
     // storage.k8s.io/v1
     entry(STORAGE, V1, "csidrivers", "CSIDriver", CLUSTER).printer(Printer::CsiDriver),
     entry(STORAGE, V1, "csinodes", "CSINode", CLUSTER).printer(Printer::CsiNode),

@@ -238,6 +238,14 @@ pub enum Admission {
     ApiService,
     /// certificates.k8s.io/v1 CertificateSigningRequest.
     CertificateSigningRequest,
+    /// rbac.authorization.k8s.io/v1 Role.
+    Role,
+    /// rbac.authorization.k8s.io/v1 ClusterRole.
+    ClusterRole,
+    /// rbac.authorization.k8s.io/v1 RoleBinding.
+    RoleBinding,
+    /// rbac.authorization.k8s.io/v1 ClusterRoleBinding.
+    ClusterRoleBinding,
 }
 
 /// How a resource behaves under the generic verbs, where kinds differ.
