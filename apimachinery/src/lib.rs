@@ -17,7 +17,9 @@
 //!   (`pkg/util/validation`).
 //! - [`field`]: field paths and field errors, worded as upstream's
 //!   (`pkg/util/validation/field`); [`go`]: Go's string quoting, as those messages use it.
-//! - [`labels`]: label selectors: parsing, printing, matching (`pkg/labels`).
+//! - [`labels`]: label selectors: parsing, printing, matching (`pkg/labels`); [`fields`]: field
+//!   selectors' syntax: parsing, escaping, printing, matching a set of field values
+//!   (`pkg/fields`).
 //! - [`time`]: `metav1.Time` and `MicroTime` as RFC 3339 text, both ways; [`gotime`]: Go's
 //!   `time.Parse` of those layouts, with its error messages.
 //! - [`json`]: the nesting limit every decoder and patch engine holds objects to.
@@ -38,6 +40,7 @@
 
 pub mod duration;
 pub mod field;
+pub mod fields;
 pub mod go;
 pub mod gotime;
 pub mod intstr;

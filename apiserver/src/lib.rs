@@ -22,7 +22,9 @@
 //!   conversion; indentation), decided once per request, and its one encoder.
 //! - `table`: Table output (`kubectl get`): the per-resource printers, ages; `partial`:
 //!   `PartialObjectMetadata[List]`, the metadata client's conversion.
-//! - `selector`: label and field selectors (label selectors are `kubemock_apimachinery`'s).
+//! - `selector`: label and field selectors of lists and watches; their syntax is
+//!   `kubemock_apimachinery`'s (`labels`, `fields`), the fields each kind supports, their
+//!   wording and how they are read from objects are here.
 //! - `managedfields`: `metadata.managedFields` on every write and server-side apply, over
 //!   `kubemock_apimachinery::managedfields`' field sets; `handlers::patch` applies JSON and
 //!   strategic merge patches with `kubemock_apimachinery::{jsonpatch, strategic}`.
@@ -51,8 +53,9 @@
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
 //!
 //! What needs no server (no registry, store, HTTP or request) lives in `kubemock-apimachinery`,
-//! shared with the client and the controllers: quantities, selectors, durations, timestamps,
-//! the patch engines, the protobuf codec, server-side apply's field sets.
+//! shared with the client and the controllers: quantities, label and field selectors,
+//! durations, timestamps, the patch engines, the protobuf codec, server-side apply's field
+//! sets.
 //!
 //! The modules form no import cycle (`scripts/module-cycles.py` lists any): lower modules
 //! (`target`, `registry`, `status`, `meta`, `object`, `codec`, `state`) never import

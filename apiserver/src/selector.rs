@@ -1,20 +1,19 @@
-//! Label and field selectors (§7.4, §7.5).
+//! Label and field selectors of list, watch and deletecollection (§7.4, §7.5).
 //!
-//! List, watch and deletecollection narrow their results with `labelSelector=` and
-//! `fieldSelector=`. Clients build these strings themselves (kubectl, client-go informers,
-//! controllers) and show our error messages to people, so both grammars and every error wording
-//! follow kubernetes/apimachinery (`pkg/labels/selector.go`, `pkg/fields/selector.go`,
-//! `pkg/util/validation`) instead of a tidier grammar of our own. The label lexer and parser are
-//! a port of the real recursive-descent parser, quirks included: `k in ()` means "k is present
-//! with the empty value", `in` and `notin` are plain words where a value is expected, a NUL
-//! character ends the text. Which fields a kind may select on is data (`kind_fields`), as in the
-//! real per-kind field-label conversion functions.
+//! Both grammars, their escapes and their syntax errors are `kubemock_apimachinery`'s
+//! (`labels`, `fields`: ports of upstream's `pkg/labels` and `pkg/fields`), shared with the
+//! client. What is the server's own is here: which fields each kind may select on (data,
+//! `kind_fields`, as in the real per-kind field-label conversion functions), the canonical
+//! names of aliases, how an unsupported field is worded, and how a field's value is read from a
+//! stored object.
 //!
 //! Invariant: parsing and matching never panic, whatever the text or the object.
 
 use std::borrow::Cow;
 
 use serde_json::Value;
+
+use kubemock_apimachinery::fields::{self, Operator, Requirement};
 
 use crate::registry::Resource;
 use crate::status::ApiError;
@@ -26,7 +25,7 @@ use crate::status::ApiError;
 pub(crate) use kubemock_apimachinery::labels::{Selector as LabelSelector, label_selector_string};
 
 // ---------------------------------------------------------------------------------------------
-// Field selectors
+// Field selectors: the syntax is `kubemock_apimachinery::fields`; the fields of each kind here
 // ---------------------------------------------------------------------------------------------
 
 /// A parsed `fieldSelector`: the AND of its terms, each on a field the kind supports. No terms
@@ -40,12 +39,9 @@ pub(crate) struct FieldSelector {
 /// One term: a field compared with a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct FieldTerm {
-    /// The field's canonical name (`spec.host` becomes `spec.nodeName`).
-    field: Cow<'static, str>,
-    /// True for `=` and `==`, false for `!=`.
-    equal: bool,
-    /// The unescaped value.
-    value: String,
+    /// The parsed term, its field renamed to the canonical name (`spec.host` becomes
+    /// `spec.nodeName`).
+    requirement: Requirement,
     /// Where the field's value comes from in an object.
     source: FieldSource,
 }
@@ -269,49 +265,39 @@ impl FieldSelector {
     /// `"<f>" is not a known field selector: only "metadata.name", "metadata.namespace"` for the
     /// rest.
     ///
-    /// As in apimachinery, every term is parsed (terms sorted by their text, empty ones skipped)
-    /// before any field name is checked, so a syntax error wins over an unknown field. Nothing
-    /// is trimmed: `a = b` names the field `a `. Kinds without their own list accept
-    /// `metadata.namespace` even when cluster-scoped, as the real default conversion does (it
-    /// then reads as `""`).
+    /// The text is parsed first, as `fields.ParseSelector` parses it (terms sorted by their
+    /// text, empty ones and those of an empty field and value (`=`) skipped, syntax errors in
+    /// upstream's words), and only then are the
+    /// field names checked, so a syntax error wins over an unknown field, as in the real
+    /// server, which parses the query before it converts the field labels. Nothing is trimmed:
+    /// `a = b` names the field `a `. Kinds without their own list accept `metadata.namespace`
+    /// even when cluster-scoped, as the real default conversion does (it then reads as `""`).
     pub(crate) fn parse(text: &str, resource: &Resource) -> Result<Self, ApiError> {
-        let mut parts = split_terms(text);
-        parts.sort_unstable();
-        let mut parsed = Vec::with_capacity(parts.len());
-        for part in parts.into_iter().filter(|part| !part.is_empty()) {
-            let Some((field, equal, value)) = split_term(part) else {
-                return Err(ApiError::bad_request(format!(
-                    "invalid selector: '{text}'; can't understand '{part}'"
-                )));
-            };
-            let value = unescape_value(value).map_err(ApiError::bad_request)?;
-            parsed.push((field, equal, value));
-        }
-        let (fields, unknown) = kind_fields(resource);
-        let mut terms = Vec::with_capacity(parsed.len());
+        let parsed = fields::Selector::parse(text)
+            .map_err(|error| ApiError::bad_request(error.to_string()))?;
+        let (specs, unknown) = kind_fields(resource);
         // A custom resource's definition may declare more (`selectableFields`).
         let selectable = resource
             .custom
             .as_ref()
             .map(|c| c.selectable_fields.as_slice())
             .unwrap_or_default();
-        for (field, equal, value) in parsed {
-            let term = match fields.iter().find(|spec| spec.label == field) {
-                Some(spec) => FieldTerm {
-                    field: Cow::Borrowed(spec.canonical),
-                    equal,
-                    value,
-                    source: spec.source,
-                },
-                None if selectable.iter().any(|s| s == field) => FieldTerm {
-                    field: Cow::Owned(field.to_owned()),
-                    equal,
-                    value,
-                    source: FieldSource::Selectable,
-                },
-                None => return Err(ApiError::bad_request(unknown.message(field))),
+        let mut terms = Vec::new();
+        for mut requirement in parsed.into_requirements() {
+            let source = match specs.iter().find(|spec| spec.label == requirement.field) {
+                Some(spec) => {
+                    if spec.canonical != spec.label {
+                        spec.canonical.clone_into(&mut requirement.field);
+                    }
+                    spec.source
+                }
+                None if selectable.contains(&requirement.field) => FieldSource::Selectable,
+                None => return Err(ApiError::bad_request(unknown.message(&requirement.field))),
             };
-            terms.push(term);
+            terms.push(FieldTerm {
+                requirement,
+                source,
+            });
         }
         Ok(FieldSelector { terms })
     }
@@ -336,7 +322,12 @@ impl FieldSelector {
     /// object.
     pub(crate) fn single_name(&self) -> Option<&str> {
         match self.terms.as_slice() {
-            [term] if term.equal && term.field == "metadata.name" => Some(&term.value),
+            [FieldTerm { requirement, .. }]
+                if requirement.operator == Operator::Equals
+                    && requirement.field == "metadata.name" =>
+            {
+                Some(&requirement.value)
+            }
             _ => None,
         }
     }
@@ -345,22 +336,23 @@ impl FieldSelector {
 impl FieldTerm {
     /// Whether `object` satisfies this term.
     fn matches(&self, object: &Value) -> bool {
+        let requirement = &self.requirement;
         match self.source {
             FieldSource::PodIps => {
                 let ips = pod_ips(object);
                 let found = if ips.is_empty() {
-                    self.value.is_empty()
+                    requirement.value.is_empty()
                 } else {
-                    ips.contains(&self.value.as_str())
+                    ips.contains(&requirement.value.as_str())
                 };
-                found == self.equal
+                found == (requirement.operator == Operator::Equals)
             }
             FieldSource::Selectable => {
-                let path: Vec<&str> = self.field.split('.').collect();
+                let path: Vec<&str> = requirement.field.split('.').collect();
                 let actual = field_text(object, &path).unwrap_or(Cow::Borrowed(""));
-                (actual == self.value.as_str()) == self.equal
+                requirement.matches_value(&actual)
             }
-            source => (read_field(object, source) == self.value) == self.equal,
+            source => requirement.matches_value(&read_field(object, source)),
         }
     }
 }
@@ -420,99 +412,6 @@ fn pod_ips(object: &Value) -> Vec<&str> {
         .filter(|ip| !ip.is_empty())
         .into_iter()
         .collect()
-}
-
-/// The name a `fieldSelector` pins, whatever the kind: the value of its first (in sorted term
-/// order) `metadata.name=` or `metadata.name==` term (`fields.ParseSelector`, then
-/// `RequiresExactMatch("metadata.name")`, as upstream's `RequestInfoFactory` reads a list's or
-/// watch's name). An error when the selector does not parse.
-pub(crate) fn exact_name(text: &str) -> Result<Option<String>, String> {
-    let mut parts = split_terms(text);
-    parts.sort_unstable();
-    let mut name = None;
-    for part in parts.into_iter().filter(|part| !part.is_empty()) {
-        let (field, equal, value) = split_term(part)
-            .ok_or_else(|| format!("invalid selector: '{text}'; can't understand '{part}'"))?;
-        let value = unescape_value(value)?;
-        if name.is_none() && equal && field == "metadata.name" {
-            name = Some(value);
-        }
-    }
-    Ok(name)
-}
-
-/// The comma-separated terms of a field selector; a backslash protects the next character, so
-/// `\,` stays inside a term (with its backslash). Empty text has no terms (`splitTerms`).
-fn split_terms(text: &str) -> Vec<&str> {
-    if text.is_empty() {
-        return Vec::new();
-    }
-    let mut terms = Vec::new();
-    let mut start = 0;
-    let mut in_slash = false;
-    for (i, c) in text.char_indices() {
-        if in_slash {
-            in_slash = false;
-        } else if c == '\\' {
-            in_slash = true;
-        } else if c == ',' {
-            terms.push(&text[start..i]);
-            start = i + 1;
-        }
-    }
-    terms.push(&text[start..]);
-    terms
-}
-
-/// A term split at the first operator (`!=`, then `==`, then `=` at each position): field,
-/// whether it is an equality, and the still-escaped value (`splitTerm`).
-fn split_term(term: &str) -> Option<(&str, bool, &str)> {
-    const OPERATORS: [(&str, bool); 3] = [("!=", false), ("==", true), ("=", true)];
-    for (i, _) in term.char_indices() {
-        let rest = &term[i..];
-        for (operator, equal) in OPERATORS {
-            if let Some(value) = rest.strip_prefix(operator) {
-                return Some((&term[..i], equal, value));
-            }
-        }
-    }
-    None
-}
-
-/// A field selector value with `\\`, `\,` and `\=` unescaped; any other escape, a trailing
-/// backslash, or a bare `,`/`=` is an error in Go's words (the bare character printed as its
-/// code point, as Go's `%v` prints a rune) (`UnescapeValue`).
-fn unescape_value(value: &str) -> Result<String, String> {
-    let mut out = String::with_capacity(value.len());
-    let mut in_slash = false;
-    for c in value.chars() {
-        if in_slash {
-            match c {
-                '\\' | ',' | '=' => out.push(c),
-                _ => {
-                    return Err(format!(
-                        "invalid field selector: invalid escape sequence: \\{c}"
-                    ));
-                }
-            }
-            in_slash = false;
-            continue;
-        }
-        match c {
-            '\\' => in_slash = true,
-            ',' | '=' => {
-                return Err(format!(
-                    "invalid field selector: unescaped character in value: {}",
-                    u32::from(c)
-                ));
-            }
-            _ => out.push(c),
-        }
-    }
-    if in_slash {
-        return Err("invalid field selector: invalid escape sequence: \\".to_owned());
-    }
-    Ok(out)
 }
 
 /// The label and field selectors of one list, watch or deletecollection request.
@@ -591,7 +490,9 @@ mod tests {
     #[test]
     fn an_empty_field_selector_selects_everything() {
         let pods = resource("", "pods");
-        for text in ["", ",", ",,"] {
+        // A term whose field and value are both empty is dropped, as `fields.ParseSelector`
+        // drops it (its identity `Transform`), before any field name is checked.
+        for text in ["", ",", ",,", "=", "!=", "==,="] {
             let selector = FieldSelector::parse(text, &pods).unwrap();
             assert!(selector.is_empty(), "{text:?}");
             assert!(selector.matches(&json!({})));
@@ -922,7 +823,7 @@ mod tests {
         assert!(field_selects("spec.host=node-1", &pods, &pod));
         assert!(!field_selects("spec.host=node-2", &pods, &pod));
         let selector = FieldSelector::parse("spec.host=node-1", &pods).unwrap();
-        assert_eq!(selector.terms[0].field, "spec.nodeName");
+        assert_eq!(selector.terms[0].requirement.field, "spec.nodeName");
     }
 
     #[test]
@@ -1010,6 +911,7 @@ mod tests {
         assert_eq!(name("metadata.name=web"), Some("web".to_owned()));
         assert_eq!(name("metadata.name==web"), Some("web".to_owned()));
         assert_eq!(name(",metadata.name=web,"), Some("web".to_owned()));
+        assert_eq!(name("=,metadata.name=web"), Some("web".to_owned()));
         assert_eq!(name("metadata.name="), Some(String::new()));
         assert_eq!(name("metadata.name!=web"), None);
         assert_eq!(name("metadata.namespace=web"), None);

@@ -118,7 +118,8 @@ fn informer(c: &mut Criterion) {
     // Where the time of a sync goes: the server's answer, decoding it.
     let items = runtime.block_on(async {
         let request = RequestBuilder::new(api.resource().collection_path(api.namespace()))
-            .list(&ListParams::default().at("0", None));
+            .list(&ListParams::default().at("0", None))
+            .expect("no field selector to refuse");
         let started = Instant::now();
         let bytes = api.client().request_bytes(&request).await.expect("list");
         let fetched = started.elapsed();

@@ -135,7 +135,7 @@ impl<K: Resource> Api<K> {
 
     /// Lists one page (or everything without a limit).
     pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
-        let mut list: ObjectList<K> = self.client.request(&self.requests.list(params)).await?;
+        let mut list: ObjectList<K> = self.client.request(&self.requests.list(params)?).await?;
         for item in &mut list.items {
             item.fill_type(&self.resource);
         }
@@ -284,7 +284,7 @@ impl<K: Resource> Api<K> {
         resource_version: &str,
     ) -> Result<impl Stream<Item = Result<WatchEvent<K>>> + Send + use<K>> {
         self.client
-            .request_events(&self.requests.watch(params, resource_version))
+            .request_events(&self.requests.watch(params, resource_version)?)
             .await
     }
 }

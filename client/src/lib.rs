@@ -17,7 +17,8 @@
 //! - [`transport`]: the only network I/O: [`Client`], retries, watch event decoding.
 //! - [`resource`]: what a kind is ([`ApiResource`], [`Resource`]), [`DynamicObject`], keys.
 //! - [`api`]: [`Api<K>`], every verb of one resource type.
-//! - [`selector`]: label selectors evaluated on cached objects.
+//! - [`selector`]: label selectors evaluated on cached objects; field selectors written and
+//!   checked as the server parses them.
 //! - [`watcher`]: the list-then-watch state machine.
 //! - [`reflector`]: applies watcher events to a [`Store`] (cache, indexes, listers).
 //! - [`informer`]: shared informers, handlers and the [`InformerFactory`].
@@ -54,6 +55,6 @@ pub use informer::{EventHandler, InformerFactory, SharedInformer};
 pub use reflector::Store;
 pub use request::{DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchParams};
 pub use resource::{ApiResource, DynamicObject, ObjectKey, ObjectList, Resource, TypedResource};
-pub use selector::Selector;
+pub use selector::{FieldSelector, Selector};
 pub use transport::{Client, WatchEvent};
 pub use workqueue::WorkQueue;

@@ -1,11 +1,13 @@
 //! Request building, kept pure (parameters in, a [`Request`] out) so that every URL, query and
 //! body the client sends can be tested without a server.
 
+use std::fmt;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::selector::{FieldSelector, METADATA_NAME};
 
 /// Content type of JSON bodies.
 pub const JSON: &str = "application/json";
@@ -97,7 +99,8 @@ pub enum VersionMatch {
 pub struct ListParams {
     /// Label selector (`app=web,tier!=db`).
     pub label_selector: Option<String>,
-    /// Field selector (`metadata.name=x`).
+    /// Field selector (`metadata.name=x`); checked before a request is built (see
+    /// [`RequestBuilder::list`]).
     pub field_selector: Option<String>,
     /// Page size.
     pub limit: Option<u32>,
@@ -116,11 +119,18 @@ impl ListParams {
         self.label_selector = Some(selector.to_owned());
         self
     }
-    /// Sets the field selector.
+    /// Sets the field selector: text (`status.phase!=Failed`) or a [`FieldSelector`]. Text that
+    /// is not a field selector makes the request fail before it is sent.
     #[must_use]
-    pub fn fields(mut self, selector: &str) -> Self {
-        self.field_selector = Some(selector.to_owned());
+    pub fn fields(mut self, selector: impl fmt::Display) -> Self {
+        self.field_selector = Some(selector.to_string());
         self
+    }
+    /// Restricts to the object named `name` (`metadata.name=<name>`, the name escaped, as
+    /// client-go writes `fields.OneTermEqualSelector("metadata.name", name)`).
+    #[must_use]
+    pub fn named(self, name: &str) -> Self {
+        self.fields(FieldSelector::one_term_equal(METADATA_NAME, name))
     }
     /// Sets the page size.
     #[must_use]
@@ -136,10 +146,22 @@ impl ListParams {
         self
     }
 
-    fn push_selectors(&self, query: &mut Query) {
+    fn push_selectors(&self, query: &mut Query) -> Result<()> {
         query.push_opt("labelSelector", self.label_selector.as_deref());
-        query.push_opt("fieldSelector", self.field_selector.as_deref());
+        push_field_selector(query, self.field_selector.as_deref())
     }
+}
+
+/// Adds `fieldSelector` to `query` if it is set, after checking that it parses: the server
+/// would refuse it with the same message (`kubemock_apimachinery::fields`, upstream's
+/// `fields.ParseSelector`), so the client refuses it without a round trip. Which fields a kind
+/// supports is the server's to say.
+fn push_field_selector(query: &mut Query, selector: Option<&str>) -> Result<()> {
+    if let Some(selector) = selector {
+        FieldSelector::parse(selector).map_err(|error| Error::InvalidRequest(error.to_string()))?;
+    }
+    query.push_opt("fieldSelector", selector);
+    Ok(())
 }
 
 /// Parameters of a watch.
@@ -147,7 +169,7 @@ impl ListParams {
 pub struct WatchParams {
     /// Label selector.
     pub label_selector: Option<String>,
-    /// Field selector.
+    /// Field selector; checked before a request is built (see [`RequestBuilder::watch`]).
     pub field_selector: Option<String>,
     /// Ask for BOOKMARK events (§8.6).
     pub bookmarks: bool,
@@ -339,10 +361,11 @@ impl RequestBuilder {
         ))
     }
 
-    /// GET the collection.
-    pub fn list(&self, params: &ListParams) -> Request {
+    /// GET the collection. A field selector that does not parse is an
+    /// [`Error::InvalidRequest`] with the server's message.
+    pub fn list(&self, params: &ListParams) -> Result<Request> {
         let mut query = Query::default();
-        params.push_selectors(&mut query);
+        params.push_selectors(&mut query)?;
         if let Some(limit) = params.limit {
             query.push("limit", &limit.to_string());
         }
@@ -363,18 +386,19 @@ impl RequestBuilder {
                 }
             }
         }
-        Request::new(
+        Ok(Request::new(
             reqwest::Method::GET,
             format!("{}{}", self.collection, query.0),
-        )
+        ))
     }
 
-    /// GET the collection as a watch from `resource_version` (`""` or `"0"` for the start).
-    pub fn watch(&self, params: &WatchParams, resource_version: &str) -> Request {
+    /// GET the collection as a watch from `resource_version` (`""` or `"0"` for the start). A
+    /// field selector that does not parse is an [`Error::InvalidRequest`].
+    pub fn watch(&self, params: &WatchParams, resource_version: &str) -> Result<Request> {
         let mut query = Query::default();
         query.push("watch", "true");
         query.push_opt("labelSelector", params.label_selector.as_deref());
-        query.push_opt("fieldSelector", params.field_selector.as_deref());
+        push_field_selector(&mut query, params.field_selector.as_deref())?;
         if params.bookmarks || params.send_initial_events {
             query.push("allowWatchBookmarks", "true");
         }
@@ -386,10 +410,10 @@ impl RequestBuilder {
             query.push("resourceVersionMatch", "NotOlderThan");
         }
         query.push_opt("resourceVersion", Some(resource_version));
-        Request::new(
+        Ok(Request::new(
             reqwest::Method::GET,
             format!("{}{}", self.collection, query.0),
-        )
+        ))
     }
 
     /// POST a new object.
@@ -463,7 +487,7 @@ impl RequestBuilder {
     /// DELETE the collection (objects matching the list's selectors).
     pub fn delete_collection(&self, delete: &DeleteParams, list: &ListParams) -> Result<Request> {
         let mut query = Query::default();
-        list.push_selectors(&mut query);
+        list.push_selectors(&mut query)?;
         Ok(Request::new(
             reqwest::Method::DELETE,
             format!("{}{}", self.collection, query.0),
@@ -496,7 +520,7 @@ mod tests {
             .limit(500)
             .at("0", None);
         assert_eq!(
-            pods().list(&params).path,
+            pods().list(&params).expect("builds").path,
             "/api/v1/namespaces/ns/pods?labelSelector=app%3Dweb%2Ctier%20in%20%28a%2Cb%29&limit=500&resourceVersion=0"
         );
         let next = ListParams {
@@ -507,14 +531,86 @@ mod tests {
         };
         // §7.2: resourceVersion is not allowed together with continue.
         assert_eq!(
-            pods().list(&next).path,
+            pods().list(&next).expect("builds").path,
             "/api/v1/namespaces/ns/pods?continue=abc%3D"
         );
         let exact = ListParams::default().at("5", Some(VersionMatch::NotOlderThan));
         assert_eq!(
-            pods().list(&exact).path,
+            pods().list(&exact).expect("builds").path,
             "/api/v1/namespaces/ns/pods?resourceVersion=5&resourceVersionMatch=NotOlderThan"
         );
+    }
+
+    #[test]
+    fn field_selectors_name_one_object_with_its_name_escaped() {
+        let named = ListParams::default().named(r"a,b=c\d");
+        assert_eq!(
+            named.field_selector.as_deref(),
+            Some(r"metadata.name=a\,b\=c\\d")
+        );
+        assert_eq!(
+            pods().list(&named).expect("builds").path,
+            "/api/v1/namespaces/ns/pods?fieldSelector=metadata.name%3Da%5C%2Cb%5C%3Dc%5C%5Cd"
+        );
+        let selector = FieldSelector::parse(named.field_selector.as_deref().unwrap_or_default())
+            .expect("parses");
+        assert_eq!(
+            selector.requires_exact_match("metadata.name"),
+            Some(r"a,b=c\d")
+        );
+        let typed = ListParams::default().fields(FieldSelector::and([
+            FieldSelector::one_term_equal("spec.nodeName", "n1"),
+            FieldSelector::one_term_not_equal("status.phase", "Failed"),
+        ]));
+        assert_eq!(
+            typed.field_selector.as_deref(),
+            Some("spec.nodeName=n1,status.phase!=Failed")
+        );
+    }
+
+    #[test]
+    fn a_field_selector_that_does_not_parse_is_refused_before_sending() {
+        let cases = [
+            (
+                "metadata.name=a,b",
+                "invalid selector: 'metadata.name=a,b'; can't understand 'b'",
+            ),
+            (
+                "metadata.name=a=b",
+                "invalid field selector: unescaped character in value: 61",
+            ),
+            (
+                r"metadata.name=a\x",
+                r"invalid field selector: invalid escape sequence: \x",
+            ),
+        ];
+        for (text, message) in cases {
+            let list = ListParams::default().fields(text);
+            let watch = WatchParams {
+                field_selector: Some(text.to_owned()),
+                ..WatchParams::default()
+            };
+            let errors = [
+                pods().list(&list).map(|r| r.path),
+                pods().watch(&watch, "").map(|r| r.path),
+                pods()
+                    .delete_collection(&DeleteParams::default(), &list)
+                    .map(|r| r.path),
+            ];
+            for error in errors {
+                match error {
+                    Err(Error::InvalidRequest(got)) => assert_eq!(got, message, "{text}"),
+                    other => panic!("{text}: {other:?}"),
+                }
+            }
+        }
+        // Which fields a kind supports is the server's to say; empty text is no selector.
+        for text in ["spec.anything=x", ""] {
+            assert!(
+                pods().list(&ListParams::default().fields(text)).is_ok(),
+                "{text}"
+            );
+        }
     }
 
     #[test]
@@ -525,7 +621,7 @@ mod tests {
             ..WatchParams::default()
         };
         assert_eq!(
-            pods().watch(&params, "42").path,
+            pods().watch(&params, "42").expect("builds").path,
             "/api/v1/namespaces/ns/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds=290&resourceVersion=42"
         );
         let streaming = WatchParams {
@@ -533,7 +629,7 @@ mod tests {
             ..WatchParams::default()
         };
         assert_eq!(
-            pods().watch(&streaming, "").path,
+            pods().watch(&streaming, "").expect("builds").path,
             "/api/v1/namespaces/ns/pods?watch=true&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
         );
     }

@@ -1,7 +1,10 @@
-//! Label selectors evaluated client-side, so that listers answer "objects with these labels"
-//! from the cache with the server's semantics (§7.4): the server's own selector, from
-//! `kubemock-apimachinery` (upstream's `k8s.io/apimachinery/pkg/labels`), parsed, printed and
-//! matched alike on both sides.
+//! The server's own selectors, from `kubemock-apimachinery`, so that the client reads and writes
+//! them exactly as the server does. Label selectors ([`Selector`], upstream's
+//! `k8s.io/apimachinery/pkg/labels`) are evaluated client-side, so that listers answer "objects
+//! with these labels" from the cache with the server's semantics (§7.4). Field selectors
+//! ([`FieldSelector`], upstream's `pkg/fields`) are written with their values escaped
+//! ([`ListParams::named`](crate::ListParams::named)) and checked before a request is sent; which
+//! fields a kind supports is the server's to say (§7.5).
 //!
 //! ```
 //! use std::collections::BTreeMap;
@@ -10,7 +13,11 @@
 //! assert!(selector.matches(&labels));
 //! ```
 
+pub use kubemock_apimachinery::fields::Selector as FieldSelector;
 pub use kubemock_apimachinery::labels::{Labels, Selector};
+
+/// The field every kind can be selected by, and the one a watch of a single object uses.
+pub(crate) const METADATA_NAME: &str = "metadata.name";
 
 #[cfg(test)]
 mod tests {

@@ -10,6 +10,7 @@
 //! resourceVersion seen in an event or a bookmark.
 
 use std::collections::VecDeque;
+use std::fmt;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -21,6 +22,7 @@ use crate::api::{Api, DEFAULT_PAGE_SIZE};
 use crate::error::{Error, Result};
 use crate::request::{ListParams, VersionMatch, WatchParams};
 use crate::resource::{ObjectList, Resource};
+use crate::selector::{FieldSelector, METADATA_NAME};
 use crate::transport::WatchEvent;
 
 /// client-go's reflector sets each watch's `timeoutSeconds` to this times a random factor in
@@ -119,11 +121,18 @@ impl Config {
         self.label_selector = Some(selector.to_owned());
         self
     }
-    /// Restricts to objects matching a field selector.
+    /// Restricts to objects matching a field selector: text or a [`FieldSelector`]. Text that is not a field selector fails the
+    /// watcher's list and watch requests before they are sent (an `Error::InvalidRequest`).
     #[must_use]
-    pub fn fields(mut self, selector: &str) -> Self {
-        self.field_selector = Some(selector.to_owned());
+    pub fn fields(mut self, selector: impl fmt::Display) -> Self {
+        self.field_selector = Some(selector.to_string());
         self
+    }
+    /// Restricts to the object named `name`, for watching one object (`metadata.name=<name>`,
+    /// the name escaped, as client-go's `fields.OneTermEqualSelector("metadata.name", name)`).
+    #[must_use]
+    pub fn named(self, name: &str) -> Self {
+        self.fields(FieldSelector::one_term_equal(METADATA_NAME, name))
     }
     /// Sets the page size.
     #[must_use]
@@ -779,6 +788,18 @@ mod tests {
             out.push(describe(&event));
         }
         out
+    }
+
+    #[test]
+    fn a_watcher_of_one_object_selects_its_escaped_name() {
+        let config = Config::default().named("a,b");
+        assert_eq!(
+            config.field_selector.as_deref(),
+            Some(r"metadata.name=a\,b")
+        );
+        let typed =
+            Config::default().fields(FieldSelector::one_term_not_equal("spec.nodeName", ""));
+        assert_eq!(typed.field_selector.as_deref(), Some("spec.nodeName!="));
     }
 
     #[tokio::test(start_paused = true)]

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, PodTemplateSpec}
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kubemock_client::request::{Preconditions, VersionMatch};
 use kubemock_client::{
-    Api, ApiResource, DeleteParams, Deleted, DynamicObject, ListParams, Patch, PatchParams,
+    Api, ApiResource, DeleteParams, Deleted, DynamicObject, Error, ListParams, Patch, PatchParams,
     PostParams, WatchEvent, WatchParams,
 };
 
@@ -179,6 +179,24 @@ async fn lists_page_with_continue_tokens_and_selectors() {
         .await
         .expect("field");
     assert_eq!(by_name.items.len(), 1);
+    let named = api
+        .list(&ListParams::default().named("cm-3"))
+        .await
+        .expect("named");
+    assert_eq!(named.items.len(), 1);
+    assert_eq!(named.items[0].metadata.name.as_deref(), Some("cm-3"));
+    // A field selector that does not parse never reaches the server: the client refuses it
+    // with the server's message.
+    match api
+        .list(&ListParams::default().fields("metadata.name=cm-3,x"))
+        .await
+    {
+        Err(Error::InvalidRequest(message)) => assert_eq!(
+            message,
+            "invalid selector: 'metadata.name=cm-3,x'; can't understand 'x'"
+        ),
+        other => panic!("{other:?}"),
+    }
 
     // An exact read at the first page's snapshot returns the same state.
     let rv = page.metadata.resource_version.clone().expect("rv");

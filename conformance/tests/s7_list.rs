@@ -280,6 +280,21 @@ async fn s7_5_field_selectors_filter_lists_and_unknown_fields_are_400() {
             .await
             .body;
         assert_eq!(names(&list), ["a"]);
+        // A term whose field and value are both empty is dropped as the selector is parsed
+        // (`fields.ParseSelector` of k8s.io/apimachinery), before field names are checked.
+        let list = h
+            .get(&format!("{path}?fieldSelector=%3D%2Cmetadata.name%3Da"))
+            .await
+            .body;
+        assert_eq!(names(&list), ["a"]);
+        let reply = h
+            .get(&format!("{path}?fieldSelector=metadata.name%3Da%2Cb"))
+            .await;
+        assert_eq!(reply.status, 400);
+        assert_eq!(
+            reply.body["message"],
+            "invalid selector: 'metadata.name=a,b'; can't understand 'b'"
+        );
         let reply = h.get(&format!("{path}?fieldSelector=spec.foo%3Dx")).await;
         assert_eq!(reply.status, 400);
         assert_eq!(

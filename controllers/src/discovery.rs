@@ -126,14 +126,14 @@ async fn get<T: serde::de::DeserializeOwned>(
     path: &str,
 ) -> Result<T, DiscoveryError> {
     // A collection GET without parameters is exactly a GET of the path.
-    let request = RequestBuilder::new(path.to_owned()).list(&ListParams::default());
-    client
-        .request(&request)
-        .await
-        .map_err(|source| DiscoveryError {
-            path: path.to_owned(),
-            source,
-        })
+    let error = |source| DiscoveryError {
+        path: path.to_owned(),
+        source,
+    };
+    let request = RequestBuilder::new(path.to_owned())
+        .list(&ListParams::default())
+        .map_err(error)?;
+    client.request(&request).await.map_err(error)
 }
 
 /// Reads the served resources (subresources excluded) of the preferred version of every

@@ -10,12 +10,11 @@
 //! against must be the same whatever is served.
 
 use axum::http::{Method, Uri};
-use kubemock_apimachinery::go;
+use kubemock_apimachinery::{fields, go};
 
 use super::Attributes;
 use crate::identity::UserInfo;
 use crate::query::Query;
-use crate::selector;
 use crate::status::ApiError;
 use crate::target;
 
@@ -126,8 +125,15 @@ impl ListOptions {
         let labels = query
             .get("labelSelector")
             .is_none_or(|text| kubemock_apimachinery::labels::Selector::parse(text).is_ok());
-        let fields = selector::exact_name(query.get("fieldSelector").unwrap_or(""));
-        match fields {
+        // `RequiresExactMatch("metadata.name")` of the parsed selector: its first term
+        // `metadata.name=` (or `==`) in sorted order.
+        let name =
+            fields::Selector::parse(query.get("fieldSelector").unwrap_or("")).map(|selector| {
+                selector
+                    .requires_exact_match("metadata.name")
+                    .map(str::to_owned)
+            });
+        match name {
             Ok(name) if integer("limit") && integer("timeoutSeconds") && labels => {
                 ListOptions { watch, name }
             }
