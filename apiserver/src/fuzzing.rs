@@ -106,9 +106,9 @@ impl FieldSelector {
         self.0.matches(object)
     }
 
-    /// The name, when the selector is exactly `metadata.name=<name>`.
-    pub fn single_name(&self) -> Option<&str> {
-        self.0.single_name()
+    /// The name the selector requires (`RequiresExactMatch("metadata.name")`).
+    pub fn exact_name(&self) -> Option<&str> {
+        self.0.exact_name()
     }
 }
 

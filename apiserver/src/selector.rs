@@ -318,18 +318,15 @@ impl FieldSelector {
         self.terms.iter().all(|term| term.matches(object))
     }
 
-    /// The name, if the selector is exactly `metadata.name=<name>` (or `==`): a watch of one
-    /// object.
-    pub(crate) fn single_name(&self) -> Option<&str> {
-        match self.terms.as_slice() {
-            [FieldTerm { requirement, .. }]
-                if requirement.operator == Operator::Equals
-                    && requirement.field == "metadata.name" =>
-            {
-                Some(&requirement.value)
-            }
-            _ => None,
-        }
+    /// The name the selector requires (`RequiresExactMatch("metadata.name")`: the first
+    /// `metadata.name=<name>` or `==` term, whatever else it asks), as a request for one
+    /// object checks it against the name in its path (`handlers/get.go`).
+    pub(crate) fn exact_name(&self) -> Option<&str> {
+        self.terms
+            .iter()
+            .map(|term| &term.requirement)
+            .find(|r| r.operator == Operator::Equals && r.field == "metadata.name")
+            .map(|r| r.value.as_str())
     }
 }
 
@@ -496,7 +493,7 @@ mod tests {
             let selector = FieldSelector::parse(text, &pods).unwrap();
             assert!(selector.is_empty(), "{text:?}");
             assert!(selector.matches(&json!({})));
-            assert_eq!(selector.single_name(), None);
+            assert_eq!(selector.exact_name(), None);
         }
     }
 
@@ -547,7 +544,7 @@ mod tests {
             &object
         ));
         let selector = FieldSelector::parse("metadata.name=x\\,y", &configmaps).unwrap();
-        assert_eq!(selector.single_name(), Some("x,y"));
+        assert_eq!(selector.exact_name(), Some("x,y"));
     }
 
     #[test]
@@ -900,12 +897,12 @@ mod tests {
     }
 
     #[test]
-    fn a_single_name_is_offered_only_for_a_lone_name_equality() {
+    fn the_exact_name_is_the_first_name_equality_as_requires_exact_match_finds_it() {
         let pods = resource("", "pods");
         let name = |text: &str| {
             FieldSelector::parse(text, &pods)
                 .unwrap()
-                .single_name()
+                .exact_name()
                 .map(str::to_owned)
         };
         assert_eq!(name("metadata.name=web"), Some("web".to_owned()));
@@ -915,7 +912,11 @@ mod tests {
         assert_eq!(name("metadata.name="), Some(String::new()));
         assert_eq!(name("metadata.name!=web"), None);
         assert_eq!(name("metadata.namespace=web"), None);
-        assert_eq!(name("metadata.name=web,status.phase=Running"), None);
+        assert_eq!(
+            name("metadata.name=web,status.phase=Running"),
+            Some("web".to_owned())
+        );
+        assert_eq!(name("status.phase=Running,metadata.name!=a"), None);
         assert_eq!(name(""), None);
     }
 
@@ -1003,7 +1004,7 @@ mod tests {
                     for object in &objects {
                         let _ = selector.matches(object);
                     }
-                    let _ = selector.single_name();
+                    let _ = selector.exact_name();
                 }
             }
             let _ = label_selector_string(&json!({

@@ -315,6 +315,16 @@ async fn s1_4_single_object_watches_see_only_that_object() {
             reply.body["message"],
             "fieldSelector metadata.name doesn't match requested name"
         );
+        // The selector need only require the name (`RequiresExactMatch`); its other terms
+        // filter as usual.
+        let mut both = h
+            .watch(&format!(
+                "{path}/x?watch=true&fieldSelector=metadata.name%3Dx%2Cmetadata.namespace%3D{ns}\
+                 &resourceVersion={start}"
+            ))
+            .await;
+        let event = both.next_event().await.unwrap();
+        assert_eq!(event["object"]["metadata"]["name"], "x");
     }
 }
 

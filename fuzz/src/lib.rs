@@ -191,14 +191,17 @@ pub fn selector(data: &[u8]) {
         && let Ok(selector) = FieldSelector::parse(text, resource(kind))
     {
         let matched = selector.matches(&object);
-        if let Some(name) = selector.single_name() {
+        // A selector that requires a name matches only objects of that name.
+        if let Some(name) = selector.exact_name()
+            && matched
+        {
             let actual = match object.pointer("/metadata/name") {
                 None | Some(Value::Null) => Some(""),
                 Some(Value::String(actual)) => Some(actual.as_str()),
                 Some(_) => None,
             };
             if let Some(actual) = actual {
-                assert_eq!(matched, actual == name, "{text:?} on a name {actual:?}");
+                assert_eq!(actual, name, "{text:?} matched a name {actual:?}");
             }
         }
     }

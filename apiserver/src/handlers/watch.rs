@@ -74,7 +74,7 @@ impl WatchRequest {
         let name = call.target.name.clone();
         if let Some(name) = &name
             && !selectors.fields.is_empty()
-            && selectors.fields.single_name() != Some(name.as_str())
+            && selectors.fields.exact_name() != Some(name.as_str())
         {
             return Err(ApiError::bad_request(
                 "fieldSelector metadata.name doesn't match requested name",
