@@ -20,7 +20,7 @@ use kubemock_controllers::kubelet::KubeletConfig;
 use kubemock_controllers::{LeaderElection, ManagerConfig};
 use kubemock_storage::{Config, Retention, SledStore};
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 /// A Kubernetes-compatible API server that starts in milliseconds.
 #[derive(Debug, Parser)]
@@ -64,6 +64,12 @@ struct ControllerManagerArgs {
     /// This candidate's identity in the Lease (default: host name and process id).
     #[arg(long)]
     leader_elect_identity: Option<String>,
+    /// Run each controller as its ServiceAccount in `kube-system` (created if missing) with a
+    /// TokenRequest token renewed before it expires, instead of the kubeconfig's user
+    /// (kube-controller-manager's flag and default: false).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1,
+          default_missing_value = "true")]
+    use_service_account_credentials: bool,
     #[command(flatten)]
     nodes: NodeArgs,
 }
@@ -119,6 +125,12 @@ struct ServeArgs {
     /// Controllers to run in-process: `*` for all, `name` to enable one, `-name` to disable.
     #[arg(long, default_value = "*")]
     controllers: String,
+    /// In the secure mode, run each controller as its ServiceAccount in `kube-system`, bound
+    /// by the bootstrap RBAC policy (kubeadm's setting of kube-controller-manager's flag);
+    /// `false`: every controller as `system:kube-controller-manager`.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+          default_missing_value = "true")]
+    use_service_account_credentials: bool,
     #[command(flatten)]
     nodes: NodeArgs,
     /// Read-only requests in flight at most (watches not counted); more are answered 429.
@@ -393,11 +405,78 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// The user the in-process controllers authenticate as in the secure mode
-/// (`user.KubeControllerManager`).
+/// The user the in-process controller manager authenticates as in the secure mode
+/// (`user.KubeControllerManager`), without the administrators' group: the bootstrap
+/// `system:kube-controller-manager` ClusterRoleBinding authorizes it.
 const CONTROLLER_MANAGER_USER: &str = "system:kube-controller-manager";
+/// The user the in-process scheduler authenticates as (`user.KubeScheduler`), authorized by
+/// the bootstrap `system:kube-scheduler` ClusterRoleBinding.
+const SCHEDULER_USER: &str = "system:kube-scheduler";
+/// The user that creates the simulated kubelets' ClusterRoleBinding (as kubeadm applies its
+/// objects with its administrator's kubeconfig); used for nothing else.
+const BOOTSTRAP_USER: &str = "kubemock:bootstrap";
 /// The group that every authorizer allows everything (`user.SystemPrivilegedGroup`).
 const ADMIN_GROUP: &str = kubemock_apiserver::security::ADMIN_GROUP;
+/// First wait before retrying the simulated kubelets' binding; doubled up to
+/// [`BOOTSTRAP_RETRY_CAP`].
+const BOOTSTRAP_RETRY_BASE: Duration = Duration::from_millis(100);
+/// Longest wait between attempts at the simulated kubelets' binding.
+const BOOTSTRAP_RETRY_CAP: Duration = Duration::from_secs(10);
+
+/// A client of `url` over TLS (trusting the cluster CA) with a client certificate of `user`
+/// in `groups`.
+fn certificate_client(
+    security: &Security,
+    url: &str,
+    user: &str,
+    groups: &[&str],
+) -> anyhow::Result<kubemock_client::Client> {
+    let identity = security
+        .issue_client_identity(user, groups)
+        .with_context(|| format!("issuing the client certificate of {user}"))?;
+    let mut config = kubemock_client::Config::new(url);
+    config.root_certificates = Some(security.server_ca_pem().as_bytes().to_vec());
+    config.client_identity =
+        Some(format!("{}{}", identity.certificate_pem, identity.key_pem).into_bytes());
+    kubemock_client::Client::new(config).with_context(|| format!("creating the client of {user}"))
+}
+
+/// The in-process components' credentials in the secure mode (README, "Security"): the
+/// controller manager as `system:kube-controller-manager`, each controller as its
+/// ServiceAccount (`use_accounts`) or as the manager, the scheduler as
+/// `system:kube-scheduler`, the simulated kubelets as `kubemock:node-simulator` (their
+/// ClusterRoleBinding created first when `kubelets` run); `None` when `stop` came first.
+async fn secure_credentials(
+    security: &Security,
+    url: &str,
+    use_accounts: bool,
+    kubelets: bool,
+    stop: &CancellationToken,
+) -> anyhow::Result<Option<kubemock_controllers::Credentials>> {
+    use kubemock_controllers::kubelet::identity::{SIMULATOR_USER, ensure_simulator_binding};
+    let root = certificate_client(security, url, CONTROLLER_MANAGER_USER, &[])?;
+    let mut credentials = kubemock_controllers::Credentials::shared(root)
+        .with_scheduler(certificate_client(security, url, SCHEDULER_USER, &[])?)
+        .with_kubelet(certificate_client(security, url, SIMULATOR_USER, &[])?);
+    if use_accounts {
+        let mut server = kubemock_client::Config::new(url);
+        server.root_certificates = Some(security.server_ca_pem().as_bytes().to_vec());
+        credentials = credentials.with_service_accounts(server);
+    }
+    if kubelets {
+        let admin = certificate_client(security, url, BOOTSTRAP_USER, &[ADMIN_GROUP])?;
+        let mut delay = BOOTSTRAP_RETRY_BASE;
+        while let Err(err) = ensure_simulator_binding(&admin).await {
+            warn!(error = %err, ?delay, "cannot bind the simulated kubelets' role; retrying");
+            tokio::select! {
+                () = stop.cancelled() => return Ok(None),
+                () = tokio::time::sleep(delay) => {}
+            }
+            delay = (delay * 2).min(BOOTSTRAP_RETRY_CAP);
+        }
+    }
+    Ok(Some(credentials))
+}
 
 /// mimalloc instead of glibc's malloc: a request allocates many small, short-lived values
 /// (JSON trees, field sets, keys), and glibc's allocator took about a sixth of the server's
@@ -547,26 +626,40 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let stop_controllers = CancellationToken::new();
     let manager = match controllers {
         Some(config) => {
-            let mut client_config = kubemock_client::Config::new(&url);
-            if let Some(security) = &security {
-                // The controllers' own client certificate, as the controller manager's
-                // identity and, until each controller's permissions are bound, an
-                // administrator's.
-                let identity = security
-                    .issue_client_identity(CONTROLLER_MANAGER_USER, &[ADMIN_GROUP])
-                    .context("issuing the controllers' client certificate")?;
-                client_config.root_certificates =
-                    Some(security.server_ca_pem().as_bytes().to_vec());
-                client_config.client_identity =
-                    Some(format!("{}{}", identity.certificate_pem, identity.key_pem).into_bytes());
-            }
-            let client = kubemock_client::Client::new(client_config)
-                .context("creating the controllers' client")?;
-            Some(tokio::spawn(kubemock_controllers::run(
-                client,
-                config,
-                stop_controllers.clone(),
-            )))
+            let stop = stop_controllers.clone();
+            let started = match &security {
+                // Certificates, the simulated kubelets' binding and the controllers' tokens
+                // come after the ready line: the secure mode's start does not wait for them.
+                Some(security) => {
+                    let (security, url) = (security.clone(), url.clone());
+                    let use_accounts = args.use_service_account_credentials;
+                    tokio::spawn(async move {
+                        let credentials = match secure_credentials(
+                            &security,
+                            &url,
+                            use_accounts,
+                            config.is_enabled(kubemock_controllers::manager::KUBELET),
+                            &stop,
+                        )
+                        .await
+                        {
+                            Ok(Some(credentials)) => credentials,
+                            Ok(None) => return,
+                            Err(err) => {
+                                error!(error = %format!("{err:#}"), "the controllers cannot start");
+                                return;
+                            }
+                        };
+                        kubemock_controllers::run_as(credentials, config, stop).await;
+                    })
+                }
+                None => {
+                    let client = kubemock_client::Client::new(kubemock_client::Config::new(&url))
+                        .context("creating the controllers' client")?;
+                    tokio::spawn(kubemock_controllers::run(client, config, stop))
+                }
+            };
+            Some(started)
         }
         None => None,
     };
@@ -613,7 +706,12 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     if let Some(url) = &args.master {
         client_config.cluster_url = url.trim_end_matches('/').to_owned();
     }
-    let client = kubemock_client::Client::new(client_config).context("creating the client")?;
+    let client =
+        kubemock_client::Client::new(client_config.clone()).context("creating the client")?;
+    let mut credentials = kubemock_controllers::Credentials::shared(client);
+    if args.use_service_account_credentials {
+        credentials = credentials.with_service_accounts(client_config);
+    }
     let token = CancellationToken::new();
     let signalled = shutdown_signal()?;
     let health = if args.health_port == 0 {
@@ -629,13 +727,17 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
         let identity = args.leader_elect_identity.unwrap_or_else(default_identity);
         info!(%identity, "campaigning for leadership");
         tokio::spawn(kubemock_controllers::run_with_leader_election(
-            client,
+            credentials,
             config,
             LeaderElection::new(&identity),
             token.clone(),
         ))
     } else {
-        tokio::spawn(kubemock_controllers::run(client, config, token.clone()))
+        tokio::spawn(kubemock_controllers::run_as(
+            credentials,
+            config,
+            token.clone(),
+        ))
     };
     tokio::select! {
         () = signalled => {

@@ -5,9 +5,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
+use parking_lot::RwLock;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -31,6 +33,61 @@ pub enum Auth {
     Bearer(String),
     /// A bearer token read from a file, re-read every [`TOKEN_FILE_REFRESH`].
     BearerFile(PathBuf),
+    /// A bearer token its owner replaces while clients use it (a TokenRequest token renewed
+    /// before it expires, as client-go's `transport.NewCachedTokenSource` serves one).
+    Shared(SharedToken),
+}
+
+/// A bearer token shared by its owner, who renews it, and the clients that send it: each
+/// request sends the token current when it is sent.
+///
+/// ```
+/// use kubemock_client::config::{Auth, SharedToken};
+///
+/// let token = SharedToken::new("first");
+/// let auth = Auth::Shared(token.clone());
+/// token.set("renewed");
+/// assert!(matches!(&auth, Auth::Shared(t) if t.get() == "renewed"));
+/// ```
+#[derive(Clone)]
+pub struct SharedToken {
+    /// The current token; written by the owner's renewals, read by every request.
+    current: Arc<RwLock<String>>,
+}
+
+impl SharedToken {
+    /// A shared token, `token` for now.
+    pub fn new(token: impl Into<String>) -> Self {
+        SharedToken {
+            current: Arc::new(RwLock::new(token.into())),
+        }
+    }
+
+    /// The current token.
+    pub fn get(&self) -> String {
+        self.current.read().clone()
+    }
+
+    /// Replaces the token: requests sent from now on carry `token`.
+    pub fn set(&self, token: impl Into<String>) {
+        *self.current.write() = token.into();
+    }
+}
+
+impl PartialEq for SharedToken {
+    /// The same shared token (not merely an equal value).
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.current, &other.current)
+    }
+}
+
+impl Eq for SharedToken {}
+
+impl std::fmt::Debug for SharedToken {
+    /// Never the token itself.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedToken(..)")
+    }
 }
 
 /// Everything needed to reach one API server.

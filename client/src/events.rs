@@ -101,7 +101,9 @@ impl Recorder {
         message: &str,
     ) {
         if let Err(err) = self.try_publish(reference, kind, reason, message).await {
-            tracing::warn!(error = %err, reason, "recording an event failed");
+            // The event's message too: it is often the failure being reported (client-go's
+            // broadcaster logs a rejected event whole).
+            tracing::warn!(error = %err, reason, event_message = %message, "recording an event failed");
         }
     }
 

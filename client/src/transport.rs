@@ -121,6 +121,7 @@ impl Client {
         match &self.inner.auth {
             Auth::None => Ok(None),
             Auth::Bearer(token) => Ok(Some(token.clone())),
+            Auth::Shared(token) => Ok(Some(token.get())),
             Auth::BearerFile(path) => {
                 let mut cached = self.inner.file_token.lock();
                 if let Some((read, token)) = cached.as_ref() {

@@ -55,3 +55,51 @@ pub enum Error {
 
 /// Result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Whether the server refused the controller's credentials (401) or a permission (403):
+    /// something an operator must grant, not a race that the next sync resolves.
+    pub fn is_access_denied(&self) -> bool {
+        match self {
+            Error::Client(err) => err.is_forbidden() || err.code() == Some(401),
+            _ => false,
+        }
+    }
+}
+
+/// The controllers' error policy: a rate-limited retry, as
+/// [`kubemock_client::controller::default_error_policy`]; a refused credential or permission
+/// is logged at warn first, with the server's message (which names the user and what it
+/// cannot do), as upstream's `utilruntime.HandleError` logs every failed sync. Other
+/// failures (conflicts above all) stay at the worker's debug.
+pub fn error_policy(
+    key: &kubemock_client::ObjectKey,
+    err: &Error,
+    retries: u32,
+) -> kubemock_client::Action {
+    if let (true, Error::Client(cause)) = (err.is_access_denied(), err) {
+        tracing::warn!(%key, error = %cause, retries, "sync refused by the server");
+    }
+    kubemock_client::Action::Requeue
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_credentials_and_permissions_are_access_denied() {
+        let forbidden = Error::Client(kubemock_client::Error::api(403, "Forbidden", "no"));
+        let unauthorized = Error::Client(kubemock_client::Error::api(401, "Unauthorized", "no"));
+        let conflict = Error::Client(kubemock_client::Error::api(409, "Conflict", "again"));
+        assert!(forbidden.is_access_denied());
+        assert!(unauthorized.is_access_denied());
+        assert!(!conflict.is_access_denied());
+        assert!(!Error::NotSynced.is_access_denied());
+        let key = kubemock_client::ObjectKey::new(Some("ns"), "a");
+        assert_eq!(
+            error_policy(&key, &forbidden, 0),
+            kubemock_client::Action::Requeue
+        );
+    }
+}

@@ -4,6 +4,8 @@
 //!
 //! # Layout
 //! - [`manager`]: which controllers run, one shared informer factory, leader election.
+//! - [`credentials`]: who each controller is: its ServiceAccount and a renewed TokenRequest
+//!   token (kube-controller-manager's `--use-service-account-credentials`), or the manager.
 //! - [`discovery`]: the served resources (preferred versions), for controllers that act on
 //!   every resource.
 //! - [`namespace`]: empties terminating namespaces, then finalizes them (§6.7).
@@ -32,6 +34,7 @@
 mod claim;
 pub mod clock;
 pub mod clusterroleaggregation;
+pub mod credentials;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
@@ -47,5 +50,6 @@ pub mod replicaset;
 pub mod scheduler;
 pub mod statefulset;
 
+pub use credentials::Credentials;
 pub use error::{Error, Result};
-pub use manager::{LeaderElection, ManagerConfig, run, run_with_leader_election};
+pub use manager::{LeaderElection, ManagerConfig, run, run_as, run_with_leader_election};

@@ -1,6 +1,7 @@
 //! The controller manager: one [`InformerFactory`] (one shared informer per resource across
-//! all controllers), the enabled controllers on it, and an orderly stop: controllers drain
-//! their queues, then the informers end. Optionally behind leader election, so that of
+//! all controllers), the enabled controllers on it, each with its own credentials
+//! ([`crate::credentials`]), and an orderly stop: controllers drain their queues, then the
+//! informers end. Optionally behind leader election, so that of
 //! several managers against one server exactly one acts.
 
 use std::collections::BTreeSet;
@@ -14,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::clusterroleaggregation::ClusterRoleAggregationController;
+use crate::credentials::{ControllerClients, Credentials, TTL_AFTER_FINISHED_ACCOUNT};
 use crate::cronjob::CronJobController;
 use crate::daemonset::DaemonSetController;
 use crate::deployment::DeploymentController;
@@ -171,70 +173,141 @@ impl ManagerConfig {
     }
 }
 
-/// Runs the enabled controllers against `client`'s server until `token` is cancelled.
+/// Runs the enabled controllers against `client`'s server until `token` is cancelled, every
+/// one as `client`'s user ([`Credentials::shared`]).
 pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken) {
-    let factory = Arc::new(InformerFactory::new(client.clone()));
+    run_as(Credentials::shared(client), config, token).await;
+}
+
+/// Runs the enabled controllers with `credentials` until `token` is cancelled: the shared
+/// informers as the manager, each controller as itself (its ServiceAccount, with
+/// [`Credentials::service_accounts`]), the scheduler and the simulated kubelets as theirs,
+/// on informers of their own when their client is.
+pub async fn run_as(credentials: Credentials, config: ManagerConfig, token: CancellationToken) {
+    let factory = Arc::new(InformerFactory::new(credentials.root.clone()));
+    let mut factories = vec![factory.clone()];
+    let mut clients = ControllerClients::new(&credentials, token.child_token());
     let mut controllers = JoinSet::new();
+    let started = start(
+        &credentials,
+        &config,
+        &mut clients,
+        &mut factories,
+        &mut controllers,
+        &token,
+    )
+    .await;
+    let informers = token.child_token();
+    if started.is_some() {
+        for factory in &factories {
+            factory.start(&informers);
+        }
+        tracing::info!(controllers = ?config.enabled, server = credentials.root.base_url(), "controller manager started");
+    }
+    token.cancelled().await;
+    while controllers.join_next().await.is_some() {}
+    clients.shutdown().await;
+    informers.cancel();
+    for factory in factories {
+        factory.shutdown().await;
+    }
+    tracing::info!("controller manager stopped");
+}
+
+/// Makes the enabled controllers, each with its client, on `factories` (the shared one
+/// first), and spawns them into `controllers`; `None` when `token` was cancelled before all
+/// had their clients.
+async fn start(
+    credentials: &Credentials,
+    config: &ManagerConfig,
+    clients: &mut ControllerClients,
+    factories: &mut Vec<Arc<InformerFactory>>,
+    controllers: &mut JoinSet<()>,
+    token: &CancellationToken,
+) -> Option<()> {
+    let factory = factories[0].clone();
     if config.is_enabled(GARBAGE_COLLECTOR) {
-        let collector = GarbageCollector::new(client.clone(), factory.clone());
+        let client = clients.client(GARBAGE_COLLECTOR).await?;
+        let collector = GarbageCollector::new(client, factory.clone());
         controllers.spawn(collector.run(token.child_token()));
     }
     if config.is_enabled(DEPLOYMENT) {
-        let controller = DeploymentController::new(client.clone(), &factory);
+        let controller = DeploymentController::new(clients.client(DEPLOYMENT).await?, &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(DAEMONSET) {
-        let controller = DaemonSetController::new(client.clone(), &factory);
+        let controller = DaemonSetController::new(clients.client(DAEMONSET).await?, &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(REPLICASET) {
-        let controller = ReplicaSetController::new(client.clone(), &factory);
+        let controller = ReplicaSetController::new(clients.client(REPLICASET).await?, &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(STATEFULSET) {
-        let controller = StatefulSetController::new(client.clone(), &factory);
+        let client = clients.client(STATEFULSET).await?;
+        let controller = StatefulSetController::new(client, &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(JOB) {
-        let controller = JobController::new(client.clone(), &factory);
+        let ttl = clients.account_client(TTL_AFTER_FINISHED_ACCOUNT).await?;
+        let controller =
+            JobController::new(clients.client(JOB).await?, &factory).with_ttl_client(ttl);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(ENDPOINTS) {
-        let controller = EndpointsController::new(client.clone(), &factory);
+        let controller = EndpointsController::new(clients.client(ENDPOINTS).await?, &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(ENDPOINTSLICE) {
-        let controller = EndpointSliceController::new(client.clone(), &factory);
+        let client = clients.client(ENDPOINTSLICE).await?;
+        let controller = EndpointSliceController::new(client, &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(CRONJOB) {
-        let controller = CronJobController::new(client.clone(), &factory, config.clock.clone());
+        let client = clients.client(CRONJOB).await?;
+        let controller = CronJobController::new(client, &factory, config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(SCHEDULER) {
-        let scheduler = Scheduler::new(client.clone(), &factory);
+        let (client, informers) = own_or_shared(&credentials.scheduler, factories);
+        let scheduler = Scheduler::new(
+            client.unwrap_or_else(|| credentials.root.clone()),
+            &informers,
+        );
         controllers.spawn(scheduler.run(token.child_token()));
     }
     if config.is_enabled(KUBELET) {
-        let kubelet = Kubelet::new(client.clone(), &factory, config.kubelet.clone());
+        let (client, informers) = own_or_shared(&credentials.kubelet, factories);
+        let client = client.unwrap_or_else(|| credentials.root.clone());
+        let kubelet = Kubelet::new(client, &informers, config.kubelet.clone());
         controllers.spawn(kubelet.run(token.child_token()));
     }
     if config.is_enabled(NAMESPACE) {
-        let controller = NamespaceController::new(client.clone(), &factory);
+        let controller = NamespaceController::new(clients.client(NAMESPACE).await?, &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(CLUSTERROLE_AGGREGATION) {
-        let controller = ClusterRoleAggregationController::new(client.clone(), &factory);
+        let client = clients.client(CLUSTERROLE_AGGREGATION).await?;
+        let controller = ClusterRoleAggregationController::new(client, &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
-    let informers = token.child_token();
-    factory.start(&informers);
-    tracing::info!(controllers = ?config.enabled, server = client.base_url(), "controller manager started");
-    token.cancelled().await;
-    while controllers.join_next().await.is_some() {}
-    informers.cancel();
-    factory.shutdown().await;
-    tracing::info!("controller manager stopped");
+    Some(())
+}
+
+/// A component's own client with informers of its own (added to `factories`), or `None` and
+/// the shared informers.
+fn own_or_shared(
+    own: &Option<Client>,
+    factories: &mut Vec<Arc<InformerFactory>>,
+) -> (Option<Client>, Arc<InformerFactory>) {
+    match own {
+        Some(client) => {
+            let factory = Arc::new(InformerFactory::new(client.clone()));
+            factories.push(factory.clone());
+            (Some(client.clone()), factory)
+        }
+        None => (None, factories[0].clone()),
+    }
 }
 
 /// Where the leader-election lease lives, and who this candidate is.
@@ -263,17 +336,17 @@ impl LeaderElection {
 /// controllers while leading, and stops them when leadership ends (then returns, as
 /// kube-controller-manager exits, so a supervisor restarts it as a candidate).
 pub async fn run_with_leader_election(
-    client: Client,
+    credentials: Credentials,
     config: ManagerConfig,
     election: LeaderElection,
     token: CancellationToken,
 ) {
-    let leases: Api<Lease> = Api::namespaced(client.clone(), &election.namespace);
+    let leases: Api<Lease> = Api::namespaced(credentials.root.clone(), &election.namespace);
     let elector = LeaderElector::new(leases, &election.name, election.config);
     elector
         .run(
             token,
-            move |leading| run(client, config, leading),
+            move |leading| run_as(credentials, config, leading),
             |event| match event {
                 LeaderEvent::NewLeader(holder) => tracing::info!(%holder, "new leader"),
                 LeaderEvent::StartedLeading => tracing::info!("started leading"),

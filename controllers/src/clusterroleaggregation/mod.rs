@@ -17,7 +17,7 @@ mod aggregate;
 use std::sync::Arc;
 
 use k8s_openapi::api::rbac::v1::ClusterRole;
-use kubemock_client::controller::{Action, default_error_policy};
+use kubemock_client::controller::Action;
 use kubemock_client::informer::Handlers;
 use kubemock_client::{
     Api, Client, Controller, InformerFactory, ObjectKey, Patch, PatchParams, Resource,
@@ -75,7 +75,7 @@ impl ClusterRoleAggregationController {
         controller
             .run(
                 move |key| sync(key, ctx.clone()),
-                default_error_policy,
+                crate::error::error_policy,
                 token,
             )
             .await;

@@ -13,7 +13,6 @@ mod sync;
 use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use kubemock_client::controller::default_error_policy;
 use kubemock_client::events::Recorder;
 use kubemock_client::{
     ApiResource, Client, Controller, InformerFactory, Resource, SharedInformer, Store,
@@ -89,7 +88,7 @@ impl CronJobController {
         };
         let run = controller.run(
             move |key| sync::sync(key, ctx.clone()),
-            default_error_policy,
+            crate::error::error_policy,
             token.clone(),
         );
         tokio::join!(run, clock_moves);

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
-use kubemock_client::controller::{controller_of, default_error_policy};
+use kubemock_client::controller::controller_of;
 use kubemock_client::events::Recorder;
 use kubemock_client::informer::Handlers;
 use kubemock_client::{
@@ -91,7 +91,7 @@ impl DeploymentController {
         controller
             .run(
                 move |key| sync::sync(key, ctx.clone()),
-                default_error_policy,
+                crate::error::error_policy,
                 token,
             )
             .await;

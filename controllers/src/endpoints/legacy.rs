@@ -12,7 +12,6 @@ use k8s_openapi::api::core::v1::{
     EndpointAddress, EndpointPort, EndpointSubset, Endpoints, Pod, Service,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kubemock_client::controller::default_error_policy;
 use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::{
     Action, Api, ApiResource, Client, Controller, InformerFactory, ObjectKey, PostParams, Resource,
@@ -83,7 +82,7 @@ impl EndpointsController {
         controller
             .run(
                 move |key| sync(key, ctx.clone()),
-                default_error_policy,
+                crate::error::error_policy,
                 token,
             )
             .await;

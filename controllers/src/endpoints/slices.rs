@@ -16,7 +16,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kubemock_client::controller::{controller_reference, default_error_policy};
+use kubemock_client::controller::controller_reference;
 use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::{
     Action, Api, ApiResource, Client, Controller, DeleteParams, InformerFactory, ObjectKey,
@@ -101,7 +101,7 @@ impl EndpointSliceController {
         controller
             .run(
                 move |key| sync(key, ctx.clone()),
-                default_error_policy,
+                crate::error::error_policy,
                 token,
             )
             .await;

@@ -16,7 +16,7 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus, UncountedTerminatedPods};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kubemock_client::controller::{controller_of, controller_reference, default_error_policy};
+use kubemock_client::controller::{controller_of, controller_reference};
 use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::informer::Handlers;
 use kubemock_client::{
@@ -38,6 +38,9 @@ const DEFAULT_BACKOFF_LIMIT: i32 = 6;
 
 struct Context {
     client: Client,
+    /// The TTL-after-finished controller's client (its own ServiceAccount upstream: the Job
+    /// controller may not delete Jobs).
+    ttl_client: Client,
     jobs: Store<Job>,
     pods: Store<Pod>,
     expectations: Arc<Expectations>,
@@ -47,6 +50,8 @@ struct Context {
 /// The Job controller.
 pub struct JobController {
     client: Client,
+    /// Deletes finished Jobs past their TTL ([`JobController::with_ttl_client`]).
+    ttl_client: Client,
     jobs: SharedInformer<Job>,
     pods: SharedInformer<Pod>,
 }
@@ -55,10 +60,19 @@ impl JobController {
     /// A controller on `factory`'s shared Job and Pod informers.
     pub fn new(client: Client, factory: &InformerFactory) -> Self {
         JobController {
+            ttl_client: client.clone(),
             client,
             jobs: factory.informer::<Job>(),
             pods: factory.informer::<Pod>(),
         }
+    }
+
+    /// Deletes expired Jobs with `client`: upstream's TTL-after-finished controller is a
+    /// controller of its own, with its own identity (`ttl-after-finished-controller`).
+    #[must_use]
+    pub fn with_ttl_client(mut self, client: Client) -> Self {
+        self.ttl_client = client;
+        self
     }
 
     /// Runs until `token` is cancelled.
@@ -66,6 +80,7 @@ impl JobController {
         let expectations = Arc::new(Expectations::default());
         let ctx = Arc::new(Context {
             client: self.client.clone(),
+            ttl_client: self.ttl_client.clone(),
             jobs: self.jobs.store(),
             pods: self.pods.store(),
             expectations: expectations.clone(),
@@ -100,7 +115,7 @@ impl JobController {
         controller
             .run(
                 move |key| sync(key, ctx.clone()),
-                default_error_policy,
+                crate::error::error_policy,
                 token,
             )
             .await;
@@ -148,7 +163,8 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
                 (due - now.0).to_std().unwrap_or_default(),
             ));
         }
-        match jobs.delete(&key.name, &DeleteParams::background()).await {
+        let expired: Api<Job> = Api::namespaced(ctx.ttl_client.clone(), &namespace);
+        match expired.delete(&key.name, &DeleteParams::background()).await {
             Ok(_) => {}
             Err(err) if err.is_not_found() => {}
             Err(err) => return Err(err.into()),

@@ -10,7 +10,10 @@
 //! `kwok.x-k8s.io/node: fake`) are simulated too: reported Ready with the same conditions,
 //! addresses and (unless given) capacity, and their pods run; so tests add and remove nodes.
 //! They get no heartbeat Lease.
+//!
+//! In the secure mode they run as [`identity::SIMULATOR_USER`] ([`identity`]).
 
+pub mod identity;
 pub mod node;
 
 use std::collections::HashMap;
@@ -20,7 +23,6 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
-use kubemock_client::controller::default_error_policy;
 use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::request::Preconditions;
 use kubemock_client::{
@@ -140,7 +142,7 @@ impl Kubelet {
         let simulated_nodes =
             tokio::spawn(Controller::new("kubelet-nodes", self.nodes.clone()).run(
                 move |key| sync_node(key, node_ctx.clone()),
-                default_error_policy,
+                crate::error::error_policy,
                 token.clone(),
             ));
         if self.config.nodes > 0 {
@@ -177,7 +179,7 @@ impl Kubelet {
             })
             .run(
                 move |key| sync_pod(key, ctx.clone()),
-                default_error_policy,
+                crate::error::error_policy,
                 token,
             )
             .await;

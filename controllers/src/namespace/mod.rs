@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, NamespaceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kubemock_client::controller::default_error_policy;
 use kubemock_client::request::RequestBuilder;
 use kubemock_client::{
     Action, Api, Client, Controller, InformerFactory, ObjectKey, PostParams, SharedInformer,
@@ -57,7 +56,7 @@ impl NamespaceController {
             .workers(WORKERS)
             .run(
                 move |key| sync(key, client.clone()),
-                default_error_policy,
+                crate::error::error_policy,
                 token,
             )
             .await;

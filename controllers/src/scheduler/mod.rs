@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kubemock_client::controller::default_error_policy;
 use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::informer::Handlers;
 use kubemock_client::request::RequestBuilder;
@@ -103,7 +102,7 @@ impl Scheduler {
         controller
             .run(
                 move |key| schedule(key, ctx.clone()),
-                default_error_policy,
+                crate::error::error_policy,
                 token,
             )
             .await;

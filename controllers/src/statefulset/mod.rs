@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kubemock_client::controller::{controller_of, default_error_policy};
+use kubemock_client::controller::controller_of;
 use kubemock_client::events::Recorder;
 use kubemock_client::{
     ApiResource, Client, Controller, InformerFactory, ObjectKey, Resource, Selector,
@@ -83,7 +83,7 @@ impl StatefulSetController {
         controller
             .run(
                 move |key| sync::sync(key, ctx.clone()),
-                default_error_policy,
+                crate::error::error_policy,
                 token,
             )
             .await;
