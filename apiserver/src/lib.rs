@@ -45,7 +45,8 @@
 //!   anonymous) and impersonation; `authenticate`: the pipeline's authentication step (with
 //!   the ServiceAccount tokens of `tokens`); `authz`: what users may do (the authorizer chain,
 //!   RBAC, the authorization step, escalation prevention); [`security`]: the secure mode's
-//!   files and options; `tls`: the TLS listener.
+//!   files and options; `tls`: the TLS listener; `audit`: the audit log (policy, events,
+//!   the writer).
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
@@ -67,6 +68,7 @@ mod accept;
 mod admission;
 mod allocator;
 mod apiservices;
+mod audit;
 mod authenticate;
 mod authn;
 mod authorize;
@@ -120,6 +122,10 @@ use tracing::error;
 pub use allocator::{
     DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, NodePortRange, ServiceCidr,
 };
+pub use audit::{
+    AuditConfig, AuditLog, Level as AuditLevel, Policy as AuditPolicy,
+    PolicyError as AuditPolicyError,
+};
 pub use authz::{AuthorizationMode, AuthorizerKind};
 pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
 pub use kubeconfig::{kubeconfig, secure_kubeconfig};
@@ -150,9 +156,10 @@ pub mod protobuf {
 /// `routes` behind the request pipeline over `state`, outermost first: panics become a 500
 /// `Status` (a safety net, not a strategy); every 5xx is logged once; each request is
 /// classified (verb, resource, scope: `target`), then timed and counted (`metrics`), then
-/// authenticated (and impersonation applied: `authenticate`), then held to the in-flight
-/// limit (`limits`), then authorized unless the mode is plain `AlwaysAllow`
-/// (`authorize`), then routed.
+/// authenticated (`authenticate`), then audited when the server audits (`audit`), then
+/// impersonation is applied (`authenticate::ImpersonationLayer`), then held to the in-flight
+/// limit (`limits`), then authorized unless the mode is plain `AlwaysAllow` and nothing is
+/// audited (`authorize`), then routed.
 ///
 /// The pipeline wraps the router rather than being its layers: axum layers a router by
 /// wrapping each route, and clones a route per request, so every layer there cost a boxed
@@ -171,8 +178,11 @@ fn app(
     use axum::middleware::{from_fn_with_state, map_response};
     let (metrics, in_flight) = (state.metrics().clone(), state.in_flight().clone());
     let config = state.config();
-    let authorize = (config.authorization_mode != authz::AuthorizationMode::always_allow())
-        .then(|| from_fn_with_state(state.clone(), authorize::authorize));
+    // Audited requests are annotated with the authorization decision, so the step runs
+    // whenever the server audits, as upstream's always does.
+    let authorize = (config.authorization_mode != authz::AuthorizationMode::always_allow()
+        || config.audit.is_some())
+    .then(|| from_fn_with_state(state.clone(), authorize::authorize));
     tower::ServiceBuilder::new()
         .map_response(IntoResponse::into_response)
         .layer(CatchPanicLayer::custom(panic_to_status))
@@ -180,6 +190,8 @@ fn app(
         .layer(from_fn_with_state(state.clone(), handlers::classify))
         .layer(from_fn_with_state(metrics, metrics::observe))
         .layer(authenticate::AuthenticationLayer::new(state.clone()))
+        .option_layer(config.audit.clone().map(audit::AuditLayer::new))
+        .layer(authenticate::ImpersonationLayer::new(state.clone()))
         .layer(from_fn_with_state(in_flight, limits::limit))
         .option_layer(authorize)
         .service(routes)
@@ -228,6 +240,13 @@ pub async fn serve(
     let routes = routes::routes().with_state(state.clone());
     let service = app(state.clone(), routes);
     let result = match &state.config().security {
+        // The audit log's `sourceIPs` want the peer's address.
+        None if state.config().audit.is_some() => {
+            let service = service.into_make_service_with_connect_info::<std::net::SocketAddr>();
+            axum::serve(listener, service)
+                .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+                .await
+        }
         None => {
             axum::serve(listener, service.into_make_service())
                 .with_graceful_shutdown(shutdown.clone().cancelled_owned())
@@ -249,6 +268,10 @@ pub async fn serve(
     // Watch tasks end on the same token; wait for them so nothing outlives the server.
     state.tasks().close();
     state.tasks().wait().await;
+    // Every request has ended: what they audited is written out before `serve` returns.
+    if let Some(audit) = &state.config().audit {
+        audit.flush().await;
+    }
     result
 }
 
