@@ -99,6 +99,10 @@ impl Sink {
             AuditLog::Stdout => Box::new(std::io::stdout()),
             AuditLog::File(path) => Box::new(open(path)?),
         };
+        Sink::start_writing(out)
+    }
+
+    fn start_writing(out: Box<dyn Write + Send>) -> std::io::Result<Sink> {
         let (sender, receiver) = mpsc::channel(BUFFERED_EVENTS);
         let counts = Arc::new(Counts::default());
         let sink = Sink {
@@ -237,5 +241,62 @@ fn write_events(
     }
     if let Err(err) = out.flush() {
         failed(err);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc as std_mpsc;
+
+    use super::*;
+
+    /// A writer that blocks until told to go on, then keeps what it is given.
+    struct Stalled {
+        go: std_mpsc::Receiver<()>,
+        written: Arc<parking_lot::Mutex<Vec<u8>>>,
+        waited: bool,
+    }
+
+    impl Write for Stalled {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if !self.waited {
+                let _ = self.go.recv();
+                self.waited = true;
+            }
+            self.written.lock().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_writer_that_falls_behind_loses_events_counted_and_blocks_no_sender() {
+        let (go, wait) = std_mpsc::channel();
+        let written = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let out = Stalled {
+            go: wait,
+            written: Arc::clone(&written),
+            waited: false,
+        };
+        // A line longer than the write buffer reaches the stalled writer at once.
+        let sink = Sink::start_writing(Box::new(out)).expect("a writer thread");
+        let total = BUFFERED_EVENTS + 10;
+        sink.send(vec![b'x'; WRITE_BUFFER_BYTES + 1]);
+        for _ in 1..total {
+            sink.send(b"{}\n".to_vec());
+        }
+        let (events, errors) = (
+            sink.counts().events.load(Ordering::Relaxed),
+            sink.counts().errors.load(Ordering::Relaxed),
+        );
+        assert_eq!(events + errors, total as u64);
+        assert!(errors >= 9, "errors {errors}");
+        go.send(()).expect("the writer waits");
+        sink.flush().await;
+        let lines = written.lock().iter().filter(|b| **b == b'\n').count();
+        assert_eq!(lines as u64, events - 1);
     }
 }
