@@ -251,6 +251,7 @@ where
             let mut pending = pending;
             pending.responded(&response);
             if long_running {
+                pending.handle.copy_into(&mut pending.event);
                 let stage = Stage::ResponseStarted;
                 emit(
                     &pending.sink,
