@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Audit logging's cost: create and GET throughput of `kubemock serve --no-controllers` without
 # audit and with every request audited at Metadata level into a file (README, "Audit"), with
-# the load generator's `run` (64 connections by default), the two servers alternating for
+# the load generator's `load` (64 connections by default), the two servers alternating for
 # ROUNDS rounds so that a shared machine's noise falls on both.
 #
 #   bench/audit.sh                 # 3 rounds, 2 s warm-up, 10 s per row
@@ -13,7 +13,7 @@ duration="${DURATION:-10}"
 target="${CARGO_TARGET_DIR:-target}/release"
 cargo build --release --quiet -p kubemock -p kubemock-loadgen
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${pid:-}" ] && kill -TERM "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 cat >"$work/policy.yaml" <<'YAML'
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -42,7 +42,7 @@ for round in $(seq "$rounds"); do
     esac
     for scenario in create get; do
       printf 'round %s audit=%-8s %-6s ' "$round" "$mode" "$scenario"
-      "$target/kubemock-loadgen" run --url "$url" --scenario "$scenario" \
+      "$target/kubemock-loadgen" load --url "$url" --scenario "$scenario" \
         --duration "$duration" --server-pid "$pid" --json "$work/report.json" >/dev/null
       python3 - "$work/report.json" <<'PY'
 import json, sys
