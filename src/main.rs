@@ -112,6 +112,8 @@ struct ServeArgs {
     port: u16,
     #[command(flatten)]
     security: SecurityArgs,
+    #[command(flatten)]
+    audit: AuditArgs,
     /// Data directory for a durable store; without it the store is ephemeral.
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -237,6 +239,93 @@ struct SecurityArgs {
     /// embedded).
     #[arg(long)]
     etcd_servers: Option<String>,
+}
+
+/// kube-apiserver's audit log flags (README, "Audit").
+#[derive(Debug, Args)]
+struct AuditArgs {
+    /// Write audit events here, one JSON object a line (`-`: standard output). Nothing is
+    /// written without `--audit-policy-file`, as kube-apiserver.
+    #[arg(long)]
+    audit_log_path: Option<String>,
+    /// The audit policy: an `audit.k8s.io/v1` `Policy`, YAML or JSON. Nothing is written
+    /// without `--audit-log-path`.
+    #[arg(long)]
+    audit_policy_file: Option<PathBuf>,
+    /// The events' format: `json` (kube-apiserver's `legacy` text format is not served).
+    #[arg(long, default_value = "json")]
+    audit_log_format: String,
+    /// Accepted and ignored: kubemock does not rotate the audit log.
+    #[arg(long)]
+    audit_log_maxage: Option<i64>,
+    /// Accepted and ignored: kubemock does not rotate the audit log.
+    #[arg(long)]
+    audit_log_maxbackup: Option<i64>,
+    /// Accepted and ignored: kubemock does not rotate the audit log.
+    #[arg(long)]
+    audit_log_maxsize: Option<i64>,
+}
+
+impl AuditArgs {
+    /// The audit configuration, its policy read and its log opened; `None` unless both a
+    /// path and a policy are given (kube-apiserver's `AuditOptions.ApplyTo` builds no log
+    /// backend without a policy, and a policy without a backend records nothing).
+    fn config(&self) -> anyhow::Result<Option<kubemock_apiserver::AuditConfig>> {
+        if self.audit_log_format != "json" {
+            anyhow::bail!(
+                "invalid audit log format {:?}: kubemock writes only \"json\" (kube-apiserver's \"legacy\" text format is not served)",
+                self.audit_log_format
+            );
+        }
+        for (flag, value) in [
+            ("--audit-log-maxage", self.audit_log_maxage),
+            ("--audit-log-maxbackup", self.audit_log_maxbackup),
+            ("--audit-log-maxsize", self.audit_log_maxsize),
+        ] {
+            if let Some(value) = value {
+                if value < 0 {
+                    anyhow::bail!("{flag} {value} can't be a negative number");
+                }
+                warn!(
+                    flag,
+                    value, "accepted and ignored: kubemock does not rotate the audit log"
+                );
+            }
+        }
+        let policy = match &self.audit_policy_file {
+            None => None,
+            Some(path) => {
+                let bytes = std::fs::read(path)
+                    .with_context(|| format!("reading the audit policy file {}", path.display()))?;
+                let (policy, warnings) = kubemock_apiserver::AuditPolicy::parse(&bytes)
+                    .with_context(|| format!("loading audit policy file {}", path.display()))?;
+                for warning in warnings {
+                    warn!(%warning, file = %path.display(), "audit policy: field ignored");
+                }
+                Some(policy)
+            }
+        };
+        match (&self.audit_log_path, policy) {
+            (Some(path), Some(policy)) => {
+                let log = kubemock_apiserver::AuditLog::from_path(path);
+                let config = kubemock_apiserver::AuditConfig::start(policy, &log)
+                    .with_context(|| format!("opening the audit log {path}"))?;
+                info!(path = %path, "audit log enabled");
+                Ok(Some(config))
+            }
+            (Some(_), None) => {
+                warn!(
+                    "no audit policy file provided: no events will be recorded for the audit log"
+                );
+                Ok(None)
+            }
+            (None, Some(_)) => {
+                warn!("an audit policy file without --audit-log-path: no events will be recorded");
+                Ok(None)
+            }
+            (None, None) => Ok(None),
+        }
+    }
 }
 
 impl SecurityArgs {
@@ -538,6 +627,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .context("opening the store")?
         .context("opening the store")?;
     args.security.log_ignored();
+    let audit = args.audit.config()?;
     let secure = args.security.secure();
     let setup_started = std::time::Instant::now();
     let pki = Arc::new(args.security.pki()?);
@@ -620,6 +710,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             pki,
             service_account_issuer: issuer,
             api_audiences: args.security.api_audiences.clone(),
+            audit,
         },
         shutdown.clone(),
     ));

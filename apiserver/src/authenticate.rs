@@ -2,8 +2,10 @@
 //! (`staging/src/k8s.io/apiserver/pkg/endpoints/filters/authentication.go`, then
 //! `impersonation.go`): the authenticators of `authn` decide who a request is made by, the
 //! ServiceAccount authenticator (`tokens`, which reads the store) judges the JWTs they leave to
-//! it, impersonation is applied, and the user goes into the request's extensions as a
-//! [`Requester`]. A request no authenticator accepts is upstream's 401 `Unauthorized`.
+//! it, and the user goes into the request's extensions as a [`Requester`]. A request no
+//! authenticator accepts is upstream's 401 `Unauthorized` (audited as upstream's
+//! `WithFailedAuthenticationAudit` does). Impersonation is the later step of
+//! [`ImpersonationLayer`]: the audit layer sits between the two, as upstream's.
 //!
 //! The step is a tower layer rather than an axum `from_fn` middleware: in the open mode it
 //! costs one `Arc` clone and a look at the header names per request, with no boxed future.
@@ -18,8 +20,9 @@ use axum::response::{IntoResponse, Response};
 use futures_util::future::{BoxFuture, Either};
 use tracing::{debug, warn};
 
+use crate::audit::{self, AuditHandle};
 use crate::authn::{Authenticator, Step, impersonation};
-use crate::identity::{Requester, UserInfo};
+use crate::identity::{self, Requester, UserInfo};
 use crate::state::AppState;
 use crate::status::ApiError;
 use crate::tokens;
@@ -45,20 +48,23 @@ async fn service_account(state: &AppState, token: &str) -> Option<Arc<UserInfo>>
     }
 }
 
-/// After authentication: impersonation (if asked for), the user into the extensions, the
-/// credentials out of the headers (as upstream removes `Authorization` once it is used).
-fn admit(state: &AppState, request: &mut Request, user: Arc<UserInfo>) -> Result<(), ApiError> {
-    let user = if impersonation::asked(request.headers()) {
-        match impersonation::impersonate(request.headers_mut(), &user, state.authorizer())? {
-            Some(impersonated) => Arc::new(impersonated),
-            None => user,
-        }
-    } else {
-        user
-    };
+/// After authentication: the user into the extensions, the credentials out of the headers (as
+/// upstream removes `Authorization` once it is used). Impersonation is a step of its own,
+/// after the audit layer ([`ImpersonationLayer`]).
+fn admit(request: &mut Request, user: Arc<UserInfo>) {
     request.headers_mut().remove(header::AUTHORIZATION);
     request.extensions_mut().insert(Requester(user));
-    Ok(())
+}
+
+/// The 401 of a request no authenticator accepted, audited when the server audits
+/// (`WithFailedAuthenticationAudit`).
+fn refuse(state: &AppState, request: &Request) -> Response {
+    let mut response = unauthorized();
+    if let Some(audit) = &state.config().audit {
+        let id = audit::failed_authentication(audit, request);
+        audit::set_audit_id(&mut response, id);
+    }
+    response
 }
 
 /// The authentication step of the request pipeline (see the module documentation).
@@ -122,11 +128,11 @@ where
             Either::Right(Box::pin(std::future::ready(Ok(response))))
         };
         match step {
-            Step::User(user) => match admit(&self.state, &mut request, user) {
-                Ok(()) => Either::Left(self.inner.call(request)),
-                Err(err) => answer(err.into_response()),
-            },
-            Step::Unauthorized => answer(unauthorized()),
+            Step::User(user) => {
+                admit(&mut request, user);
+                Either::Left(self.inner.call(request))
+            }
+            Step::Unauthorized => answer(refuse(&self.state, &request)),
             Step::ServiceAccountToken(token) => {
                 // The ready service goes into the future; a clone stays for the next call.
                 let clone = self.inner.clone();
@@ -134,14 +140,79 @@ where
                 let state = self.state.clone();
                 Either::Right(Box::pin(async move {
                     let Some(user) = service_account(&state, &token).await else {
-                        return Ok(unauthorized());
+                        return Ok(refuse(&state, &request));
                     };
-                    match admit(&state, &mut request, user) {
-                        Ok(()) => inner.call(request).await,
-                        Err(err) => Ok(err.into_response()),
-                    }
+                    admit(&mut request, user);
+                    inner.call(request).await
                 }))
             }
+        }
+    }
+}
+
+/// The impersonation step of the request pipeline
+/// (`staging/src/k8s.io/apiserver/pkg/endpoints/filters/impersonation.go`): after
+/// authentication and the audit layer (which records the user who authenticated, and here
+/// learns whom they impersonate), before the in-flight limit. A request without
+/// impersonation headers costs a look at the header names.
+#[derive(Clone)]
+pub(crate) struct ImpersonationLayer {
+    state: AppState,
+}
+
+impl ImpersonationLayer {
+    pub(crate) fn new(state: AppState) -> Self {
+        ImpersonationLayer { state }
+    }
+}
+
+impl<S> tower::Layer<S> for ImpersonationLayer {
+    type Service = Impersonate<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Impersonate {
+            state: self.state.clone(),
+            inner,
+        }
+    }
+}
+
+/// The service of [`ImpersonationLayer`].
+#[derive(Clone)]
+pub(crate) struct Impersonate<S> {
+    state: AppState,
+    inner: S,
+}
+
+impl<S> tower::Service<Request> for Impersonate<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<S::Future, std::future::Ready<Result<Response, Infallible>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        if !impersonation::asked(request.headers()) {
+            return Either::Left(self.inner.call(request));
+        }
+        let user = identity::requester(request.extensions());
+        match impersonation::impersonate(request.headers_mut(), &user, self.state.authorizer()) {
+            Ok(None) => Either::Left(self.inner.call(request)),
+            Ok(Some(impersonated)) => {
+                if let Some(audit) = AuditHandle::of(request.extensions()) {
+                    audit.impersonated(&impersonated);
+                }
+                request
+                    .extensions_mut()
+                    .insert(Requester(Arc::new(impersonated)));
+                Either::Left(self.inner.call(request))
+            }
+            Err(err) => Either::Right(std::future::ready(Ok(err.into_response()))),
         }
     }
 }

@@ -113,6 +113,19 @@ pub(crate) struct Snapshot {
     pub(crate) compacted: Option<u64>,
     /// Definition writes that gave up waiting for the CustomResourceDefinitions controller.
     pub(crate) crd_sync_timeouts: u64,
+    /// The audit log's counters, when the server audits.
+    pub(crate) audit: Option<AuditSnapshot>,
+}
+
+/// The audit log's counters (upstream's `pkg/audit/metrics.go`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AuditSnapshot {
+    /// Events handed to the log writer.
+    pub(crate) events: u64,
+    /// Events dropped (the writer behind, or writing failed).
+    pub(crate) errors: u64,
+    /// Requests by policy level: None, Metadata, Request, RequestResponse.
+    pub(crate) levels: [u64; 4],
 }
 
 impl Metrics {
@@ -249,6 +262,48 @@ impl Metrics {
             Vec::new(),
             snapshot.crd_sync_timeouts as f64,
         );
+        if let Some(audit) = snapshot.audit {
+            out.family(
+                "apiserver_audit_event_total",
+                "Counter of audit events generated and sent to the audit backend.",
+                "counter",
+            );
+            out.sample(
+                "apiserver_audit_event_total",
+                Vec::new(),
+                audit.events as f64,
+            );
+            out.family(
+                "apiserver_audit_error_total",
+                "Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.",
+                "counter",
+            );
+            out.sample(
+                "apiserver_audit_error_total",
+                vec![("plugin", "log")],
+                audit.errors as f64,
+            );
+            out.family(
+                "apiserver_audit_level_total",
+                "Counter of policy levels for audit events (1 per request).",
+                "counter",
+            );
+            for (level, value) in ["Metadata", "None", "Request", "RequestResponse"]
+                .into_iter()
+                .zip([
+                    audit.levels[1],
+                    audit.levels[0],
+                    audit.levels[2],
+                    audit.levels[3],
+                ])
+            {
+                out.sample(
+                    "apiserver_audit_level_total",
+                    vec![("level", level)],
+                    value as f64,
+                );
+            }
+        }
         out.family(
             "process_start_time_seconds",
             "Start time of the process since unix epoch in seconds.",
@@ -444,6 +499,7 @@ mod tests {
             revision: Some(42),
             compacted: Some(7),
             crd_sync_timeouts: 3,
+            audit: None,
         }
     }
 

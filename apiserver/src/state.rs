@@ -78,6 +78,9 @@ pub struct ServerConfig {
     /// them (also with `Node`, which is not enforced). Requests by members of
     /// `system:masters` (the open mode's user) are allowed whatever the mode.
     pub authorization_mode: crate::authz::AuthorizationMode,
+    /// Audit logging (`--audit-log-path` with `--audit-policy-file`: `audit`); `None` logs
+    /// nothing and costs nothing. Default `None`.
+    pub audit: Option<crate::audit::AuditConfig>,
 }
 
 /// Which components (`controller-manager`, `scheduler`) run alongside this server, as
@@ -159,6 +162,7 @@ impl Default for ServerConfig {
             service_account_issuer: DEFAULT_ISSUER.to_owned(),
             api_audiences: Vec::new(),
             authorization_mode: crate::authz::AuthorizationMode::default(),
+            audit: None,
         }
     }
 }

@@ -395,10 +395,9 @@ impl ApiError {
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
-        if self.code.is_server_error() {
-            // Left for the logging middleware, which logs every 5xx once.
-            response.extensions_mut().insert(self);
-        }
+        // Left for the logging middleware, which logs every 5xx once, and for the audit log's
+        // `responseStatus`.
+        response.extensions_mut().insert(self);
         response
     }
 }

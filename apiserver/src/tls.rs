@@ -168,6 +168,8 @@ impl ClientCertVerifier for RequestClientCertificate {
 pub(crate) struct TlsConnection {
     /// The certificates the client sent (its own first), if any.
     pub(crate) peer: Option<Arc<PeerCertificates>>,
+    /// The client's address (the audit log's `sourceIPs`).
+    pub(crate) remote: Option<SocketAddr>,
 }
 
 /// What a client presented, and the verdict on it once reached.
@@ -201,7 +203,10 @@ impl Connected<IncomingStream<'_, TlsListener>> for TlsConnection {
                     verified: OnceLock::new(),
                 })
             });
-        TlsConnection { peer }
+        TlsConnection {
+            peer,
+            remote: Some(*stream.remote_addr()),
+        }
     }
 }
 

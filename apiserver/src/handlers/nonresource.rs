@@ -93,6 +93,22 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
         revision: store.current_revision().await.ok(),
         compacted: store.compacted_revision().await.ok(),
         crd_sync_timeouts: state.crd_sync_timeouts(),
+        audit: state.config().audit.as_ref().map(|audit| {
+            let counts = audit.counts();
+            let load = |counter: &std::sync::atomic::AtomicU64| {
+                counter.load(std::sync::atomic::Ordering::Relaxed)
+            };
+            metrics::AuditSnapshot {
+                events: load(&counts.events),
+                errors: load(&counts.errors),
+                levels: [
+                    load(&counts.levels[0]),
+                    load(&counts.levels[1]),
+                    load(&counts.levels[2]),
+                    load(&counts.levels[3]),
+                ],
+            }
+        }),
     };
     (
         StatusCode::OK,
