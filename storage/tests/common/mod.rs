@@ -33,14 +33,26 @@ pub async fn next_item(watch: &mut WatchStream) -> Option<Result<WatchItem, Erro
 /// Collects a watch's events until it reports progress at `revision` (everything up to it
 /// delivered). Panics on an error or a stream end.
 pub async fn events_until(watch: &mut WatchStream, revision: Revision) -> Vec<Arc<Event>> {
+    match try_events_until(watch, revision).await {
+        Ok(events) => events,
+        Err(err) => panic!("watch failed: {err}"),
+    }
+}
+
+/// [`events_until`], with the watch's error returned instead of a panic (a stream end still
+/// panics).
+pub async fn try_events_until(
+    watch: &mut WatchStream,
+    revision: Revision,
+) -> Result<Vec<Arc<Event>>, Error> {
     let mut events = Vec::new();
     watch.request_progress();
     loop {
         match next_item(watch).await {
             Some(Ok(WatchItem::Event(event))) => events.push(event),
-            Some(Ok(WatchItem::Progress(at))) if at >= revision => return events,
+            Some(Ok(WatchItem::Progress(at))) if at >= revision => return Ok(events),
             Some(Ok(WatchItem::Progress(_))) => watch.request_progress(),
-            Some(Err(err)) => panic!("watch failed: {err}"),
+            Some(Err(err)) => return Err(err),
             None => panic!("watch ended"),
         }
     }
