@@ -138,44 +138,36 @@ impl PolicyRule {
     /// As an `rbac.authorization.k8s.io/v1` `PolicyRule` as Go's encoder writes it: `verbs`
     /// always, the other lists only when not empty (`omitempty`), in the struct's order.
     pub(crate) fn to_json(&self) -> Value {
-        let mut rule = Map::new();
-        rule.insert("verbs".to_owned(), json!(self.verbs));
-        for (key, values) in [
+        self.lists(&[
             ("apiGroups", &self.api_groups),
             ("resources", &self.resources),
             ("resourceNames", &self.resource_names),
             ("nonResourceURLs", &self.non_resource_urls),
-        ] {
-            if !values.is_empty() {
-                rule.insert(key.to_owned(), json!(values));
-            }
-        }
-        Value::Object(rule)
+        ])
     }
 
-    /// As an `authorization.k8s.io/v1` `ResourceRule` (`verbs` always, the rest when not
-    /// empty, as Go's `omitempty` writes them).
+    /// As an `authorization.k8s.io/v1` `ResourceRule`, written the same way.
     pub(crate) fn to_resource_rule(&self) -> Value {
-        let mut rule = Map::new();
-        rule.insert("verbs".to_owned(), json!(self.verbs));
-        for (key, values) in [
+        self.lists(&[
             ("apiGroups", &self.api_groups),
             ("resources", &self.resources),
             ("resourceNames", &self.resource_names),
-        ] {
-            if !values.is_empty() {
-                rule.insert(key.to_owned(), json!(values));
-            }
-        }
-        Value::Object(rule)
+        ])
     }
 
-    /// As an `authorization.k8s.io/v1` `NonResourceRule`.
+    /// As an `authorization.k8s.io/v1` `NonResourceRule`, written the same way.
     pub(crate) fn to_non_resource_rule(&self) -> Value {
+        self.lists(&[("nonResourceURLs", &self.non_resource_urls)])
+    }
+
+    /// `verbs`, then each of `others` that is not empty (Go's `omitempty`), in that order.
+    fn lists(&self, others: &[(&str, &Vec<String>)]) -> Value {
         let mut rule = Map::new();
         rule.insert("verbs".to_owned(), json!(self.verbs));
-        if !self.non_resource_urls.is_empty() {
-            rule.insert("nonResourceURLs".to_owned(), json!(self.non_resource_urls));
+        for (key, values) in others {
+            if !values.is_empty() {
+                rule.insert((*key).to_owned(), json!(values));
+            }
         }
         Value::Object(rule)
     }
