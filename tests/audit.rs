@@ -6,14 +6,12 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-const BINARY: &str = env!("CARGO_BIN_EXE_kubemock");
-const WAIT: Duration = Duration::from_secs(60);
+mod common;
+use common::{BINARY, WAIT};
 
 const POLICY: &str = "apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -36,17 +34,7 @@ async fn start(args: &[&str]) -> (Child, String) {
         .kill_on_drop(true)
         .spawn()
         .expect("start kubemock");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(WAIT, lines.next_line())
-        .await
-        .expect("ready line before the deadline")
-        .expect("read stdout")
-        .expect("a line");
-    let url = line
-        .strip_prefix("kubemock: serving on ")
-        .unwrap_or_else(|| panic!("unexpected ready line {line:?}"))
-        .to_owned();
+    let url = common::ready_url(&mut child).await;
     (child, url)
 }
 

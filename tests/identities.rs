@@ -16,9 +16,9 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-const BINARY: &str = env!("CARGO_BIN_EXE_kubemock");
-/// Deadline of every wait.
-const WAIT: Duration = Duration::from_secs(60);
+mod common;
+use common::{BINARY, WAIT};
+
 /// Pause between two looks at a condition.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -57,16 +57,8 @@ impl Server {
                 log.push('\n');
             }
         });
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let line = tokio::time::timeout(WAIT, lines.next_line())
-            .await
-            .expect("ready before the deadline")
-            .expect("read stdout")
-            .expect("a ready line");
-        assert!(
-            line.starts_with("kubemock: serving on https://"),
-            "unexpected ready line {line:?}"
-        );
+        let url = common::ready_url(&mut child).await;
+        assert!(url.starts_with("https://"), "{url}");
         Server {
             child,
             kubeconfig,
@@ -78,24 +70,7 @@ impl Server {
 
     /// `kubectl ARGS` with the admin's kubeconfig: (success, stdout, stderr).
     async fn kubectl_status(&self, args: &[&str]) -> (bool, String, String) {
-        let output = tokio::time::timeout(
-            WAIT,
-            Command::new("kubectl")
-                .arg("--kubeconfig")
-                .arg(&self.kubeconfig)
-                .arg("--cache-dir")
-                .arg(self.dir.path().join("cache"))
-                .args(args)
-                .output(),
-        )
-        .await
-        .expect("kubectl finished before the deadline")
-        .expect("kubectl runs");
-        (
-            output.status.success(),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
+        common::kubectl(&self.kubeconfig, &self.dir.path().join("cache"), args).await
     }
 
     /// `kubectl ARGS`: stdout, or the test fails with stderr.

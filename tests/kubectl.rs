@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-const BINARY: &str = env!("CARGO_BIN_EXE_kubemock");
-const WAIT: Duration = Duration::from_secs(60);
+mod common;
+use common::{BINARY, WAIT};
 
 /// A running `kubemock serve` with a kubeconfig, and a kubectl runner for it.
 struct Cluster {
@@ -37,16 +37,7 @@ impl Cluster {
             .kill_on_drop(true)
             .spawn()
             .expect("start kubemock");
-        let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
-        let line = tokio::time::timeout(WAIT, lines.next_line())
-            .await
-            .expect("ready before the deadline")
-            .expect("read stdout")
-            .expect("a ready line");
-        let url = line
-            .strip_prefix("kubemock: serving on ")
-            .unwrap_or_else(|| panic!("unexpected ready line {line}"))
-            .to_owned();
+        let url = common::ready_url(&mut child).await;
         Cluster {
             _child: child,
             dir,
@@ -68,22 +59,14 @@ impl Cluster {
     /// Runs kubectl with this cluster's kubeconfig and a private cache; returns stdout, and
     /// fails the test (showing stderr) if kubectl fails.
     async fn kubectl(&self, args: &[&str]) -> String {
-        let output = tokio::time::timeout(
-            WAIT,
-            Command::new("kubectl")
-                .arg("--kubeconfig")
-                .arg(self.dir.path().join("kubeconfig"))
-                .arg("--cache-dir")
-                .arg(self.dir.path().join("cache"))
-                .args(args)
-                .output(),
+        let (ok, out, err) = common::kubectl(
+            &self.dir.path().join("kubeconfig"),
+            &self.dir.path().join("cache"),
+            args,
         )
-        .await
-        .expect("kubectl finished before the deadline")
-        .expect("run kubectl (it is preinstalled on the project's machines)");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "kubectl {args:?} failed: {stderr}");
-        String::from_utf8(output.stdout).expect("utf-8 output")
+        .await;
+        assert!(ok, "kubectl {args:?} failed: {err}");
+        out
     }
 
     /// Runs kubectl until its output satisfies `done` (failing the test after [`WAIT`]);

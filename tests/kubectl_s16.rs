@@ -14,8 +14,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-const BINARY: &str = env!("CARGO_BIN_EXE_kubemock");
-const WAIT: Duration = Duration::from_secs(60);
+mod common;
+use common::{BINARY, WAIT};
 /// Where the bundled kubectl binaries are (the machine's `kubectl` dispatches to them).
 const BUNDLED: &str = "/usr/lib/google-cloud-sdk/bin";
 /// The minors bundled, oldest first.
@@ -40,13 +40,8 @@ impl Cluster {
             .kill_on_drop(true)
             .spawn()
             .expect("start kubemock");
-        let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
-        let line = tokio::time::timeout(WAIT, lines.next_line())
-            .await
-            .expect("ready before the deadline")
-            .expect("read stdout")
-            .expect("a ready line");
-        assert!(line.starts_with("kubemock: serving on "), "{line}");
+        let url = common::ready_url(&mut child).await;
+        assert!(url.starts_with("http"), "{url}");
         Cluster { _child: child, dir }
     }
 

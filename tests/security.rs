@@ -9,14 +9,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
 
 use base64::Engine as _;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
-const BINARY: &str = env!("CARGO_BIN_EXE_kubemock");
-const WAIT: Duration = Duration::from_secs(60);
+mod common;
+use common::{BINARY, WAIT};
+
 /// The RSA serving certificate (for 127.0.0.1, its RSA CA after it) and key, and an RSA
 /// service-account key in PKCS#1, made with openssl.
 const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/testdata");
@@ -43,16 +43,7 @@ impl Server {
             .kill_on_drop(true)
             .spawn()
             .expect("start kubemock");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let line = tokio::time::timeout(WAIT, lines.next_line())
-            .await
-            .expect("ready before the deadline")
-            .expect("read stdout")
-            .expect("a ready line");
-        let url = line
-            .strip_prefix("kubemock: serving on ")
-            .unwrap_or_else(|| panic!("unexpected ready line {line:?}"))
-            .to_owned();
+        let url = common::ready_url(&mut child).await;
         Server {
             child,
             url,
@@ -70,24 +61,7 @@ impl Server {
 
     /// `kubectl ARGS` as [`Server::kubectl`]: (success, stdout, stderr).
     async fn kubectl_status(&self, args: &[&str]) -> (bool, String, String) {
-        let output = tokio::time::timeout(
-            WAIT,
-            Command::new("kubectl")
-                .arg("--kubeconfig")
-                .arg(&self.kubeconfig)
-                .arg("--cache-dir")
-                .arg(self.dir.path().join("cache"))
-                .args(args)
-                .output(),
-        )
-        .await
-        .expect("kubectl finished before the deadline")
-        .expect("kubectl runs");
-        (
-            output.status.success(),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
+        common::kubectl(&self.kubeconfig, &self.dir.path().join("cache"), args).await
     }
 
     /// Stops the server and returns what it logged.
