@@ -207,6 +207,22 @@ async fn secure_controllers_roll_out_a_deployment_as_their_service_accounts() {
         ])
         .await;
     assert_eq!(binding, "system:node User kubemock:node-simulator");
+    // Each component's writes are named by its upstream user agent (client-go's
+    // `DefaultKubernetesUserAgent`), whoever it authenticates as.
+    let managers = server
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o=jsonpath={range .items[*]}{range .metadata.managedFields[*]}{.manager}/{.subresource} {end}{end}",
+        ])
+        .await;
+    assert_eq!(
+        managers.trim(),
+        ["kube-controller-manager/ kubelet/status"; 2].join(" "),
+        "{managers}"
+    );
     // Nothing was refused: the scheduler bound the pods as system:kube-scheduler, the
     // kubelets ran them as kubemock:node-simulator, each controller acted as its account.
     let log = server.stop().await;

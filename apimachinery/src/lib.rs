@@ -31,6 +31,7 @@
 //!   `build.rs` embeds (`pkg/runtime/serializer/protobuf`).
 //! - [`managedfields`]: server-side apply's field sets, kinds' shapes, merge and comparison
 //!   (structured-merge-diff).
+//! - [`version`]: the Kubernetes release kubemock reports (`pkg/version`).
 //!
 //! # Invariants
 //! - Every accepted input, rejected input and message is upstream's (v0.32); where this crate
@@ -54,3 +55,4 @@ pub mod quantity;
 pub mod strategic;
 pub mod time;
 pub mod validation;
+pub mod version;

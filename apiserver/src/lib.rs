@@ -109,7 +109,6 @@ mod target;
 mod testing;
 mod tls;
 mod tokens;
-mod version;
 
 use std::sync::Arc;
 
@@ -132,6 +131,7 @@ pub use audit::{
 pub use authz::{AuthorizationMode, AuthorizerKind};
 pub use bootstrap::{KUBERNETES_SERVICE_IP, SYSTEM_NAMESPACES};
 pub use kubeconfig::{kubeconfig, secure_kubeconfig};
+pub use kubemock_apimachinery::version::KUBERNETES_MINOR;
 pub use limits::{
     DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT,
     DEFAULT_MAX_REQUESTS_INFLIGHT,
@@ -144,7 +144,6 @@ pub use security::{Security, SecurityError, SecurityOptions};
 pub use state::{AppState, ComponentHealth, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
 pub use testing::TestServer;
-pub use version::KUBERNETES_MINOR;
 
 /// The Kubernetes protobuf wire format of built-in kinds (`application/vnd.kubernetes.protobuf`,
 /// §4.10), as the server reads and writes it: enveloped objects and watch frames, to and from

@@ -161,6 +161,31 @@ impl Config {
     }
 }
 
+/// The user agent of a Kubernetes component named `command`, as client-go's
+/// `rest.DefaultKubernetesUserAgent` writes it (`staging/src/k8s.io/client-go/rest/config.go`):
+/// `COMMAND/VERSION (OS/ARCH) kubernetes/COMMIT7`, with the release kubemock reports
+/// (`kubemock_apimachinery::version`). The server names a writer without `fieldManager` by the
+/// agent up to its first `/`, so `kube-controller-manager`'s writes are managed by
+/// `kube-controller-manager`, as in a real cluster. A component's part is added as client-go's
+/// `rest.AddUserAgent` adds it: `format!("{}/{part}", default_user_agent(command))`.
+///
+/// ```
+/// assert_eq!(
+///     kubemock_client::config::default_user_agent("kubelet"),
+///     "kubelet/v1.32.0 (linux/amd64) kubernetes/0000000"
+/// );
+/// ```
+pub fn default_user_agent(command: &str) -> String {
+    use kubemock_apimachinery::version::{GIT_COMMIT, PLATFORM, git_version};
+    /// client-go's `adjustCommit` keeps 7 characters of the commit.
+    const COMMIT_LENGTH: usize = 7;
+    let commit = GIT_COMMIT.get(..COMMIT_LENGTH).unwrap_or(GIT_COMMIT);
+    format!(
+        "{command}/{} ({PLATFORM}) kubernetes/{commit}",
+        git_version()
+    )
+}
+
 /// A parsed kubeconfig, possibly merged from several files.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -35,6 +35,9 @@ pub const MAX_WATCH_LINE: usize = 64 * 1024 * 1024;
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
+    /// A `User-Agent` of this handle's own, sent instead of the configuration's
+    /// ([`Client::with_user_agent`]).
+    user_agent: Option<reqwest::header::HeaderValue>,
 }
 
 struct Inner {
@@ -91,6 +94,7 @@ impl Client {
             .build()
             .map_err(|err| Error::Config(format!("building the HTTP client: {err}")))?;
         Ok(Client {
+            user_agent: None,
             inner: Arc::new(Inner {
                 http,
                 base: config.cluster_url,
@@ -99,6 +103,18 @@ impl Client {
                 timeout: config.timeout,
                 default_namespace: config.default_namespace,
             }),
+        })
+    }
+
+    /// This client, sending `agent` as its `User-Agent`; it shares this client's connections
+    /// and credentials. As client-go's `rest.AddUserAgent` on a copied configuration: a
+    /// controller manager names each controller's requests, and the server their writes.
+    pub fn with_user_agent(&self, agent: &str) -> Result<Self> {
+        let agent = reqwest::header::HeaderValue::from_str(agent)
+            .map_err(|err| Error::Config(format!("invalid user agent {agent:?}: {err}")))?;
+        Ok(Client {
+            inner: Arc::clone(&self.inner),
+            user_agent: Some(agent),
         })
     }
 
@@ -151,6 +167,9 @@ impl Client {
             .http
             .request(request.method.clone(), url)
             .header(reqwest::header::ACCEPT, "application/json");
+        if let Some(agent) = &self.user_agent {
+            builder = builder.header(reqwest::header::USER_AGENT, agent.clone());
+        }
         if let Some(timeout) = timeout {
             builder = builder.timeout(timeout);
         }

@@ -63,6 +63,42 @@ pub const RETRY_BASE: Duration = Duration::from_millis(200);
 /// Longest wait between retries of a failed account or token request.
 pub const RETRY_CAP: Duration = Duration::from_secs(30);
 
+/// The command of the controller manager, the scheduler and the kubelet upstream: their user
+/// agents start with it (client-go's `DefaultKubernetesUserAgent` from `os.Args[0]`), and the
+/// server names their writes' field manager by it.
+pub const CONTROLLER_MANAGER_COMMAND: &str = "kube-controller-manager";
+/// See [`CONTROLLER_MANAGER_COMMAND`].
+pub const SCHEDULER_COMMAND: &str = "kube-scheduler";
+/// See [`CONTROLLER_MANAGER_COMMAND`].
+pub const KUBELET_COMMAND: &str = "kubelet";
+
+/// The part kube-controller-manager adds to its user agent for its shared informers
+/// (`rootClientBuilder.ClientOrDie("shared-informers")`).
+pub const SHARED_INFORMERS_AGENT: &str = "shared-informers";
+
+/// The part kube-controller-manager adds to its user agent for leader election
+/// (`rootClientBuilder.ClientOrDie("leader-election")`).
+pub const LEADER_ELECTION_AGENT: &str = "leader-election";
+
+/// The part kube-scheduler adds to its user agent (`restclient.AddUserAgent(kubeConfig,
+/// "scheduler")`, `cmd/kube-scheduler/app/options/options.go`).
+pub const SCHEDULER_AGENT: &str = "scheduler";
+
+/// `client` with the user agent of the component `command`, followed by `/part` when given
+/// (client-go's `rest.AddUserAgent`); `client` unchanged, with a warning, if that agent is not
+/// a valid header value (our constants and account names always are).
+pub fn as_component(client: &Client, command: &str, part: Option<&str>) -> Client {
+    let base = kubemock_client::config::default_user_agent(command);
+    let agent = match part {
+        Some(part) => format!("{base}/{part}"),
+        None => base,
+    };
+    client.with_user_agent(&agent).unwrap_or_else(|err| {
+        tracing::warn!(%agent, error = %err, "keeping the client's user agent");
+        client.clone()
+    })
+}
+
 /// The ServiceAccount upstream gives the controller `name` (a canonical name of
 /// [`crate::manager::CONTROLLERS`]); `None` for components that are not controllers of
 /// kube-controller-manager (the scheduler, the simulated kubelets).
@@ -165,7 +201,13 @@ impl ControllerClients {
     /// ServiceAccount credentials).
     pub(crate) async fn account_client(&mut self, account: &str) -> Option<Client> {
         let Some(server) = &self.server else {
-            return Some(self.root.clone());
+            // `SimpleControllerClientBuilder.ClientOrDie(account)`: the manager's identity,
+            // the account's name in the user agent.
+            return Some(as_component(
+                &self.root,
+                CONTROLLER_MANAGER_COMMAND,
+                Some(account),
+            ));
         };
         let mut delay = RETRY_BASE;
         let (token, lifetime) = loop {
@@ -184,6 +226,11 @@ impl ControllerClients {
         let shared = SharedToken::new(token);
         let mut config = server.clone();
         config.auth = Auth::Shared(shared.clone());
+        // `DynamicControllerClientBuilder.Config`: the account's user name in the user agent.
+        config.user_agent = format!(
+            "{}/system:serviceaccount:{SERVICE_ACCOUNT_NAMESPACE}:{account}",
+            kubemock_client::config::default_user_agent(CONTROLLER_MANAGER_COMMAND)
+        );
         let client = match Client::new(config) {
             Ok(client) => client,
             Err(err) => {

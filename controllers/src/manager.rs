@@ -15,7 +15,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::clusterroleaggregation::ClusterRoleAggregationController;
-use crate::credentials::{ControllerClients, Credentials, TTL_AFTER_FINISHED_ACCOUNT};
+use crate::credentials::{
+    CONTROLLER_MANAGER_COMMAND, ControllerClients, Credentials, KUBELET_COMMAND,
+    LEADER_ELECTION_AGENT, SCHEDULER_AGENT, SCHEDULER_COMMAND, SHARED_INFORMERS_AGENT,
+    TTL_AFTER_FINISHED_ACCOUNT, as_component,
+};
 use crate::cronjob::CronJobController;
 use crate::daemonset::DaemonSetController;
 use crate::deployment::DeploymentController;
@@ -184,7 +188,11 @@ pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken
 /// [`Credentials::service_accounts`]), the scheduler and the simulated kubelets as theirs,
 /// on informers of their own when their client is.
 pub async fn run_as(credentials: Credentials, config: ManagerConfig, token: CancellationToken) {
-    let factory = Arc::new(InformerFactory::new(credentials.root.clone()));
+    let factory = Arc::new(InformerFactory::new(as_component(
+        &credentials.root,
+        CONTROLLER_MANAGER_COMMAND,
+        Some(SHARED_INFORMERS_AGENT),
+    )));
     let mut factories = vec![factory.clone()];
     let mut clients = ControllerClients::new(&credentials, token.child_token());
     let mut controllers = JoinSet::new();
@@ -269,16 +277,21 @@ async fn start(
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(SCHEDULER) {
-        let (client, informers) = own_or_shared(&credentials.scheduler, factories);
+        let agent =
+            |client: &Client| as_component(client, SCHEDULER_COMMAND, Some(SCHEDULER_AGENT));
+        let (client, informers) =
+            own_or_shared(&credentials.scheduler.as_ref().map(agent), factories);
         let scheduler = Scheduler::new(
-            client.unwrap_or_else(|| credentials.root.clone()),
+            client.unwrap_or_else(|| agent(&credentials.root)),
             &informers,
         );
         controllers.spawn(scheduler.run(token.child_token()));
     }
     if config.is_enabled(KUBELET) {
-        let (client, informers) = own_or_shared(&credentials.kubelet, factories);
-        let client = client.unwrap_or_else(|| credentials.root.clone());
+        let agent = |client: &Client| as_component(client, KUBELET_COMMAND, None);
+        let (client, informers) =
+            own_or_shared(&credentials.kubelet.as_ref().map(agent), factories);
+        let client = client.unwrap_or_else(|| agent(&credentials.root));
         let kubelet = Kubelet::new(client, &informers, config.kubelet.clone());
         controllers.spawn(kubelet.run(token.child_token()));
     }
@@ -341,7 +354,13 @@ pub async fn run_with_leader_election(
     election: LeaderElection,
     token: CancellationToken,
 ) {
-    let leases: Api<Lease> = Api::namespaced(credentials.root.clone(), &election.namespace);
+    // kube-controller-manager's `rootClientBuilder.ClientOrDie("leader-election")`.
+    let client = as_component(
+        &credentials.root,
+        CONTROLLER_MANAGER_COMMAND,
+        Some(LEADER_ELECTION_AGENT),
+    );
+    let leases: Api<Lease> = Api::namespaced(client, &election.namespace);
     let elector = LeaderElector::new(leases, &election.name, election.config);
     elector
         .run(

@@ -145,6 +145,22 @@ fn rs_size(rs: &ReplicaSet) -> i32 {
     rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
 }
 
+/// The (manager, subresource) pairs of an object's managedFields, in order.
+fn managers(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Vec<(&str, &str)> {
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .map(|entry| {
+            (
+                entry.manager.as_deref().unwrap_or(""),
+                entry.subresource.as_deref().unwrap_or(""),
+            )
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn a_deployment_becomes_available_with_ready_pods_revision_and_events() {
     let f = Fixture::start("dep-available").await;
@@ -180,6 +196,16 @@ async fn a_deployment_becomes_available_with_ready_pods_revision_and_events() {
         Some(format!("web-{hash}").as_str())
     );
     assert_eq!(revision(rs), 1);
+    // Each component writes as its upstream binary's user agent, so the server names the
+    // writers as a real cluster does (client-go's `DefaultKubernetesUserAgent`; the field
+    // manager is the agent up to its first `/`).
+    assert_eq!(
+        managers(&rs.metadata),
+        [
+            ("kube-controller-manager", ""),
+            ("kube-controller-manager", "status")
+        ]
+    );
     for pod in f.active_pods("web").await {
         assert_eq!(
             pod.metadata
@@ -189,6 +215,10 @@ async fn a_deployment_becomes_available_with_ready_pods_revision_and_events() {
             Some(&hash)
         );
         assert!(ready(&pod));
+        assert_eq!(
+            managers(&pod.metadata),
+            [("kube-controller-manager", ""), ("kubelet", "status")]
+        );
     }
     let events: Api<Event> = Api::namespaced(f.cluster.client.clone(), "dep-available");
     let scaled = wait_for("a ScalingReplicaSet event", || async {

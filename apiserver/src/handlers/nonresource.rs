@@ -9,20 +9,22 @@ use serde_json::json;
 
 use crate::metrics::{self, Snapshot};
 use crate::state::AppState;
-use crate::version::{KUBERNETES_MINOR, git_version};
+use kubemock_apimachinery::version::{
+    GIT_COMMIT, KUBERNETES_MAJOR, KUBERNETES_MINOR, PLATFORM, git_version,
+};
 
 /// `GET /version`.
 pub(crate) async fn version() -> Json<serde_json::Value> {
     Json(json!({
-        "major": "1",
+        "major": KUBERNETES_MAJOR,
         "minor": KUBERNETES_MINOR,
         "gitVersion": git_version(),
-        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitCommit": GIT_COMMIT,
         "gitTreeState": "clean",
         "buildDate": "2024-12-11T00:00:00Z",
         "goVersion": "go1.23.3",
         "compiler": "gc",
-        "platform": "linux/amd64",
+        "platform": PLATFORM,
     }))
 }
 

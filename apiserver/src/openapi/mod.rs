@@ -18,9 +18,9 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use crate::registry::{Registry, Resource};
-use crate::version::git_version;
 pub(crate) use kubemock_apimachinery::openapi::SCHEMAS;
 use kubemock_apimachinery::openapi::{COMPONENTS_PREFIX, Schemas};
+use kubemock_apimachinery::version::git_version;
 
 /// The served documents, serialised once.
 pub(crate) struct Documents {
