@@ -4,6 +4,8 @@
 //! volume, default tolerations, priority), its initial status, the spec validation of
 //! `pkg/apis/core/validation` that users meet most, and the immutability of a pod's spec.
 
+use std::collections::BTreeMap;
+
 use kubemock_apimachinery::quantity::Quantity;
 use kubemock_apimachinery::validation;
 use serde_json::{Map, Value, json};
@@ -296,33 +298,57 @@ fn add_default_tolerations(spec: &mut Map<String, Value>) {
     }
 }
 
-/// The QoS class (`pkg/apis/core/helper/qos`): BestEffort without requests and limits,
-/// Guaranteed when every container limits cpu and memory to what it requests, else Burstable.
-/// Quantities are compared as written.
+/// The pod's QoS class, as upstream's `ComputePodQOS` (`pkg/apis/core/helper/qos/qos.go`):
+/// only cpu and memory count, and only above zero; the requests and limits of every container
+/// (init containers too) are summed per resource. No such request or limit: `BestEffort`.
+/// Every container limiting both cpu and memory, and the summed requests equal to the summed
+/// limits, resource by resource: `Guaranteed`. Else `Burstable`. A quantity that does not
+/// parse counts as absent (validation refuses the pod anyway).
 fn qos_class(spec: &Map<String, Value>) -> &'static str {
-    let spec = Value::Object(spec.clone());
-    let containers: Vec<&Value> = ["initContainers", "containers"]
-        .iter()
-        .flat_map(|list| items(Some(&spec), list))
-        .collect();
-    let resources = |c: &Value, kind: &str| {
-        at(c, &["resources", kind])
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let any = containers
-        .iter()
-        .any(|c| !resources(c, "requests").is_empty() || !resources(c, "limits").is_empty());
-    if !any {
+    /// The resources QoS considers (`supportedQoSComputeResources`).
+    const QOS_RESOURCES: [&str; 2] = ["cpu", "memory"];
+    let mut requests: BTreeMap<&str, Quantity> = BTreeMap::new();
+    let mut limits: BTreeMap<&str, Quantity> = BTreeMap::new();
+    let mut guaranteed = true;
+    for list in ["containers", "initContainers"] {
+        for container in spec
+            .get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let positive = |kind: &str| -> Vec<(&'static str, Quantity)> {
+                QOS_RESOURCES
+                    .iter()
+                    .filter_map(|name| {
+                        let text = at(container, &["resources", kind, name])?.as_str()?;
+                        let quantity = Quantity::parse(text).ok()?;
+                        (quantity.sign() > 0).then_some((*name, quantity))
+                    })
+                    .collect()
+            };
+            for (name, quantity) in positive("requests") {
+                requests
+                    .entry(name)
+                    .or_insert_with(|| Quantity::new(0, quantity.format()))
+                    .add(&quantity);
+            }
+            let found = positive("limits");
+            if found.len() < QOS_RESOURCES.len() {
+                guaranteed = false;
+            }
+            for (name, quantity) in found {
+                limits
+                    .entry(name)
+                    .or_insert_with(|| Quantity::new(0, quantity.format()))
+                    .add(&quantity);
+            }
+        }
+    }
+    if requests.is_empty() && limits.is_empty() {
         return "BestEffort";
     }
-    let guaranteed = containers.iter().all(|c| {
-        let (requests, limits) = (resources(c, "requests"), resources(c, "limits"));
-        ["cpu", "memory"].iter().all(|r| limits.contains_key(*r))
-            && requests.iter().all(|(k, v)| limits.get(k) == Some(v))
-    });
-    if guaranteed {
+    if guaranteed && requests == limits {
         "Guaranteed"
     } else {
         "Burstable"
@@ -801,6 +827,147 @@ fn spec_diff(old: &Value, new: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A container of upstream's QoS test table: (cpu, memory) requests and limits, `""`
+    /// for absent; `extra` adds one more resource to both.
+    fn qos_container(
+        requests: (&str, &str),
+        limits: (&str, &str),
+        extra: Option<(&str, &str)>,
+    ) -> Value {
+        let list = |(cpu, memory): (&str, &str)| {
+            let mut list = Map::new();
+            for (name, value) in [("cpu", cpu), ("memory", memory)] {
+                if !value.is_empty() {
+                    list.insert(name.to_owned(), json!(value));
+                }
+            }
+            if let Some((name, value)) = extra {
+                list.insert(name.to_owned(), json!(value));
+            }
+            Value::Object(list)
+        };
+        json!({"name": "c", "resources": {"requests": list(requests), "limits": list(limits)}})
+    }
+
+    /// Upstream's `TestComputePodQOS` (`pkg/apis/core/v1/helper/qos/qos_test.go`), its
+    /// cases without pod-level resources (a 1.32 alpha feature, off): (name, containers,
+    /// init containers, class).
+    #[test]
+    fn qos_classes_are_upstreams() {
+        let c = qos_container;
+        let none = ("", "");
+        let cases: Vec<(&str, Vec<Value>, Vec<Value>, &str)> = vec![
+            (
+                "guaranteed",
+                vec![c(("100m", "100Mi"), ("100m", "100Mi"), None)],
+                vec![],
+                "Guaranteed",
+            ),
+            (
+                "guaranteed-guaranteed",
+                vec![
+                    c(("100m", "100Mi"), ("100m", "100Mi"), None),
+                    c(("100m", "100Mi"), ("100m", "100Mi"), None),
+                ],
+                vec![],
+                "Guaranteed",
+            ),
+            (
+                "best-effort-best-effort",
+                vec![c(none, none, None), c(none, none, None)],
+                vec![],
+                "BestEffort",
+            ),
+            (
+                "best-effort",
+                vec![c(none, none, None)],
+                vec![],
+                "BestEffort",
+            ),
+            (
+                "best-effort-burstable",
+                vec![c(none, none, None), c(("1", ""), ("2", ""), None)],
+                vec![],
+                "Burstable",
+            ),
+            (
+                "best-effort-guaranteed",
+                vec![
+                    c(none, none, None),
+                    c(("10m", "100Mi"), ("10m", "100Mi"), None),
+                ],
+                vec![],
+                "Burstable",
+            ),
+            (
+                "burstable-cpu-guaranteed-memory",
+                vec![c(("", "100Mi"), ("", "100Mi"), None)],
+                vec![],
+                "Burstable",
+            ),
+            (
+                "burstable-no-limits",
+                vec![c(("100m", "100Mi"), none, None)],
+                vec![],
+                "Burstable",
+            ),
+            (
+                "burstable-guaranteed",
+                vec![
+                    c(("1", "100Mi"), ("2", "100Mi"), None),
+                    c(("100m", "100Mi"), ("100m", "100Mi"), None),
+                ],
+                vec![],
+                "Burstable",
+            ),
+            (
+                "burstable-unbounded-but-requests-match-limits",
+                vec![
+                    c(("100m", "100Mi"), ("200m", "200Mi"), None),
+                    c(("100m", "100Mi"), none, None),
+                ],
+                vec![],
+                "Burstable",
+            ),
+            (
+                "burstable-1",
+                vec![c(("10m", "100Mi"), ("100m", "200Mi"), None)],
+                vec![],
+                "Burstable",
+            ),
+            (
+                "burstable-2",
+                vec![c(("0", "0"), ("100m", "200Mi"), None)],
+                vec![],
+                "Burstable",
+            ),
+            (
+                "best-effort-hugepages",
+                vec![c(("0", "0"), ("0", "0"), Some(("hugepages-2Mi", "1Gi")))],
+                vec![],
+                "BestEffort",
+            ),
+            (
+                "init-container",
+                vec![c(none, none, None)],
+                vec![c(("10m", "100Mi"), ("100m", "200Mi"), None)],
+                "Burstable",
+            ),
+            // Beyond upstream's table: quantities compare by value, not as written.
+            (
+                "guaranteed-equal-values",
+                vec![c(("1", "1Gi"), ("1000m", "1024Mi"), None)],
+                vec![],
+                "Guaranteed",
+            ),
+        ];
+        for (name, containers, init, want) in cases {
+            let spec = json!({"containers": containers, "initContainers": init});
+            let spec = spec.as_object().expect("an object");
+            assert_eq!(qos_class(spec), want, "{name}");
+        }
+    }
 
     #[test]
     fn pull_policy_follows_the_tag() {
