@@ -70,6 +70,10 @@ struct ControllerManagerArgs {
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1,
           default_missing_value = "true")]
     use_service_account_credentials: bool,
+    /// The CA bundle the root CA publisher puts in every namespace's `kube-root-ca.crt`
+    /// ConfigMap (kube-controller-manager's flag); default: the kubeconfig's CA.
+    #[arg(long)]
+    root_ca_file: Option<PathBuf>,
     #[command(flatten)]
     nodes: NodeArgs,
 }
@@ -707,7 +711,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             accept_unenforced: args.accept_unenforced,
             security: security.clone(),
             authorization_mode,
-            pki,
+            pki: Arc::clone(&pki),
             service_account_issuer: issuer,
             api_audiences: args.security.api_audiences.clone(),
             audit,
@@ -741,13 +745,26 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                                 return;
                             }
                         };
+                        let config = config.with_root_ca(security.server_ca_pem());
                         kubemock_controllers::run_as(credentials, config, stop).await;
                     })
                 }
                 None => {
                     let client = kubemock_client::Client::new(kubemock_client::Config::new(&url))
                         .context("creating the controllers' client")?;
-                    tokio::spawn(kubemock_controllers::run(client, config, stop))
+                    let pki = Arc::clone(&pki);
+                    tokio::spawn(async move {
+                        // The CA the server would serve with (made on first use, so after
+                        // the ready line): what pods' kube-root-ca.crt holds.
+                        let config = match pki.ca_certificate_pem() {
+                            Ok(pem) => config.with_root_ca(pem),
+                            Err(err) => {
+                                warn!(error = %err, "no cluster CA for kube-root-ca.crt");
+                                config
+                            }
+                        };
+                        kubemock_controllers::run(client, config, stop).await;
+                    })
                 }
             };
             Some(started)
@@ -785,7 +802,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
-    let config = args
+    let mut config = args
         .nodes
         .apply(ManagerConfig::from_list(&args.controllers)?);
     let mut client_config = match (&args.kubeconfig, &args.master) {
@@ -796,6 +813,20 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     };
     if let Some(url) = &args.master {
         client_config.cluster_url = url.trim_end_matches('/').to_owned();
+    }
+    // kube-controller-manager's `--root-ca-file`, else the CA its kubeconfig trusts.
+    let root_ca = match &args.root_ca_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading --root-ca-file {}", path.display()))?,
+        ),
+        None => client_config
+            .root_certificates
+            .as_deref()
+            .map(|pem| String::from_utf8_lossy(pem).into_owned()),
+    };
+    if let Some(root_ca) = root_ca {
+        config = config.with_root_ca(root_ca);
     }
     let client =
         kubemock_client::Client::new(client_config.clone()).context("creating the client")?;

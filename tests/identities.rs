@@ -223,6 +223,33 @@ async fn secure_controllers_roll_out_a_deployment_as_their_service_accounts() {
         ["kube-controller-manager/ kubelet/status"; 2].join(" "),
         "{managers}"
     );
+    // The root CA publisher, as its account, put the CA clients trust (the kubeconfig's)
+    // into every namespace's kube-root-ca.crt, which each pod's token volume mounts.
+    let trusted = server
+        .kubectl(&[
+            "config",
+            "view",
+            "--raw",
+            "-o=jsonpath={.clusters[0].cluster.certificate-authority-data}",
+        ])
+        .await;
+    let published = server
+        .wait_for(
+            &[
+                "get",
+                "configmap",
+                "kube-root-ca.crt",
+                "-n",
+                "kube-system",
+                "-o=jsonpath={.data.ca\\.crt}",
+            ],
+            |out| out.contains("BEGIN CERTIFICATE"),
+        )
+        .await;
+    let trusted = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, trusted)
+        .expect("base64 CA data");
+    let trusted = String::from_utf8(trusted).expect("PEM");
+    assert_eq!(published.trim_end(), trusted.trim_end());
     // Nothing was refused: the scheduler bound the pods as system:kube-scheduler, the
     // kubelets ran them as kubemock:node-simulator, each controller acted as its account.
     let log = server.stop().await;

@@ -69,6 +69,23 @@ async fn serve_prints_one_ready_line_writes_a_kubeconfig_and_exits_0_on_sigterm(
     ready(&url).await;
     let written = std::fs::read_to_string(&kubeconfig).expect("kubeconfig written");
     assert!(written.contains(&format!("server: {url}")), "{written}");
+    // The controllers run: the root CA publisher puts the cluster CA in every namespace.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let config_map = format!("{url}/api/v1/namespaces/default/configmaps/kube-root-ca.crt");
+    loop {
+        let response = reqwest::get(&config_map).await.expect("GET the ConfigMap");
+        if response.status() == 200 {
+            let body: serde_json::Value = response.json().await.expect("JSON");
+            let ca = body["data"]["ca.crt"].as_str().unwrap_or_default();
+            assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{body}");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no kube-root-ca.crt"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(exit_code_after(&mut child, "-TERM").await, 0);
     let mut rest = String::new();
     child

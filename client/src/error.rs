@@ -96,16 +96,25 @@ impl Error {
         self.code() == Some(429)
     }
 
-    /// 504 Timeout "Too large resource version" (§7.2).
-    pub fn is_resource_version_too_large(&self) -> bool {
+    /// Whether the server's `Status` has a cause of type `reason` (apimachinery's
+    /// `HasStatusCause`, `pkg/api/errors/errors.go`).
+    pub fn has_cause(&self, reason: &str) -> bool {
         self.status()
             .and_then(|s| s.details.as_ref())
             .and_then(|d| d.causes.as_ref())
-            .is_some_and(|causes| {
-                causes
-                    .iter()
-                    .any(|c| c.reason.as_deref() == Some("ResourceVersionTooLarge"))
-            })
+            .is_some_and(|causes| causes.iter().any(|c| c.reason.as_deref() == Some(reason)))
+    }
+
+    /// 504 Timeout "Too large resource version" (§7.2).
+    pub fn is_resource_version_too_large(&self) -> bool {
+        self.has_cause("ResourceVersionTooLarge")
+    }
+
+    /// A create refused because its namespace is terminating (403 with the cause
+    /// `NamespaceTerminating`, `v1.NamespaceTerminatingCause`): controllers drop such a write
+    /// instead of retrying it.
+    pub fn is_namespace_terminating(&self) -> bool {
+        self.has_cause("NamespaceTerminating")
     }
 
     /// A failure to connect or a broken connection: worth retrying an idempotent request. A

@@ -702,3 +702,63 @@ async fn s3_10_immutable_config_maps_and_secrets_refuse_data_changes() {
         ["data[..]: Invalid value: \"..\": must not be '..'"]
     );
 }
+
+/// A pod's QoS class is computed on create (`ComputePodQOS`: cpu and memory above zero,
+/// summed, compared as quantities) and immutable on status writes (`ValidatePodStatusUpdate`,
+/// `pkg/apis/core/validation/validation.go`); a status that omits it keeps the stored one.
+#[tokio::test]
+async fn s3_10_a_pods_qos_class_is_computed_on_create_and_immutable() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-qos").await;
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    let resources = |requests: Value, limits: Value| {
+        json!([{"name": "c", "image": "busybox",
+                "resources": {"requests": requests, "limits": limits}}])
+    };
+    for (name, containers, class) in [
+        (
+            "guaranteed",
+            resources(
+                json!({"cpu": "1", "memory": "1Gi"}),
+                json!({"cpu": "1000m", "memory": "1024Mi"}),
+            ),
+            "Guaranteed",
+        ),
+        (
+            "burstable",
+            resources(json!({"cpu": "100m"}), json!({})),
+            "Burstable",
+        ),
+        (
+            "best-effort",
+            resources(json!({"cpu": "0", "ephemeral-storage": "1Gi"}), json!({})),
+            "BestEffort",
+        ),
+    ] {
+        let reply = h.post(&pods, &pod(name, containers)).await;
+        assert_eq!(reply.status, 201, "{:?}", reply.body);
+        assert_eq!(reply.body["status"]["qosClass"], class, "{name}");
+    }
+    let status = format!("{pods}/burstable/status");
+    let reply = h
+        .patch(
+            &status,
+            "application/merge-patch+json",
+            &json!({"status": {"qosClass": "BestEffort"}}),
+        )
+        .await;
+    assert_eq!(reply.status, 422, "{:?}", reply.body);
+    assert_eq!(
+        reply.body["message"],
+        "Pod \"burstable\" is invalid: status.qosClass: Invalid value: \"BestEffort\": field is immutable"
+    );
+    let reply = h
+        .patch(
+            &status,
+            "application/merge-patch+json",
+            &json!({"status": {"qosClass": null, "phase": "Running"}}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    assert_eq!(reply.body["status"]["qosClass"], "Burstable");
+}

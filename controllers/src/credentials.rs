@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::manager::{
     CLUSTERROLE_AGGREGATION, CRONJOB, DAEMONSET, DEPLOYMENT, ENDPOINTS, ENDPOINTSLICE,
-    GARBAGE_COLLECTOR, JOB, NAMESPACE, REPLICASET, STATEFULSET,
+    GARBAGE_COLLECTOR, JOB, NAMESPACE, REPLICASET, ROOT_CA_PUBLISHER, STATEFULSET,
 };
 
 /// Where the controllers' ServiceAccounts live (`metav1.NamespaceSystem`).
@@ -44,6 +44,7 @@ pub const SERVICE_ACCOUNTS: &[(&str, &str)] = &[
     (JOB, "job-controller"),
     (NAMESPACE, "namespace-controller"),
     (REPLICASET, "replicaset-controller"),
+    (ROOT_CA_PUBLISHER, "root-ca-cert-publisher"),
     (STATEFULSET, "statefulset-controller"),
 ];
 

@@ -47,6 +47,7 @@ pub mod kubelet;
 pub mod manager;
 pub mod namespace;
 pub mod replicaset;
+pub mod rootca;
 pub mod scheduler;
 pub mod statefulset;
 

@@ -30,6 +30,7 @@ use crate::job::JobController;
 use crate::kubelet::{Kubelet, KubeletConfig};
 use crate::namespace::NamespaceController;
 use crate::replicaset::ReplicaSetController;
+use crate::rootca::RootCaPublisher;
 use crate::scheduler::Scheduler;
 use crate::statefulset::StatefulSetController;
 
@@ -73,6 +74,9 @@ pub const REPLICASET: &str = "replicaset-controller";
 /// The StatefulSet controller's name (kube-controller-manager's, with its old alias).
 pub const STATEFULSET: &str = "statefulset-controller";
 
+/// The root CA certificate publisher's name (kube-controller-manager's, with its old alias).
+pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
+
 /// Every controller this manager knows, with the old short aliases kube-controller-manager
 /// still accepts.
 pub const CONTROLLERS: &[(&str, &str)] = &[
@@ -87,6 +91,7 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     (KUBELET, "nodes"),
     (NAMESPACE, "namespace"),
     (REPLICASET, "replicaset"),
+    (ROOT_CA_PUBLISHER, "root-ca-cert-publisher"),
     (SCHEDULER, "default-scheduler"),
     (STATEFULSET, "statefulset"),
 ];
@@ -101,6 +106,10 @@ pub struct ManagerConfig {
     /// Where time-driven controllers ([`CRONJOB`]) read the time: the system clock unless
     /// a test sets a fake one.
     pub clock: Clock,
+    /// The cluster's CA bundle (PEM) that [`ROOT_CA_PUBLISHER`] publishes in every namespace
+    /// (kube-controller-manager's `--root-ca-file`, else its kubeconfig's CA); without it
+    /// that controller does not run, and says so at startup.
+    pub root_ca: Option<String>,
 }
 
 impl Default for ManagerConfig {
@@ -113,6 +122,7 @@ impl Default for ManagerConfig {
                 .collect(),
             kubelet: KubeletConfig::default(),
             clock: Clock::system(),
+            root_ca: None,
         }
     }
 }
@@ -154,6 +164,7 @@ impl ManagerConfig {
             enabled,
             kubelet: KubeletConfig::default(),
             clock: Clock::system(),
+            root_ca: None,
         })
     }
 
@@ -161,6 +172,13 @@ impl ManagerConfig {
     #[must_use]
     pub fn with_kubelet(mut self, kubelet: KubeletConfig) -> Self {
         self.kubelet = kubelet;
+        self
+    }
+
+    /// Sets the CA bundle (PEM) the root CA publisher publishes.
+    #[must_use]
+    pub fn with_root_ca(mut self, pem: impl Into<String>) -> Self {
+        self.root_ca = Some(pem.into());
         self
     }
 
@@ -298,6 +316,19 @@ async fn start(
     if config.is_enabled(NAMESPACE) {
         let controller = NamespaceController::new(clients.client(NAMESPACE).await?, &factory);
         controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(ROOT_CA_PUBLISHER) {
+        match &config.root_ca {
+            Some(root_ca) => {
+                let client = clients.client(ROOT_CA_PUBLISHER).await?;
+                let controller = RootCaPublisher::new(client, &factory, root_ca.clone());
+                controllers.spawn(controller.run(token.child_token()));
+            }
+            None => tracing::warn!(
+                controller = ROOT_CA_PUBLISHER,
+                "not started: no CA bundle to publish (--root-ca-file, or a kubeconfig with the server's CA)"
+            ),
+        }
     }
     if config.is_enabled(CLUSTERROLE_AGGREGATION) {
         let client = clients.client(CLUSTERROLE_AGGREGATION).await?;

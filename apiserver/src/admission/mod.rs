@@ -156,8 +156,9 @@ pub(crate) async fn admit_update(
 
 /// Admits the object an update of `existing` will store, once the strategies have merged it
 /// (`handlers::update::merge`): the kinds whose update paths validate what they keep
-/// (CertificateSigningRequests and their `/status` and `/approval`; a pod's
-/// `/ephemeralcontainers`, defaulted and validated as `podEphemeralContainersStrategy` does).
+/// (CertificateSigningRequests and their `/status` and `/approval`; a pod's `/status`, whose
+/// QoS class is immutable; a pod's `/ephemeralcontainers`, defaulted and validated as
+/// `podEphemeralContainersStrategy` does).
 pub(crate) fn validate_merged(
     resource: &Resource,
     subresource: Option<&str>,
@@ -172,6 +173,9 @@ pub(crate) fn validate_merged(
             certificates::Options::of(subresource),
             &mut errors,
         ),
+        (Admission::Pod, Some("status")) => {
+            pods::validate_status_update(existing, updated, &mut errors);
+        }
         (Admission::Pod, Some("ephemeralcontainers")) => {
             pods::default_pod(updated);
             pods::validate_pod_spec(updated.get("spec"), "spec", &mut errors);

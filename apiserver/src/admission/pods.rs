@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::fields::{
     at, child, child_if, default_to, duplicate, each_object_mut, forbidden, go_str, go_value,
-    invalid, items, not_found, not_supported, required, str_at,
+    immutable, invalid, items, not_found, not_supported, required, str_at,
 };
 use crate::meta::{self, FieldError};
 use crate::object::Object;
@@ -663,6 +663,27 @@ fn validate_ephemeral_fields(container: &Value, at: &str, errors: &mut Vec<Field
     }
     if container.get("restartPolicy").is_some_and(|p| !p.is_null()) {
         errors.push(forbidden(format!("{at}.restartPolicy"), FORBIDDEN));
+    }
+}
+
+/// `ValidatePodStatusUpdate`'s rule for the QoS class (`pkg/apis/core/validation/validation.go`):
+/// computed when the pod was created, it never changes, whoever writes the status.
+pub(super) fn validate_status_update(
+    existing: &Object,
+    updated: &Object,
+    errors: &mut Vec<FieldError>,
+) {
+    let qos = |object: &Object| {
+        object
+            .get("status")
+            .and_then(|status| status.get("qosClass"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let (old, new) = (qos(existing), qos(updated));
+    if old != new {
+        errors.push(immutable("status.qosClass", go_str(&new)));
     }
 }
 

@@ -61,18 +61,6 @@ fn error_message(err: &kubemock_client::Error) -> String {
         .unwrap_or_else(|| err.to_string())
 }
 
-/// Whether a create failed because the namespace is terminating.
-fn namespace_terminating(err: &kubemock_client::Error) -> bool {
-    err.status()
-        .and_then(|s| s.details.as_ref())
-        .and_then(|d| d.causes.as_ref())
-        .is_some_and(|causes| {
-            causes
-                .iter()
-                .any(|c| c.reason.as_deref() == Some("NamespaceTerminating"))
-        })
-}
-
 /// Upstream `byJobStartTime`: started before not started, earlier first, then by name.
 fn oldest_first(a: &Job, b: &Job) -> std::cmp::Ordering {
     let start = |j: &Job| j.status.as_ref().and_then(|s| s.start_time.clone());
@@ -561,7 +549,7 @@ async fn sync_cron_job(
                 .await;
             job
         }
-        Err(err) if namespace_terminating(&err) => return (Outcome::failed(err), changed),
+        Err(err) if err.is_namespace_terminating() => return (Outcome::failed(err), changed),
         Err(err) if err.is_already_exists() => {
             // Created before (the status write was lost), or by someone else.
             let job = match jobs_api.get(&job_name).await {

@@ -318,7 +318,7 @@ async fn sync_nodes(
                         .await;
                 }
                 // A terminating namespace refuses every create: nothing to report.
-                Err(err) if is_namespace_terminating(&err) => {}
+                Err(err) if err.is_namespace_terminating() => {}
                 Err(err) => {
                     ctx.expectations.creation_observed(key);
                     failed = true;
@@ -408,16 +408,4 @@ fn new_pod(
         spec: Some(spec),
         status: None,
     }
-}
-
-/// Whether a create failed because the namespace is terminating (§3.4).
-fn is_namespace_terminating(err: &kubemock_client::Error) -> bool {
-    err.status()
-        .and_then(|s| s.details.as_ref())
-        .and_then(|d| d.causes.as_ref())
-        .is_some_and(|causes| {
-            causes
-                .iter()
-                .any(|c| c.reason.as_deref() == Some("NamespaceTerminating"))
-        })
 }

@@ -31,6 +31,24 @@ pub fn pod_ip(index: usize, n: u32) -> String {
     format!("{}.{}", pod_prefix(index), n % 254 + 1)
 }
 
+/// The ID of the `restarts`th run of the container `name` of `pod`, as the runtime
+/// reports it: `kubemock://` (the runtime the nodes report, `containerRuntimeVersion`) and 64
+/// hex digits, like containerd's IDs. Unique per pod (its uid), container and run, and the
+/// same every time it is computed, so a restarted simulator reports the same IDs.
+pub fn container_id(pod: &Pod, name: &str, restarts: i32) -> String {
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let digest = ring::digest::digest(
+        &ring::digest::SHA256,
+        format!("{uid}/{name}/{restarts}").as_bytes(),
+    );
+    let hex: String = digest
+        .as_ref()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("kubemock://{hex}")
+}
+
 /// Capacity (and allocatable) of a simulated node: kwok's defaults are about this size.
 pub fn capacity() -> BTreeMap<String, Quantity> {
     [
@@ -194,7 +212,8 @@ pub fn running_status(
             ip: pod_ip.to_owned(),
         }]),
         start_time: Some(started.clone()),
-        qos_class: Some("BestEffort".to_owned()),
+        // Computed by the API server at creation, and immutable.
+        qos_class: pod.status.as_ref().and_then(|s| s.qos_class.clone()),
         conditions: Some(vec![
             pod_condition("PodReadyToStartContainers", "True", None, now),
             pod_condition("Initialized", "True", None, now),
@@ -209,7 +228,7 @@ pub fn running_status(
                     name: c.name.clone(),
                     image: c.image.clone().unwrap_or_default(),
                     image_id: format!("kubemock://{}", c.image.clone().unwrap_or_default()),
-                    container_id: Some(format!("kubemock://{}", c.name)),
+                    container_id: Some(container_id(pod, &c.name, 0)),
                     ready,
                     started: Some(true),
                     restart_count: 0,
@@ -254,7 +273,7 @@ pub fn ephemeral_statuses(
                     name: c.name.clone(),
                     image: c.image.clone().unwrap_or_default(),
                     image_id: format!("kubemock://{}", c.image.clone().unwrap_or_default()),
-                    container_id: Some(format!("kubemock://{}", c.name)),
+                    container_id: Some(container_id(pod, &c.name, 0)),
                     ready: false,
                     started: Some(true),
                     restart_count: 0,
@@ -329,6 +348,48 @@ mod tests {
         assert_eq!(status.addresses.expect("addresses")[0].address, "10.0.0.11");
         assert_eq!(status.allocatable.expect("allocatable")["pods"].0, "110");
         assert_eq!(pod_ip(1, 0), "10.244.1.1");
+    }
+
+    #[test]
+    fn running_pods_keep_their_qos_class_and_get_container_ids_of_their_own() {
+        let now = Time(kubemock_client::resource::now());
+        let pod = |uid: &str| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "p", "uid": uid},
+                "spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "x"}]},
+                "status": {"phase": "Pending", "qosClass": "Burstable"}
+            }))
+            .expect("a pod")
+        };
+        let ids = |pod: &Pod| -> Vec<String> {
+            let status = running_status(pod, "10.0.0.10", "10.244.0.1", &now, true, &now);
+            assert_eq!(status.qos_class.as_deref(), Some("Burstable"));
+            status
+                .container_statuses
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.container_id)
+                .collect()
+        };
+        let (first, second) = (
+            pod("4b2f1c5e-0000-0000-0000-000000000001"),
+            pod("4b2f1c5e-0000-0000-0000-000000000002"),
+        );
+        let (a, b) = (ids(&first), ids(&second));
+        assert_eq!(a.len(), 2);
+        assert_ne!(a[0], a[1], "containers of one pod");
+        assert!(a.iter().all(|id| !b.contains(id)), "pods {a:?} {b:?}");
+        assert_eq!(ids(&first), a, "the same every time");
+        let hex = a[0]
+            .strip_prefix("kubemock://")
+            .expect("the runtime's prefix");
+        assert_eq!(hex.len(), 64);
+        assert!(hex.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(
+            container_id(&first, "a", 1),
+            a[0],
+            "a restart is a new container"
+        );
     }
 
     #[test]

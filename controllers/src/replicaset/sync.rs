@@ -133,7 +133,7 @@ async fn manage_replicas(
                             .await;
                     }
                     // A terminating namespace refuses every create: nothing to report.
-                    Err(err) if is_namespace_terminating(&err) => created += 1,
+                    Err(err) if err.is_namespace_terminating() => created += 1,
                     Err(err) => {
                         ctx.recorder
                             .publish(
@@ -207,16 +207,4 @@ async fn manage_replicas(
         return error.map_or(Ok(()), Err);
     }
     Ok(())
-}
-
-/// Whether a create failed because the namespace is terminating (§3.4).
-fn is_namespace_terminating(err: &kubemock_client::Error) -> bool {
-    err.status()
-        .and_then(|s| s.details.as_ref())
-        .and_then(|d| d.causes.as_ref())
-        .is_some_and(|causes| {
-            causes
-                .iter()
-                .any(|c| c.reason.as_deref() == Some("NamespaceTerminating"))
-        })
 }
