@@ -41,12 +41,44 @@ pub fn container_id(pod: &Pod, name: &str, restarts: i32) -> String {
         &ring::digest::SHA256,
         format!("{uid}/{name}/{restarts}").as_bytes(),
     );
-    let hex: String = digest
-        .as_ref()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
-    format!("kubemock://{hex}")
+    format!("kubemock://{}", hex(digest.as_ref()))
+}
+
+/// The image ID a runtime reports for `image` as a pod names it: the repository, fully
+/// qualified as containerd resolves short names (`nginx:1.25` is
+/// `docker.io/library/nginx`), with the digest the reference pins, else a digest of the
+/// reference itself (no registry is asked): `docker.io/library/nginx@sha256:...`.
+pub fn image_id(image: &str) -> String {
+    let (name, digest) = match image.split_once('@') {
+        Some((name, digest)) => (name, Some(digest.to_owned())),
+        None => (image, None),
+    };
+    // A tag follows the last `:` after the last `/` (a registry's port comes before it).
+    let last_slash = name.rfind('/').map_or(0, |i| i + 1);
+    let repository = match name[last_slash..].rfind(':') {
+        Some(i) => &name[..last_slash + i],
+        None => name,
+    };
+    let first = repository.split('/').next().unwrap_or_default();
+    let has_registry = repository.contains('/')
+        && (first.contains('.') || first.contains(':') || first == "localhost");
+    let qualified = if has_registry {
+        repository.to_owned()
+    } else if repository.contains('/') {
+        format!("docker.io/{repository}")
+    } else {
+        format!("docker.io/library/{repository}")
+    };
+    let digest = digest.unwrap_or_else(|| {
+        let hash = ring::digest::digest(&ring::digest::SHA256, image.as_bytes());
+        format!("sha256:{}", hex(hash.as_ref()))
+    });
+    format!("{qualified}@{digest}")
+}
+
+/// Lower-case hex digits of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// Capacity (and allocatable) of a simulated node: kwok's defaults are about this size.
@@ -227,7 +259,7 @@ pub fn running_status(
                 .map(|c| ContainerStatus {
                     name: c.name.clone(),
                     image: c.image.clone().unwrap_or_default(),
-                    image_id: format!("kubemock://{}", c.image.clone().unwrap_or_default()),
+                    image_id: image_id(c.image.as_deref().unwrap_or_default()),
                     container_id: Some(container_id(pod, &c.name, 0)),
                     ready,
                     started: Some(true),
@@ -272,7 +304,7 @@ pub fn ephemeral_statuses(
                 known.cloned().unwrap_or_else(|| ContainerStatus {
                     name: c.name.clone(),
                     image: c.image.clone().unwrap_or_default(),
-                    image_id: format!("kubemock://{}", c.image.clone().unwrap_or_default()),
+                    image_id: image_id(c.image.as_deref().unwrap_or_default()),
                     container_id: Some(container_id(pod, &c.name, 0)),
                     ready: false,
                     started: Some(true),
@@ -389,6 +421,35 @@ mod tests {
             container_id(&first, "a", 1),
             a[0],
             "a restart is a new container"
+        );
+    }
+
+    #[test]
+    fn image_ids_name_the_resolved_repository_and_a_digest() {
+        let digest = |id: String| {
+            id.split_once("@sha256:")
+                .map(|(r, d)| (r.to_owned(), d.len()))
+        };
+        for (image, repository) in [
+            ("nginx", "docker.io/library/nginx"),
+            ("nginx:1.25", "docker.io/library/nginx"),
+            ("bitnami/redis:7", "docker.io/bitnami/redis"),
+            ("registry.k8s.io/pause:3.9", "registry.k8s.io/pause"),
+            ("localhost:5000/app:dev", "localhost:5000/app"),
+            ("localhost/app", "localhost/app"),
+        ] {
+            assert_eq!(
+                digest(image_id(image)),
+                Some((repository.to_owned(), 64)),
+                "{image}"
+            );
+        }
+        assert_ne!(image_id("nginx:1.25"), image_id("nginx:1.26"));
+        assert_eq!(image_id("nginx:1.25"), image_id("nginx:1.25"));
+        let pinned = format!("busybox@sha256:{}", "a".repeat(64));
+        assert_eq!(
+            image_id(&pinned),
+            format!("docker.io/library/busybox@sha256:{}", "a".repeat(64))
         );
     }
 
