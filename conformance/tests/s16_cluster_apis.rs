@@ -788,6 +788,17 @@ async fn s16_bindings_and_evictions_act_on_pods() {
         )
         .await;
     assert_eq!(refused.status, 429, "{}", refused.body);
+    // No disruption controller has looked at the new budget yet (`createTooManyRequestsError`).
+    assert_eq!(
+        refused.body["message"],
+        "Cannot evict pod as it would violate the pod's disruption budget."
+    );
+    assert_eq!(
+        refused.body["details"]["causes"][0],
+        json!({"reason": "DisruptionBudget",
+               "message": "The disruption budget web is still being processed by the server."})
+    );
+    assert_eq!(refused.body["details"]["retryAfterSeconds"], 10);
     let mismatched = h
         .post(
             &format!("/api/v1/namespaces/{ns}/pods/a/eviction"),
@@ -887,4 +898,89 @@ async fn s16_pods_take_ephemeral_containers_only_through_their_subresource() {
     through_pod["spec"]["ephemeralContainers"] = json!([]);
     let reply = h.put(&format!("{pods}/web"), &through_pod).await;
     assert_eq!(reply.status, 422, "{}", reply.body);
+}
+
+/// `pods/eviction` against a budget whose status a disruption controller computed
+/// (`pkg/registry/core/pod/storage/eviction.go`): an allowed eviction charges the budget
+/// (`disruptionsAllowed` down by one, the pod in `disruptedPods`, the condition False at zero)
+/// and marks the pod `DisruptionTarget` before deleting it; a dry run charges nothing; with
+/// none left, a 429 names the budget's figures.
+#[tokio::test]
+async fn s16_an_eviction_charges_the_pods_disruption_budget() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s16-evict").await;
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    for name in ["a", "b", "c"] {
+        let created = h
+            .post(
+                &pods,
+                &json!({"metadata": {"name": name, "labels": {"app": "db"}},
+                        "spec": {"containers": [{"name": "c", "image": "busybox"}]}}),
+            )
+            .await;
+        assert_eq!(created.status, 201);
+        let ready = json!({"status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}]}});
+        let patched = h
+            .patch(
+                &format!("{pods}/{name}/status"),
+                "application/merge-patch+json",
+                &ready,
+            )
+            .await;
+        assert_eq!(patched.status, 200);
+    }
+    let budgets = format!("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets");
+    let budget = h
+        .post(
+            &budgets,
+            &json!({"metadata": {"name": "db"},
+                    "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"}}}}),
+        )
+        .await;
+    assert_eq!(budget.status, 201);
+    // What the disruption controller would write: 3 healthy, 2 desired, 1 disruption.
+    let computed = json!({"status": {"observedGeneration": 1, "disruptionsAllowed": 1,
+        "currentHealthy": 3, "desiredHealthy": 2, "expectedPods": 3,
+        "conditions": [{"type": "DisruptionAllowed", "status": "True", "reason": "SufficientPods",
+                        "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+    let written = h
+        .patch(
+            &format!("{budgets}/db/status"),
+            "application/merge-patch+json",
+            &computed,
+        )
+        .await;
+    assert_eq!(written.status, 200, "{}", written.body);
+    let evict = |name: &str| json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}});
+
+    // A dry run charges nothing and deletes nothing.
+    let dry = h
+        .post(&format!("{pods}/a/eviction?dryRun=All"), &evict("a"))
+        .await;
+    assert_eq!(dry.status, 201, "{}", dry.body);
+    assert_eq!(
+        h.get(&format!("{budgets}/db")).await.body["status"]["disruptionsAllowed"],
+        1
+    );
+    assert_eq!(h.get(&format!("{pods}/a")).await.status, 200);
+
+    let evicted = h.post(&format!("{pods}/a/eviction"), &evict("a")).await;
+    assert_eq!(evicted.status, 201, "{}", evicted.body);
+    let status = h.get(&format!("{budgets}/db")).await.body["status"].clone();
+    assert_eq!(status["disruptionsAllowed"], 0, "{status}");
+    assert!(status["disruptedPods"]["a"].is_string(), "{status}");
+    assert_eq!(status["conditions"][0]["status"], "False");
+    assert_eq!(status["conditions"][0]["reason"], "InsufficientPods");
+    // The pod was marked, then deleted (gone at once: it has no node).
+    assert_eq!(h.get(&format!("{pods}/a")).await.status, 404);
+
+    let refused = h.post(&format!("{pods}/b/eviction"), &evict("b")).await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert_eq!(
+        refused.body["details"]["causes"][0]["message"],
+        "The disruption budget db needs 2 healthy pods and has 3 currently"
+    );
+    assert!(refused.body["details"].get("retryAfterSeconds").is_none());
+    assert_eq!(h.get(&format!("{pods}/b")).await.status, 200);
 }
