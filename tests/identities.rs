@@ -191,6 +191,8 @@ async fn secure_controllers_roll_out_a_deployment_as_their_service_accounts() {
         "ttl-after-finished-controller",
         "cronjob-controller",
         "clusterrole-aggregation-controller",
+        "disruption-controller",
+        "root-ca-cert-publisher",
     ] {
         assert!(
             accounts.contains(&format!("serviceaccount/{account}\n")),

@@ -1513,3 +1513,108 @@ fn history_revisions(out: &str) -> Vec<&str> {
         .filter(|w| w.chars().all(|c| c.is_ascii_digit()))
         .collect()
 }
+
+/// `kubectl drain` as on a real cluster: the node is cordoned, evictions go through
+/// `pods/eviction`, a PodDisruptionBudget the disruption controller keeps blocks them with
+/// upstream's message, and once the budget allows it the pods are evicted, replaced on the
+/// other node, and the drain completes.
+#[tokio::test]
+async fn kubectl_drain_is_blocked_by_a_disruption_budget_then_completes() {
+    let cluster = Cluster::start_with(&["--nodes", "2"]).await;
+    cluster
+        .kubectl(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+        ])
+        .await;
+    cluster
+        .kubectl_until(
+            &[
+                "get",
+                "deployment",
+                "web",
+                "-o=jsonpath={.status.availableReplicas}",
+            ],
+            |out| out == "2",
+        )
+        .await;
+    cluster
+        .kubectl(&[
+            "create",
+            "poddisruptionbudget",
+            "web",
+            "--selector=app=web",
+            "--min-available=2",
+        ])
+        .await;
+    cluster
+        .kubectl_until(
+            &[
+                "get",
+                "pdb",
+                "web",
+                "-o=jsonpath={.status.observedGeneration} {.status.currentHealthy} {.status.disruptionsAllowed}",
+            ],
+            |out| out == "1 2 0",
+        )
+        .await;
+    let node = cluster
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o=jsonpath={.items[0].spec.nodeName}",
+        ])
+        .await;
+    let (ok, _, err) = common::kubectl(
+        &cluster.dir.path().join("kubeconfig"),
+        &cluster.dir.path().join("cache"),
+        &["drain", &node, "--ignore-daemonsets", "--timeout=3s"],
+    )
+    .await;
+    assert!(!ok, "the budget blocks the drain");
+    assert!(
+        err.contains("Cannot evict pod as it would violate the pod's disruption budget."),
+        "{err}"
+    );
+    let cordoned = cluster
+        .kubectl(&["get", "node", &node, "-o=jsonpath={.spec.unschedulable}"])
+        .await;
+    assert_eq!(cordoned, "true");
+
+    cluster
+        .kubectl(&[
+            "patch",
+            "pdb",
+            "web",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"minAvailable":1}}"#,
+        ])
+        .await;
+    let out = cluster
+        .kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=60s"])
+        .await;
+    assert!(out.contains(&format!("node/{node} drained")), "{out}");
+    // The Deployment's pods run on the other node now.
+    cluster
+        .kubectl_until(
+            &[
+                "get",
+                "pods",
+                "-l",
+                "app=web",
+                "--field-selector=status.phase=Running",
+                "-o=jsonpath={range .items[*]}{.spec.nodeName} {end}",
+            ],
+            |out| {
+                let nodes: Vec<&str> = out.split_whitespace().collect();
+                nodes.len() == 2 && nodes.iter().all(|n| *n != node)
+            },
+        )
+        .await;
+}

@@ -198,13 +198,15 @@ impl Client {
                     let retry_after = retry_after(&response);
                     let status = response.status();
                     let err = error_from_response(response).await;
-                    // 429: the server did not process the request, so retrying is safe for
-                    // every verb. 5xx with Retry-After (504 "too large resource version"):
-                    // only for reads.
-                    let retryable = status.as_u16() == 429
-                        || (status.is_server_error()
-                            && retry_after.is_some()
-                            && request.method == reqwest::Method::GET);
+                    // As client-go's `checkWait` (`rest/request.go`): only an answer with a
+                    // Retry-After is retried. A 429 says the server did not process the
+                    // request, so retrying it is safe for every verb; a 5xx with Retry-After
+                    // (504 "too large resource version") only for reads. A 429 without one
+                    // (an eviction its disruption budget refuses) is the caller's to handle.
+                    let retryable = retry_after.is_some()
+                        && (status.as_u16() == 429
+                            || (status.is_server_error()
+                                && request.method == reqwest::Method::GET));
                     if !retryable || attempt >= MAX_RETRIES {
                         return Err(err);
                     }

@@ -439,3 +439,57 @@ async fn connection_errors_are_transport_errors_after_retries_for_reads() {
         "a create is not retried"
     );
 }
+
+/// A server on a real socket answering each request (one per connection) with `responses`
+/// in turn (the last one repeated); returns its URL and the count of requests it saw.
+async fn scripted_server(
+    responses: Vec<&'static str>,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let response = responses[n.min(responses.len() - 1)];
+            let mut buf = vec![0u8; 4096];
+            let _ = stream.read(&mut buf).await;
+            let _ = stream.write_all(response.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        }
+    });
+    (url, seen)
+}
+
+/// client-go's `checkWait` (`staging/src/k8s.io/client-go/rest/request.go`): a 429 is retried
+/// only when it carries a Retry-After; without one (an eviction its disruption budget refuses)
+/// the caller gets it at once.
+#[tokio::test]
+async fn a_429_is_retried_only_with_a_retry_after() {
+    const REFUSED: &str = "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 79\r\n\r\n{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":429,\"message\":\"x\"}";
+    const LATER: &str = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 79\r\n\r\n{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":429,\"message\":\"x\"}";
+    const OK: &str = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 72\r\n\r\n{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\"},\"data\":{}}";
+    let (url, seen) = scripted_server(vec![REFUSED]).await;
+    let client = kubemock_client::Client::new(kubemock_client::Config::new(&url)).expect("client");
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let err = api.get("x").await.expect_err("refused");
+    assert_eq!(err.code(), Some(429));
+    assert_eq!(
+        seen.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "not retried"
+    );
+
+    let (url, seen) = scripted_server(vec![LATER, LATER, OK]).await;
+    let client = kubemock_client::Client::new(kubemock_client::Config::new(&url)).expect("client");
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    api.get("x").await.expect("retried until answered");
+    assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 3);
+}

@@ -20,7 +20,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::manager::{
-    CLUSTERROLE_AGGREGATION, CRONJOB, DAEMONSET, DEPLOYMENT, ENDPOINTS, ENDPOINTSLICE,
+    CLUSTERROLE_AGGREGATION, CRONJOB, DAEMONSET, DEPLOYMENT, DISRUPTION, ENDPOINTS, ENDPOINTSLICE,
     GARBAGE_COLLECTOR, JOB, NAMESPACE, REPLICASET, ROOT_CA_PUBLISHER, STATEFULSET,
 };
 
@@ -38,6 +38,7 @@ pub const SERVICE_ACCOUNTS: &[(&str, &str)] = &[
     (CRONJOB, "cronjob-controller"),
     (DAEMONSET, "daemon-set-controller"),
     (DEPLOYMENT, "deployment-controller"),
+    (DISRUPTION, "disruption-controller"),
     (ENDPOINTS, "endpoint-controller"),
     (ENDPOINTSLICE, "endpointslice-controller"),
     (GARBAGE_COLLECTOR, "generic-garbage-collector"),

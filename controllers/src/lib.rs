@@ -39,6 +39,7 @@ pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod discovery;
+pub mod disruption;
 pub mod endpoints;
 pub mod error;
 pub mod gc;

@@ -23,6 +23,7 @@ use crate::credentials::{
 use crate::cronjob::CronJobController;
 use crate::daemonset::DaemonSetController;
 use crate::deployment::DeploymentController;
+use crate::disruption::DisruptionController;
 use crate::endpoints::{EndpointSliceController, EndpointsController};
 use crate::error::{Error, Result};
 use crate::gc::GarbageCollector;
@@ -74,6 +75,9 @@ pub const REPLICASET: &str = "replicaset-controller";
 /// The StatefulSet controller's name (kube-controller-manager's, with its old alias).
 pub const STATEFULSET: &str = "statefulset-controller";
 
+/// The disruption controller's name (kube-controller-manager's, with its old alias).
+pub const DISRUPTION: &str = "disruption-controller";
+
 /// The root CA certificate publisher's name (kube-controller-manager's, with its old alias).
 pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
 
@@ -84,6 +88,7 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     (CRONJOB, "cronjob"),
     (DAEMONSET, "daemonset"),
     (DEPLOYMENT, "deployment"),
+    (DISRUPTION, "disruption"),
     (ENDPOINTS, "endpoint"),
     (ENDPOINTSLICE, "endpointslice"),
     (GARBAGE_COLLECTOR, "garbagecollector"),
@@ -315,6 +320,11 @@ async fn start(
     }
     if config.is_enabled(NAMESPACE) {
         let controller = NamespaceController::new(clients.client(NAMESPACE).await?, &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(DISRUPTION) {
+        let client = clients.client(DISRUPTION).await?;
+        let controller = DisruptionController::new(client, &factory, config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(ROOT_CA_PUBLISHER) {

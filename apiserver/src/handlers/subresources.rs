@@ -591,7 +591,8 @@ async fn charge_budget(
         let status = object::child_object(&mut budget, "status");
         status.insert("disruptionsAllowed".to_owned(), json!(allowed - 1));
         if allowed == 1 {
-            set_disruption_allowed_false(status);
+            let generation = status.get("observedGeneration").cloned();
+            set_disruption_allowed_false(status, generation);
         }
         object::child_object(status, "disruptedPods")
             .insert(pod_name.clone(), json!(meta::now_rfc3339()));
@@ -620,7 +621,7 @@ async fn charge_budget(
 
 /// `UpdateDisruptionAllowedCondition` with no disruption left: `DisruptionAllowed` False,
 /// reason `InsufficientPods` (`k8s.io/component-helpers/apps/poddisruptionbudget`).
-fn set_disruption_allowed_false(status: &mut Object) {
+fn set_disruption_allowed_false(status: &mut Object, observed_generation: Option<Value>) {
     let conditions = status.entry("conditions").or_insert_with(|| json!([]));
     let Value::Array(conditions) = conditions else {
         return;
@@ -637,9 +638,18 @@ fn set_disruption_allowed_false(status: &mut Object) {
             condition["status"] = json!("False");
             condition["reason"] = json!("InsufficientPods");
             condition["message"] = json!("");
+            if let Some(generation) = observed_generation {
+                condition["observedGeneration"] = generation;
+            }
         }
-        None => conditions.push(json!({"type": "DisruptionAllowed", "status": "False",
-            "reason": "InsufficientPods", "message": "", "lastTransitionTime": now})),
+        None => {
+            let mut condition = json!({"type": "DisruptionAllowed", "status": "False",
+                "reason": "InsufficientPods", "message": "", "lastTransitionTime": now});
+            if let Some(generation) = observed_generation {
+                condition["observedGeneration"] = generation;
+            }
+            conditions.push(condition);
+        }
     }
 }
 
