@@ -1618,3 +1618,65 @@ async fn kubectl_drain_is_blocked_by_a_disruption_budget_then_completes() {
         )
         .await;
 }
+
+/// `kubectl logs` of a simulated container: its `kubemock.dev/log` lines, and `-f` streaming
+/// until the pod is deleted; `kubectl exec` is refused with a message saying why.
+#[tokio::test]
+async fn kubectl_logs_and_follow_end_with_the_pod_and_exec_says_it_is_not_simulated() {
+    let cluster = Cluster::start_with(&["--nodes", "1"]).await;
+    cluster
+        .kubectl(&[
+            "run",
+            "p",
+            "--image=nginx",
+            "--annotations=kubemock.dev/log=hello",
+        ])
+        .await;
+    cluster
+        .kubectl_until(&["get", "pod", "p", "-o=jsonpath={.status.phase}"], |out| {
+            out == "Running"
+        })
+        .await;
+    assert_eq!(cluster.kubectl(&["logs", "p"]).await, "hello\n");
+    let follow = cluster
+        .command()
+        .args(["logs", "-f", "p"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("kubectl logs -f");
+    let mut lines = BufReader::new(follow.stdout.expect("stdout")).lines();
+    let first = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .expect("a line before the deadline")
+        .expect("read")
+        .expect("a line");
+    assert_eq!(first, "hello");
+    cluster
+        .kubectl(&["delete", "pod", "p", "--wait=false"])
+        .await;
+    let end = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .expect("the stream ends with the pod")
+        .expect("read");
+    assert_eq!(end, None);
+
+    cluster.kubectl(&["run", "q", "--image=nginx"]).await;
+    cluster
+        .kubectl_until(&["get", "pod", "q", "-o=jsonpath={.status.phase}"], |out| {
+            out == "Running"
+        })
+        .await;
+    let (ok, _, err) = common::kubectl(
+        &cluster.dir.path().join("kubeconfig"),
+        &cluster.dir.path().join("cache"),
+        &["exec", "q", "--", "echo", "hi"],
+    )
+    .await;
+    assert!(!ok);
+    assert!(
+        err.contains("kubemock does not simulate pods/exec yet"),
+        "{err}"
+    );
+}

@@ -984,3 +984,108 @@ async fn s16_an_eviction_charges_the_pods_disruption_budget() {
     assert!(refused.body["details"].get("retryAfterSeconds").is_none());
     assert_eq!(h.get(&format!("{pods}/b")).await.status, 200);
 }
+
+/// `pods/log` of a simulated container (`handlers::logs`, upstream
+/// `pkg/registry/core/pod/rest/log.go` and the kubelet's log options): the pod's
+/// `kubemock.dev/log` lines, `tailLines`, `timestamps` and `limitBytes`; upstream's refusals;
+/// and the streaming subresources kubemock does not simulate answer a 400 that says so.
+#[tokio::test]
+async fn s16_pod_logs_follow_the_kubelets_options_and_refusals() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s16-logs").await;
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    let created = h
+        .post(
+            &pods,
+            &json!({"metadata": {"name": "web", "annotations": {
+                        "kubemock.dev/log": "one\ntwo\nthree",
+                        "kubemock.dev/log.side": "side car"}},
+                    "spec": {"containers": [{"name": "app", "image": "nginx"},
+                                            {"name": "side", "image": "busybox"}]}}),
+        )
+        .await;
+    assert_eq!(created.status, 201);
+    let log = format!("{pods}/web/log");
+    // Not on a node yet.
+    let reply = h.get(&format!("{log}?container=app")).await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(
+        reply.body["message"],
+        "pod web does not have a host assigned"
+    );
+    let bound = h
+        .post(
+            &format!("{pods}/web/binding"),
+            &json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web"},
+                    "target": {"kind": "Node", "name": "node-1"}}),
+        )
+        .await;
+    assert_eq!(bound.status, 201);
+    let reply = h.get(&format!("{log}?container=app")).await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(
+        reply.body["message"],
+        "container \"app\" in pod \"web\" is waiting to start: ContainerCreating"
+    );
+    // What a kubelet reports once the containers run.
+    let started = "2026-01-02T03:04:05Z";
+    let running = |name: &str| {
+        json!({"name": name, "image": "x", "imageID": "", "ready": true,
+        "restartCount": 0, "state": {"running": {"startedAt": started}}})
+    };
+    let patched = h
+        .patch(
+            &format!("{pods}/web/status"),
+            "application/merge-patch+json",
+            &json!({"status": {"phase": "Running",
+                               "containerStatuses": [running("app"), running("side")]}}),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+
+    let reply = h.get(&log).await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(
+        reply.body["message"],
+        "a container name must be specified for pod web, choose one of: [app side]"
+    );
+    let reply = h.get(&format!("{log}?container=nope")).await;
+    assert_eq!(
+        reply.body["message"],
+        "container nope is not valid for pod web"
+    );
+    let reply = h.get(&format!("{log}?container=app")).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.headers["content-type"], "text/plain");
+    assert_eq!(reply.body, "one\ntwo\nthree\n");
+    let reply = h.get(&format!("{log}?container=side")).await;
+    assert_eq!(reply.body, "side car\n");
+    let reply = h
+        .get(&format!("{log}?container=app&tailLines=2&timestamps=true"))
+        .await;
+    assert_eq!(
+        reply.body,
+        "2026-01-02T03:04:05.000000000Z two\n2026-01-02T03:04:05.000000000Z three\n"
+    );
+    let reply = h.get(&format!("{log}?container=app&limitBytes=5")).await;
+    assert_eq!(reply.body, "one\nt");
+    let reply = h.get(&format!("{log}?container=app&previous=true")).await;
+    assert_eq!(
+        reply.body["message"],
+        "previous terminated container \"app\" in pod \"web\" not found"
+    );
+    let reply = h.get(&format!("{log}?container=app&tailLines=-1")).await;
+    assert_eq!(reply.status, 422, "{}", reply.body);
+
+    for sub in ["exec", "attach", "portforward", "proxy"] {
+        let reply = h.get(&format!("{pods}/web/{sub}")).await;
+        assert_eq!(reply.status, 400, "{sub}");
+        assert!(
+            reply.body["message"].as_str().is_some_and(
+                |m| m.starts_with(&format!("kubemock does not simulate pods/{sub} yet"))
+            ),
+            "{}",
+            reply.body
+        );
+    }
+}

@@ -10,6 +10,7 @@ pub(crate) mod discovery;
 pub(crate) mod escalation;
 pub(crate) mod get;
 pub(crate) mod list;
+pub(crate) mod logs;
 pub(crate) mod nonresource;
 pub(crate) mod openapi;
 pub(crate) mod patch;

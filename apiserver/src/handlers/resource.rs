@@ -371,6 +371,10 @@ async fn dispatch(call: Call, method: Method) -> ApiResult<Response> {
     let subresource = call.target.subresource.clone();
     let watch = call.target.watches(&call.query);
     match (method, item, subresource.as_deref()) {
+        (_, true, Some("exec" | "attach" | "portforward" | "proxy")) => {
+            super::logs::not_simulated(&call)
+        }
+        (Method::GET, true, Some("log")) => super::logs::log(&call).await,
         (Method::GET, _, None) if watch => watch::watch(&call).await,
         (Method::GET, false, None) => list::list(&call).await,
         (Method::GET, true, _) => get::get(&call).await,

@@ -31,6 +31,10 @@ const GET_UPDATE_PATCH: &[&str] = &["get", "patch", "update"];
 /// Verbs of the review kinds (`TokenReview`, `SubjectAccessReview`, ...) and `bindings`: they
 /// are created and answered, never stored.
 const CREATE_ONLY: &[&str] = &["create"];
+/// Verbs of the streaming subresources of pods (`exec`, `attach`, `portforward`).
+const GET_CREATE: &[&str] = &["create", "get"];
+/// Verbs of the `proxy` subresources of pods and nodes.
+const PROXY_VERBS: &[&str] = &["create", "delete", "get", "patch", "update"];
 /// Verbs of `componentstatuses`, computed on every read.
 const GET_LIST: &[&str] = &["get", "list"];
 /// The category of the kinds that extend the API (`kubectl get api-extensions`).
@@ -244,14 +248,15 @@ const ENTRIES: &[Entry] = &[
         .sub(&["finalize", "status"]).names(NameRule::Label).returns_deleted()
         .admit(Admission::Namespace)
         .printer(Printer::Namespace),
-    entry(CORE, V1, "nodes", "Node", CLUSTER).short(&["no"]).sub(&["status"])
+    entry(CORE, V1, "nodes", "Node", CLUSTER).short(&["no"]).sub(&["proxy", "status"])
         .printer(Printer::Node),
     entry(CORE, V1, "persistentvolumeclaims", "PersistentVolumeClaim", NS).short(&["pvc"])
         .sub(&["status"]).printer(Printer::PersistentVolumeClaim),
     entry(CORE, V1, "persistentvolumes", "PersistentVolume", CLUSTER).short(&["pv"])
         .sub(&["status"]).printer(Printer::PersistentVolume),
     entry(CORE, V1, "pods", "Pod", NS).short(&["po"]).all()
-        .sub(&["binding", "ephemeralcontainers", "eviction", "status"])
+        .sub(&["attach", "binding", "ephemeralcontainers", "eviction", "exec", "log",
+               "portforward", "proxy", "status"])
         .admit(Admission::Pod)
         .returns_deleted().printer(Printer::Pod),
     entry(CORE, V1, "podtemplates", "PodTemplate", NS).admit(Admission::PodTemplate)
@@ -396,7 +401,7 @@ fn gvk(group: &str, version: &str, kind: &str) -> Option<Gvk> {
 }
 
 /// A subresource as the real server lists it: its verbs and, when not the parent's, its kind.
-fn subresource(name: &str, group: &str, version: &str) -> Subresource {
+fn subresource(name: &str, group: &str, version: &str, parent: &str) -> Subresource {
     let (response, verbs, printer) = match name {
         "scale" => (
             gvk("autoscaling", "v1", "Scale"),
@@ -411,6 +416,21 @@ fn subresource(name: &str, group: &str, version: &str) -> Subresource {
             None,
         ),
         "finalize" => (None, &["update"][..], None),
+        // As discovery lists them upstream; kubemock answers what it does not simulate with a
+        // 400 saying so (`handlers::logs`).
+        "log" => (None, &["get"][..], None),
+        "exec" => (gvk(group, version, "PodExecOptions"), GET_CREATE, None),
+        "attach" => (gvk(group, version, "PodAttachOptions"), GET_CREATE, None),
+        "portforward" => (
+            gvk(group, version, "PodPortForwardOptions"),
+            GET_CREATE,
+            None,
+        ),
+        "proxy" => (
+            gvk(group, version, &format!("{parent}ProxyOptions")),
+            PROXY_VERBS,
+            None,
+        ),
         // status, approval, ephemeralcontainers: the parent's kind.
         _ => (None, GET_UPDATE_PATCH, None),
     };
@@ -452,7 +472,7 @@ pub(super) fn resources() -> (Vec<Group>, Vec<Resource>) {
                     subresources: e
                         .subresources
                         .iter()
-                        .map(|name| subresource(name, e.group, e.version))
+                        .map(|name| subresource(name, e.group, e.version, e.kind))
                         .collect(),
                     behaviour: e.behaviour,
                     printer: e.printer.clone(),
