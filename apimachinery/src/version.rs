@@ -22,6 +22,19 @@ pub fn git_version() -> String {
     format!("v{KUBERNETES_MAJOR}.{KUBERNETES_MINOR}.0")
 }
 
+/// The user agent of a Kubernetes component named `command`, as client-go's
+/// `rest.DefaultKubernetesUserAgent` writes it (`staging/src/k8s.io/client-go/rest/config.go`):
+/// `COMMAND/VERSION (OS/ARCH) kubernetes/COMMIT7`.
+pub fn user_agent(command: &str) -> String {
+    /// client-go's `adjustCommit` keeps 7 characters of the commit.
+    const COMMIT_LENGTH: usize = 7;
+    let commit = GIT_COMMIT.get(..COMMIT_LENGTH).unwrap_or(GIT_COMMIT);
+    format!(
+        "{command}/{} ({PLATFORM}) kubernetes/{commit}",
+        git_version()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

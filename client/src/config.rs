@@ -176,14 +176,7 @@ impl Config {
 /// );
 /// ```
 pub fn default_user_agent(command: &str) -> String {
-    use kubemock_apimachinery::version::{GIT_COMMIT, PLATFORM, git_version};
-    /// client-go's `adjustCommit` keeps 7 characters of the commit.
-    const COMMIT_LENGTH: usize = 7;
-    let commit = GIT_COMMIT.get(..COMMIT_LENGTH).unwrap_or(GIT_COMMIT);
-    format!(
-        "{command}/{} ({PLATFORM}) kubernetes/{commit}",
-        git_version()
-    )
+    kubemock_apimachinery::version::user_agent(command)
 }
 
 /// A parsed kubeconfig, possibly merged from several files.

@@ -778,14 +778,7 @@ async fn put_status(
         serde_json::to_vec(object).map_err(|err| ApiError::internal(err.to_string()))?,
     );
     if loopback {
-        let agent = format!(
-            "kube-apiserver/{} ({}) kubernetes/{}",
-            kubemock_apimachinery::version::git_version(),
-            kubemock_apimachinery::version::PLATFORM,
-            kubemock_apimachinery::version::GIT_COMMIT
-                .get(..7)
-                .unwrap_or_default()
-        );
+        let agent = kubemock_apimachinery::version::user_agent("kube-apiserver");
         if let Ok(agent) = axum::http::HeaderValue::from_str(&agent) {
             inner.headers.insert(axum::http::header::USER_AGENT, agent);
         }
