@@ -1680,3 +1680,119 @@ async fn kubectl_logs_and_follow_end_with_the_pod_and_exec_says_it_is_not_simula
         "{err}"
     );
 }
+
+/// A ValidatingWebhookConfiguration (YAML) denying ConfigMaps labelled `deny: "yes"` through
+/// `server`, and one MutatingWebhookConfiguration labelling every Pod.
+fn webhook_manifests(server: &kubemock_conformance::webhook_server::WebhookServer) -> String {
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: deny-labelled
+webhooks:
+- name: deny.example.com
+  clientConfig:
+    url: {validate}
+    caBundle: {ca}
+  rules:
+  - operations: [CREATE, UPDATE]
+    apiGroups: ['']
+    apiVersions: [v1]
+    resources: [configmaps]
+  objectSelector:
+    matchLabels:
+      deny: 'yes'
+  sideEffects: None
+  admissionReviewVersions: [v1]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: label-pods
+webhooks:
+- name: label.example.com
+  clientConfig:
+    url: {mutate}
+    caBundle: {ca}
+  rules:
+  - operations: [CREATE]
+    apiGroups: ['']
+    apiVersions: [v1]
+    resources: [pods]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+",
+        validate = server.url("/validate"),
+        mutate = server.url("/mutate"),
+        ca = server.ca_bundle,
+    )
+}
+
+/// `kubectl apply` of an object a webhook denies shows upstream's words; the in-tree
+/// controllers' writes (the Pods a Deployment's ReplicaSet makes) go through webhooks too.
+#[tokio::test]
+async fn kubectl_shows_a_webhook_denial_and_controllers_writes_are_admitted() {
+    use kubemock_conformance::webhook_server::{Answer, WebhookServer, admission_answer, patch};
+    use serde_json::json;
+    let server = WebhookServer::start(
+        &[],
+        std::sync::Arc::new(|path, review| match path {
+            "/mutate" => Answer::Json(admission_answer(
+                review,
+                json!({"allowed": true, "patchType": "JSONPatch", "patch": patch(json!([
+                    {"op": "add", "path": "/metadata/labels/admitted-by", "value": "webhook"}]))}),
+            )),
+            _ => Answer::Json(admission_answer(
+                review,
+                json!({"allowed": false, "result": {"message": "labelled deny"}}),
+            )),
+        }),
+    )
+    .await;
+    let cluster = Cluster::start().await;
+    let hooks = cluster.dir.path().join("hooks.yaml");
+    std::fs::write(&hooks, webhook_manifests(&server)).expect("write the manifest");
+    cluster
+        .kubectl(&["apply", "-f", hooks.to_str().expect("a utf-8 path")])
+        .await;
+    let manifest = cluster.dir.path().join("cm.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: denied\n  labels:\n    deny: 'yes'\n",
+    )
+    .expect("write the manifest");
+    let (ok, _, err) = common::kubectl(
+        &cluster.dir.path().join("kubeconfig"),
+        &cluster.dir.path().join("cache"),
+        &["apply", "-f", manifest.to_str().expect("a utf-8 path")],
+    )
+    .await;
+    assert!(!ok, "the apply was denied");
+    assert!(
+        err.contains("admission webhook \"deny.example.com\" denied the request: labelled deny"),
+        "{err}"
+    );
+    cluster
+        .kubectl(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+        ])
+        .await;
+    let labels = cluster
+        .kubectl_until(
+            &[
+                "get",
+                "pods",
+                "-l",
+                "app=web",
+                "-o",
+                "jsonpath={.items[*].metadata.labels.admitted-by}",
+            ],
+            |out| out.split_whitespace().count() == 2,
+        )
+        .await;
+    assert_eq!(labels, "webhook webhook");
+}

@@ -48,7 +48,10 @@
 //!   the ServiceAccount tokens of `tokens`); `authz`: what users may do (the authorizer chain,
 //!   RBAC, the authorization step, escalation prevention); [`security`]: the secure mode's
 //!   files and options; `tls`: the TLS listener; `audit`: the audit log (policy, events,
-//!   the writer).
+//!   the writer); `webhook`: the admission webhook configurations' index, the HTTPS client
+//!   webhooks (admission and CRD conversion) are called with, and AdmissionReviews;
+//!   `dispatch`: the admission webhooks' dispatch on writes and CRD conversion on reads and
+//!   writes.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
@@ -79,6 +82,7 @@ mod authz;
 mod bootstrap;
 mod codec;
 mod crd;
+mod dispatch;
 mod fieldvalidation;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -109,6 +113,7 @@ mod target;
 mod testing;
 mod tls;
 mod tokens;
+mod webhook;
 
 use std::sync::Arc;
 
@@ -228,6 +233,14 @@ pub async fn serve(
             .await
             .map_err(|err| std::io::Error::other(format!("loading the RBAC policy: {err}")))?;
     }
+    webhook::start(
+        state.webhooks(),
+        state.store(),
+        state.shutdown(),
+        state.tasks(),
+    )
+    .await
+    .map_err(|err| std::io::Error::other(format!("loading the webhook configurations: {err}")))?;
     crd::controller::start(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("serving the custom resources: {err}")))?;

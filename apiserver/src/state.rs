@@ -213,6 +213,9 @@ struct Inner {
     /// The RBAC authorizer of that chain, if it has one: its index is loaded and followed by
     /// `authz::rbac::start`, and escalation prevention resolves rules with it.
     rbac: Option<Arc<crate::authz::rbac::Rbac>>,
+    /// The admission webhook configurations in use and the clients that call webhooks
+    /// (`webhook`), loaded and followed by `webhook::start`.
+    webhooks: Arc<crate::webhook::Webhooks>,
 }
 
 impl AppState {
@@ -243,6 +246,7 @@ impl AppState {
                 pki,
                 authorizer,
                 rbac,
+                webhooks: Arc::default(),
             }),
         }
     }
@@ -260,6 +264,11 @@ impl AppState {
     /// The RBAC authorizer, when the authorization mode has one.
     pub(crate) fn rbac(&self) -> Option<&Arc<crate::authz::rbac::Rbac>> {
         self.inner.rbac.as_ref()
+    }
+
+    /// The admission webhooks and the webhook clients.
+    pub(crate) fn webhooks(&self) -> &Arc<crate::webhook::Webhooks> {
+        &self.inner.webhooks
     }
 
     /// The store.

@@ -14,6 +14,8 @@
 //! own codec, which the golden tests hold to upstream's fixtures), so that the same test body
 //! checks both wire formats: `for h in Harness::each_encoding().await { ... }`.
 
+pub mod webhook_server;
+
 use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::time::Duration;

@@ -1,8 +1,9 @@
-//! What kubemock does not enforce yet is refused, not stored and ignored: admission webhook
-//! configurations with webhooks, ValidatingAdmissionPolicies and their bindings, CRDs with CEL
-//! rules (`x-kubernetes-validations`) or a conversion webhook. A test that installs one on a
-//! real cluster relies on it running; here it would silently not run. `--accept-unenforced`
-//! stores them with a `Warning` header instead. (`apiserver/src/admission/unenforced.rs`.)
+//! What kubemock does not enforce yet is refused, not stored and ignored: admission webhooks
+//! with `matchConditions` (CEL), ValidatingAdmissionPolicies and their bindings, CRDs with CEL
+//! rules (`x-kubernetes-validations`). A test that installs one on a real cluster relies on it
+//! running; here it would silently not run. `--accept-unenforced` stores them with a
+//! `Warning` header instead. (`apiserver/src/admission/unenforced.rs`; the webhooks themselves
+//! are called: `webhooks.rs`.)
 
 use kubemock_apiserver::ServerConfig;
 use kubemock_conformance::{Harness, Reply};
@@ -20,6 +21,7 @@ fn webhook_configuration(name: &str, webhooks: Value) -> Value {
 fn one_webhook() -> Value {
     json!([{
         "name": "check.example.com",
+        "matchConditions": [{"name": "only-some", "expression": "object.metadata.name != 'x'"}],
         "clientConfig": {"url": "https://127.0.0.1:9443/validate"},
         "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
                    "resources": ["configmaps"]}],
@@ -63,7 +65,7 @@ fn causes(reply: &Reply) -> Vec<(String, String)> {
 }
 
 #[tokio::test]
-async fn webhook_configurations_with_webhooks_are_refused_and_empty_ones_stored() {
+async fn webhooks_with_match_conditions_are_refused_and_others_stored() {
     let h = Harness::start().await;
     let path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
     let refused = h
@@ -73,18 +75,21 @@ async fn webhook_configurations_with_webhooks_are_refused_and_empty_ones_stored(
     assert_eq!(refused.body["reason"], "Invalid");
     assert_eq!(
         causes(&refused),
-        [("webhooks".to_owned(), "FieldValueForbidden".to_owned())]
+        [(
+            "webhooks[0].matchConditions".to_owned(),
+            "FieldValueForbidden".to_owned()
+        )]
     );
     let message = refused.body["message"].as_str().unwrap_or("");
     assert!(
         message.starts_with(
-            "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"checks\" is invalid: webhooks: Forbidden: admission webhooks are not called"
+            "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"checks\" is invalid: webhooks[0].matchConditions: Forbidden: CEL match conditions are not evaluated"
         ),
         "{message}"
     );
     assert!(message.contains("--accept-unenforced"), "{message}");
     assert_eq!(h.get(&format!("{path}/checks")).await.status, 404);
-    // Nothing to call: stored. Adding a webhook later is refused like creating one.
+    // No conditions: stored. Adding conditions later is refused like creating them.
     let empty = h
         .post(path, &webhook_configuration("none", json!([])))
         .await;
@@ -140,18 +145,12 @@ async fn admission_policies_and_cel_rules_are_refused() {
     webhook["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
         .as_object_mut()
         .map(|spec| spec.remove("x-kubernetes-validations"));
+    // A conversion webhook is called (`webhooks.rs`): stored.
     webhook["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
         "conversionReviewVersions": ["v1"],
         "clientConfig": {"url": "https://127.0.0.1:9443/convert"}}});
-    let refused = h.post(crds, &webhook).await;
-    assert_eq!(refused.status, 422, "{}", refused.body);
-    assert_eq!(
-        causes(&refused),
-        [(
-            "spec.conversion.strategy".to_owned(),
-            "FieldValueForbidden".to_owned()
-        )]
-    );
+    let stored = h.post(crds, &webhook).await;
+    assert_eq!(stored.status, 201, "{}", stored.body);
 }
 
 #[tokio::test]
@@ -172,7 +171,9 @@ async fn accept_unenforced_stores_them_with_a_warning() {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     assert!(
-        warning.starts_with("299 - \"webhooks: Forbidden: admission webhooks are not called"),
+        warning.starts_with(
+            "299 - \"webhooks[0].matchConditions: Forbidden: CEL match conditions are not evaluated"
+        ),
         "{warning}"
     );
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";

@@ -1,16 +1,13 @@
 //! What kubemock stores but does not enforce yet, refused rather than silently ignored.
 //!
-//! A real cluster calls the admission webhooks of a Mutating/ValidatingWebhookConfiguration,
-//! evaluates ValidatingAdmissionPolicies through their bindings, evaluates the CEL rules of a
-//! CustomResourceDefinition's `x-kubernetes-validations`, and calls a conversion webhook for a
-//! CRD whose `spec.conversion.strategy` is `Webhook`. kubemock does none of that yet. A test
-//! that installs such an object would pass believing its webhook ran or its rule held, so a
-//! write that asks for any of them is refused (422, one `Forbidden` cause per field) unless the
-//! server runs with `--accept-unenforced`; then it is stored and each write gets a `Warning`
-//! header saying what is not enforced.
-//!
-//! What is harmless stays accepted: a webhook configuration with no webhooks, a CRD whose
-//! conversion is `None`.
+//! A real cluster evaluates the CEL of an admission webhook's `matchConditions`, of
+//! ValidatingAdmissionPolicies through their bindings, and of a CustomResourceDefinition's
+//! `x-kubernetes-validations`. kubemock has no CEL yet (admission webhooks and conversion
+//! webhooks themselves are called: `admission::webhooks`, `admission::conversion`). A test
+//! that installs such an object would pass believing its rule held, so a write that asks for
+//! any of them is refused (422, one `Forbidden` cause per field) unless the server runs with
+//! `--accept-unenforced`; then it is stored and each write gets a `Warning` header saying what
+//! is not enforced (a webhook with `matchConditions` is then called as if they all held).
 
 use serde_json::Value;
 
@@ -35,11 +32,14 @@ pub(crate) fn unenforced(resource: &Resource, object: &Object) -> Vec<FieldError
             "mutatingwebhookconfigurations" | "validatingwebhookconfigurations",
         ) => {
             let webhooks = object.get("webhooks").and_then(Value::as_array);
-            if webhooks.is_some_and(|w| !w.is_empty()) {
-                found.push(forbidden(
-                    "webhooks",
-                    &format!("admission webhooks are not called: {HOW_TO_ACCEPT}"),
-                ));
+            for (i, webhook) in webhooks.into_iter().flatten().enumerate() {
+                let conditions = webhook.get("matchConditions").and_then(Value::as_array);
+                if conditions.is_some_and(|c| !c.is_empty()) {
+                    found.push(forbidden(
+                        format!("webhooks[{i}].matchConditions"),
+                        &format!("CEL match conditions are not evaluated: {HOW_TO_ACCEPT}"),
+                    ));
+                }
             }
         }
         (ADMISSIONREGISTRATION, "validatingadmissionpolicies") => {
@@ -68,19 +68,9 @@ pub(crate) fn warnings(causes: &[FieldError]) -> Vec<String> {
         .collect()
 }
 
-/// A CRD's CEL rules (in every version's schema) and its conversion webhook.
+/// A CRD's CEL rules (in every version's schema).
 fn definition(object: &Object, found: &mut Vec<FieldError>) {
     let spec = object.get("spec");
-    let strategy = spec
-        .and_then(|s| s.get("conversion"))
-        .and_then(|c| c.get("strategy"))
-        .and_then(Value::as_str);
-    if strategy == Some("Webhook") {
-        found.push(forbidden(
-            "spec.conversion.strategy",
-            &format!("conversion webhooks are not called: {HOW_TO_ACCEPT}"),
-        ));
-    }
     let versions = spec
         .and_then(|s| s.get("versions"))
         .and_then(Value::as_array);
@@ -177,15 +167,24 @@ mod tests {
     }
 
     #[test]
-    fn a_conversion_webhook_is_refused_and_none_is_not() {
+    fn conversion_webhooks_are_accepted_and_match_conditions_refused() {
         let webhook = object(json!({"spec": {"conversion": {"strategy": "Webhook"}}}));
-        let causes = definition_causes(&webhook);
+        assert!(definition_causes(&webhook).is_empty());
+        let resource = crate::registry::Registry::builtin()
+            .lookup(
+                ADMISSIONREGISTRATION,
+                "v1",
+                "validatingwebhookconfigurations",
+            )
+            .expect("served");
+        let configuration = object(json!({"webhooks": [
+            {"name": "a", "matchConditions": []},
+            {"name": "b", "matchConditions": [{"name": "c", "expression": "true"}]}]}));
+        let causes = unenforced(&resource, &configuration);
         assert_eq!(causes.len(), 1);
-        assert_eq!(causes[0].field, "spec.conversion.strategy");
+        assert_eq!(causes[0].field, "webhooks[1].matchConditions");
         assert_eq!(causes[0].reason, "FieldValueForbidden");
         assert!(causes[0].detail.contains("--accept-unenforced"));
-        let none = object(json!({"spec": {"conversion": {"strategy": "None"}}}));
-        assert!(definition_causes(&none).is_empty());
     }
 
     fn definition_causes(object: &Object) -> Vec<FieldError> {

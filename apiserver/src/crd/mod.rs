@@ -377,6 +377,18 @@ pub(crate) fn resources_of(definition: &Object) -> Vec<Arc<Resource>> {
     versions.sort_by(|a, b| {
         version_priority(text(b, &["name"])).cmp(&version_priority(text(a, &["name"])))
     });
+    let storage_version = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|v| v["storage"] == true)
+        .map(|v| text(v, &["name"]).to_owned())
+        .unwrap_or_default();
+    let conversion = spec
+        .get("conversion")
+        .filter(|c| c.get("strategy").and_then(Value::as_str) == Some("Webhook"))
+        .cloned();
     let mut resources = Vec::new();
     for version in versions {
         let name = text(version, &["name"]).to_owned();
@@ -511,6 +523,8 @@ pub(crate) fn resources_of(definition: &Object) -> Vec<Arc<Resource>> {
                 scale,
                 selectable_fields,
                 terminating,
+                storage_version: storage_version.clone(),
+                conversion: conversion.clone(),
             })),
         }));
     }

@@ -135,7 +135,28 @@ async fn create_stored(
     if let Some(writer) = writer {
         managedfields::record_update(resource, writer, None, &mut object);
     }
+    let name = if generate_name.is_some() {
+        String::new()
+    } else {
+        object::name_of(&object).to_owned()
+    };
+    let request = crate::dispatch::Request {
+        resource,
+        subresource: None,
+        namespace,
+        name: &name,
+        operation: crate::dispatch::Operation::Create,
+        user,
+        dry_run,
+        options: crate::dispatch::options(
+            "CreateOptions",
+            dry_run,
+            writer.map(|w| w.manager.as_str()),
+        ),
+    };
+    crate::dispatch::mutate(state, &request, &mut object, None).await?;
     let reservation = admission::admit_create(state, resource, &mut object, dry_run, user).await?;
+    crate::dispatch::validate(state, &request, Some(&object), None).await?;
     let attempts = if generate_name.is_some() {
         GENERATE_NAME_ATTEMPTS
     } else {
@@ -144,7 +165,11 @@ async fn create_stored(
     for attempt in 1..=attempts {
         let name = object::name_of(&object).to_owned();
         let key = keys::object_key(resource, namespace, &name);
-        let bytes = object::to_stored(&admission::to_storage(resource, &object))?;
+        let bytes = match crate::dispatch::conversion::for_storage(state, resource, &object).await?
+        {
+            Some(converted) => object::to_stored(&converted)?,
+            None => object::to_stored(&admission::to_storage(resource, &object))?,
+        };
         if dry_run {
             return Ok((object, None));
         }

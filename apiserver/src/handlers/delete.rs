@@ -298,6 +298,19 @@ async fn delete_one(
         let (current, stored) = fetch_existing(&call.state, resource, &key, name).await?;
         let existing = object::answered(&stored, current.mod_revision);
         check_preconditions(resource, name, options, &existing, current.mod_revision)?;
+        let request = crate::dispatch::Request {
+            resource,
+            subresource: None,
+            namespace,
+            name,
+            operation: crate::dispatch::Operation::Delete,
+            user: &call.user,
+            dry_run,
+            options: crate::dispatch::options("DeleteOptions", dry_run, None),
+        };
+        crate::dispatch::mutate(&call.state, &request, &mut stored.clone(), Some(&existing))
+            .await?;
+        crate::dispatch::validate(&call.state, &request, None, Some(&existing)).await?;
         if is_namespace {
             // §6.7 (upstream `pkg/registry/core/namespace/storage`): the first DELETE only
             // marks the namespace; a later one removes it once `spec.finalizers` is empty.

@@ -55,13 +55,18 @@ pub(crate) async fn fetch_existing(
         .await?
         .ok_or_else(|| ApiError::not_found(resource, name))?;
     let stored = object::parse_stored(&current.value)?;
-    Ok((current, admission::from_storage(resource, stored)))
+    let object = crate::dispatch::conversion::served(state, resource, stored).await?;
+    Ok((current, admission::from_storage(resource, object)))
 }
 
 /// Reads the object `call` names (latest state), or 404.
 pub(crate) async fn read_object(call: &Call) -> ApiResult<(Object, Revision)> {
     let kv = read_kv(call).await?;
-    let object = admission::from_storage(&call.target.resource, object::from_stored(&kv)?);
+    let resource = &call.target.resource;
+    let object =
+        crate::dispatch::conversion::served(&call.state, resource, object::from_stored(&kv)?)
+            .await?;
+    let object = admission::from_storage(resource, object);
     Ok((object, kv.mod_revision))
 }
 

@@ -363,9 +363,10 @@ pub(crate) async fn list(call: &Call) -> ApiResult<Response> {
             .into_response());
     }
     let page = read_page(call, &request, &prefix).await?;
+    let items = crate::dispatch::conversion::served_all(&call.state, resource, page.items).await?;
     let body = list_body(
         resource,
-        page.items,
+        items,
         page.revision,
         page.continue_token,
         page.remaining,

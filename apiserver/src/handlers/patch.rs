@@ -218,6 +218,14 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
             return Err(ApiError::modified(resource, name));
         }
         update::check_uid_precondition(resource, name, &key, &body, &existing)?;
+        let request = call.admission_request(
+            crate::dispatch::Operation::Update,
+            name,
+            dry_run,
+            "PatchOptions",
+            Some(&writer),
+        );
+        crate::dispatch::mutate(&call.state, &request, &mut body, Some(&existing)).await?;
         let reservation = admission::admit_update(
             &call.state,
             resource,
@@ -231,6 +239,7 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
         admission::validate_merged(resource, subresource, &existing, &mut updated)?;
         crd::admit(resource, Some(&existing), &mut updated)?;
         super::escalation::check(call, Some(&existing), &updated)?;
+        crate::dispatch::validate(&call.state, &request, Some(&updated), Some(&existing)).await?;
         managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
@@ -368,13 +377,23 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
                 Err(err) => return Err(err),
             }
         };
-        let existing = admission::from_storage(resource, object::parse_stored(&current.value)?);
+        let stored = object::parse_stored(&current.value)?;
+        let stored = crate::dispatch::conversion::served(&call.state, resource, stored).await?;
+        let existing = admission::from_storage(resource, stored);
         if pinned.is_some_and(|rv| rv != current.mod_revision) {
             return Err(ApiError::modified(resource, name));
         }
         update::check_uid_precondition(resource, name, &key, &config, &existing)?;
         let mut merged = managedfields::apply(resource, writer, Some(&existing), &config, force)?;
         check_name(call, &merged)?;
+        let request = call.admission_request(
+            crate::dispatch::Operation::Update,
+            name,
+            dry_run,
+            "PatchOptions",
+            Some(writer),
+        );
+        crate::dispatch::mutate(&call.state, &request, &mut merged, Some(&existing)).await?;
         let reservation = admission::admit_update(
             &call.state,
             resource,
@@ -388,6 +407,7 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
         admission::validate_merged(resource, subresource, &existing, &mut updated)?;
         crd::admit(resource, Some(&existing), &mut updated)?;
         super::escalation::check(call, Some(&existing), &updated)?;
+        crate::dispatch::validate(&call.state, &request, Some(&updated), Some(&existing)).await?;
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
             reservation.commit();

@@ -165,6 +165,32 @@ impl Call {
         })
     }
 
+    /// The admission webhooks' view of this call: `operation` on `name`, with `options` of
+    /// the kind `options_kind` (`CreateOptions`, ...) and the field manager of `writer`.
+    pub(crate) fn admission_request<'a>(
+        &'a self,
+        operation: crate::dispatch::Operation,
+        name: &'a str,
+        dry_run: bool,
+        options_kind: &str,
+        writer: Option<&Writer>,
+    ) -> crate::dispatch::Request<'a> {
+        crate::dispatch::Request {
+            resource: &self.target.resource,
+            subresource: self.target.subresource.as_deref(),
+            namespace: self.target.namespace.as_deref(),
+            name,
+            operation,
+            user: &self.user,
+            dry_run,
+            options: crate::dispatch::options(
+                options_kind,
+                dry_run,
+                writer.map(|w| w.manager.as_str()),
+            ),
+        }
+    }
+
     /// The field manager of a write (§5.6), `options` naming the options kind in errors.
     pub(crate) fn writer(&self, options: &str) -> ApiResult<Writer> {
         Writer::of_request(
@@ -258,6 +284,8 @@ pub(crate) struct RequestParts {
     known: Option<Arc<Target>>,
     /// Who makes the request (`identity::requester`).
     user: Arc<UserInfo>,
+    /// The audit log's record of the request, if it is audited (webhooks annotate it).
+    audit: Option<crate::audit::AuditHandle>,
     headers: HeaderMap,
     body: Body,
 }
@@ -274,6 +302,7 @@ impl<S: Send + Sync> FromRequest<S> for RequestParts {
                 .remove::<RequestInfo>()
                 .and_then(|info| info.target),
             user: identity::requester(&parts.extensions),
+            audit: crate::audit::AuditHandle::of(&parts.extensions).cloned(),
             method: parts.method,
             headers: parts.headers,
             body,
@@ -325,7 +354,8 @@ async fn answer(
         Err(err) => return err.into_response(),
     };
     let encoding = negotiated.encoding;
-    let result = async {
+    let audit = request.audit;
+    let request_future = async {
         let body = body.map_err(|_| ApiError::too_large())?;
         let writes = request.method != Method::GET && request.method != Method::HEAD;
         // A definition's write answers once the definition is served (§11.2).
@@ -335,6 +365,8 @@ async fn answer(
             .rbac()
             .filter(|_| writes && target.resource.group == crate::authz::rbac::GROUP)
             .cloned();
+        // A webhook configuration's write answers once admission sees it (`webhook`).
+        let webhooks = writes && target.resource.group == crate::webhook::GROUP;
         let call = Call {
             state: state.clone(),
             target,
@@ -357,10 +389,22 @@ async fn answer(
         {
             rbac.synced(revision).await;
         }
+        if webhooks
+            && response.as_ref().is_ok_and(|r| r.status().is_success())
+            && let Ok(revision) = state.store().current_revision().await
+        {
+            state.webhooks().synced(revision).await;
+        }
         response
+    };
+    let (result, notes) = crate::webhook::collecting(request_future).await;
+    if let Some(audit) = &audit {
+        for (key, value) in &notes.annotations {
+            audit.annotate(key, value);
+        }
     }
-    .await;
-    result.unwrap_or_else(|err| encoding.error(err))
+    let response = result.unwrap_or_else(|err| encoding.error(err));
+    fieldvalidation::with_warnings(response, &notes.warnings)
 }
 
 async fn dispatch(call: Call, method: Method) -> ApiResult<Response> {

@@ -84,12 +84,22 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
                 }],
             ));
         }
-        let existing = admission::from_storage(resource, object::parse_stored(&current.value)?);
+        let stored = object::parse_stored(&current.value)?;
+        let stored = crate::dispatch::conversion::served(&call.state, resource, stored).await?;
+        let existing = admission::from_storage(resource, stored);
         check_uid_precondition(resource, name, &key, &body, &existing)?;
         if client_revision.is_some_and(|rv| rv != current.mod_revision) {
             return Err(ApiError::modified(resource, name));
         }
         let mut body = body.clone();
+        let request = call.admission_request(
+            crate::dispatch::Operation::Update,
+            name,
+            dry_run,
+            "UpdateOptions",
+            Some(&writer),
+        );
+        crate::dispatch::mutate(&call.state, &request, &mut body, Some(&existing)).await?;
         let reservation = admission::admit_update(
             &call.state,
             resource,
@@ -103,6 +113,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
         admission::validate_merged(resource, subresource, &existing, &mut updated)?;
         crd::admit(resource, Some(&existing), &mut updated)?;
         super::escalation::check(call, Some(&existing), &updated)?;
+        crate::dispatch::validate(&call.state, &request, Some(&updated), Some(&existing)).await?;
         managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         match write(call, &key, &current, updated, dry_run).await? {
             Written::Done(object) => {
@@ -155,7 +166,13 @@ pub(crate) async fn write(
     updated: Object,
     dry_run: bool,
 ) -> ApiResult<Written> {
-    let bytes = object::to_stored(&admission::to_storage(&call.target.resource, &updated))?;
+    let converted =
+        crate::dispatch::conversion::for_storage(&call.state, &call.target.resource, &updated)
+            .await?;
+    let bytes = match &converted {
+        Some(converted) => object::to_stored(converted)?,
+        None => object::to_stored(&admission::to_storage(&call.target.resource, &updated))?,
+    };
     let answered = |mut object: Object, revision: Revision| {
         object::set_resource_version(&mut object, revision);
         object

@@ -174,6 +174,7 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
     tasks.spawn(async move {
         let shutdown = state.shutdown().clone();
         let feed = Feed {
+            converting: crate::dispatch::conversion::by_webhook(&resource).then(|| state.clone()),
             sender,
             buffered,
             resource,
@@ -210,6 +211,8 @@ enum EventConversion {
 
 /// The task side of one watch.
 struct Feed {
+    /// The state to convert objects with, when the definition converts by webhook.
+    converting: Option<crate::state::AppState>,
     sender: mpsc::Sender<(Bytes, OwnedSemaphorePermit)>,
     /// The bytes of [`WATCH_BUFFER_BYTES`] not taken by events waiting for the body.
     buffered: Arc<Semaphore>,
@@ -222,8 +225,27 @@ struct Feed {
 }
 
 impl Feed {
-    /// Sends one event line; false once the client has gone.
-    async fn send(&self, kind: &str, mut object: Value) -> bool {
+    /// Sends one event line, its object converted by the definition's webhook when it
+    /// converts by webhook (a failed conversion ends the watch with an ERROR event); false
+    /// once the client has gone.
+    async fn send(&self, kind: &str, object: Value) -> bool {
+        let object = match (&self.converting, object) {
+            (Some(state), Value::Object(map)) if kind != "BOOKMARK" => {
+                match crate::dispatch::conversion::served(state, &self.resource, map).await {
+                    Ok(map) => Value::Object(map),
+                    Err(err) => {
+                        self.send_plain("ERROR", err.to_json()).await;
+                        return false;
+                    }
+                }
+            }
+            (_, object) => object,
+        };
+        self.send_plain(kind, object).await
+    }
+
+    /// Sends one event line as it is; false once the client has gone.
+    async fn send_plain(&self, kind: &str, mut object: Value) -> bool {
         // §11.3: a custom object reads in the version watched (conversion `None`).
         if self.resource.is_custom()
             && kind != "ERROR"
@@ -251,7 +273,7 @@ impl Feed {
     }
 
     async fn send_error(&self, error: ApiError) {
-        self.send("ERROR", error.to_json()).await;
+        self.send_plain("ERROR", error.to_json()).await;
     }
 
     fn bookmark(&self, revision: Revision, initial_events_end: bool) -> Value {

@@ -50,6 +50,10 @@ pub struct Custom {
     pub selectable_fields: Vec<String>,
     /// The definition is being deleted: no new objects.
     pub terminating: bool,
+    /// The storage version (`versions[].storage`).
+    pub storage_version: String,
+    /// `spec.conversion` when its strategy is `Webhook` (read by `admission::conversion`).
+    pub conversion: Option<Value>,
 }
 
 impl std::fmt::Debug for Custom {
@@ -70,6 +74,8 @@ impl PartialEq for Custom {
             && self.scale == other.scale
             && self.selectable_fields == other.selectable_fields
             && self.terminating == other.terminating
+            && self.storage_version == other.storage_version
+            && self.conversion == other.conversion
     }
 }
 
