@@ -9,6 +9,9 @@
 //! - `apiserver_current_inflight_requests{request_kind}` (`readOnly`, `mutating`)
 //! - `kubemock_store_revision`, `kubemock_store_compacted_revision`,
 //!   `kubemock_crd_sync_timeouts_total`, `process_start_time_seconds`
+//! - `kubemock_http_requests_total{verb,group,resource,request_content_type,response_content_type}`:
+//!   kubemock's own (upstream has no such metric), so that a test can tell which wire format
+//!   a client spoke (client-go's typed clients protobuf, the others JSON) without a request log
 //!
 //! Requests are labelled from the [`RequestInfo`] the pipeline classified them into (the same
 //! parse the handlers use); requests upstream does not instrument are not counted, except
@@ -34,6 +37,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::http::header;
 use axum::middleware::Next;
 use axum::response::Response;
 use futures_util::StreamExt;
@@ -67,8 +71,61 @@ struct Inner {
     /// gauge has no such label). A series that went back to 0 stays, as upstream's does.
     /// Written by [`OpenRequest`].
     long_running: Mutex<BTreeMap<RequestLabels, u64>>,
+    /// `kubemock_http_requests_total`: requests by verb, resource and the media types of
+    /// their body and answer. Written by the middleware with `requests`, for the same requests.
+    wire: Mutex<HashMap<WireLabels, u64>>,
     /// When the server started, in seconds since the Unix epoch.
     start_time: f64,
+}
+
+/// The labels of `kubemock_http_requests_total`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct WireLabels {
+    /// As in [`RequestLabels::verb`].
+    verb: &'static str,
+    /// As in [`RequestLabels::group`].
+    group: String,
+    /// As in [`RequestLabels::resource`].
+    resource: String,
+    /// The request's `Content-Type` as [`media_type`] names it (empty without one).
+    request: &'static str,
+    /// The response's `Content-Type` as [`media_type`] names it.
+    response: &'static str,
+}
+
+/// The media types `kubemock_http_requests_total` names; any other is `other`, so that the
+/// number of series stays bounded whatever clients send. Parameters (`;stream=watch`,
+/// `;as=Table;g=meta.k8s.io;v=v1`, `charset`) are left out: the verb tells a watch apart.
+const MEDIA_TYPES: [&str; 10] = [
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+    "application/cbor",
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+    "application/apply-patch+cbor",
+    "text/plain",
+];
+
+/// The label value of a `Content-Type` header: one of [`MEDIA_TYPES`] (its type and subtype,
+/// case-insensitively, parameters ignored), empty when there is none, else `other`.
+fn media_type(header: Option<&header::HeaderValue>) -> &'static str {
+    let Some(header) = header else {
+        return "";
+    };
+    let essence = header
+        .to_str()
+        .ok()
+        .and_then(|text| text.split(';').next())
+        .map(str::trim)
+        .unwrap_or_default();
+    MEDIA_TYPES
+        .iter()
+        .find(|known| known.eq_ignore_ascii_case(essence))
+        .copied()
+        .unwrap_or("other")
 }
 
 /// The request metrics of one label set.
@@ -138,6 +195,7 @@ impl Metrics {
             inner: Arc::new(Inner {
                 requests: Mutex::new(HashMap::new()),
                 long_running: Mutex::new(BTreeMap::new()),
+                wire: Mutex::new(HashMap::new()),
                 start_time,
             }),
         }
@@ -155,6 +213,19 @@ impl Metrics {
         if let Some(elapsed) = elapsed {
             series.durations.observe(elapsed.as_secs_f64());
         }
+    }
+
+    /// Counts a request in `kubemock_http_requests_total` by the media types of its body
+    /// (`request`, from its `Content-Type`) and of its answer (`response`).
+    fn record_wire(&self, labels: &RequestLabels, request: &'static str, response: &'static str) {
+        let key = WireLabels {
+            verb: labels.verb,
+            group: labels.group.clone(),
+            resource: labels.resource.clone(),
+            request,
+            response,
+        };
+        *self.inner.wire.lock().entry(key).or_default() += 1;
     }
 
     /// Opens a long-running request: in the gauge until the returned guard drops, then counted.
@@ -305,6 +376,28 @@ impl Metrics {
             }
         }
         out.family(
+            "kubemock_http_requests_total",
+            "Requests by verb, group, resource and the media types of the request body and of the response (parameters left out; empty when there is no body).",
+            "counter",
+        );
+        let wire = self.inner.wire.lock();
+        let mut series: Vec<_> = wire.iter().collect();
+        series.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (labels, value) in series {
+            out.sample(
+                "kubemock_http_requests_total",
+                vec![
+                    ("group", labels.group.as_str()),
+                    ("request_content_type", labels.request),
+                    ("resource", &labels.resource),
+                    ("response_content_type", labels.response),
+                    ("verb", labels.verb),
+                ],
+                *value as f64,
+            );
+        }
+        drop(wire);
+        out.family(
             "process_start_time_seconds",
             "Start time of the process since unix epoch in seconds.",
             "gauge",
@@ -379,10 +472,17 @@ pub(crate) async fn observe(
         return next.run(request).await;
     };
     let start = Instant::now();
+    let request_type = media_type(request.headers().get(header::CONTENT_TYPE));
     if info.instrumented && info.long_running {
         let mut open = metrics.open(&info.labels, start);
         let response = next.run(request).await;
         open.code = Some(response.status().as_u16());
+        // Counted when the answer starts: its media type is known then.
+        metrics.record_wire(
+            &info.labels,
+            request_type,
+            media_type(response.headers().get(header::CONTENT_TYPE)),
+        );
         if !response.status().is_success() {
             return response; // `open` drops here: a refused watch is over at once.
         }
@@ -399,10 +499,15 @@ pub(crate) async fn observe(
     }
     let response = next.run(request).await;
     let code = response.status().as_u16();
-    if response.extensions().get::<Rejected>().is_some() {
+    let rejected = response.extensions().get::<Rejected>().is_some();
+    if rejected {
         metrics.record(&info.labels, code, None);
     } else if info.instrumented {
         metrics.record(&info.labels, code, Some(start.elapsed()));
+    }
+    if rejected || info.instrumented {
+        let response_type = media_type(response.headers().get(header::CONTENT_TYPE));
+        metrics.record_wire(&info.labels, request_type, response_type);
     }
     response
 }
@@ -578,6 +683,58 @@ mod tests {
         let text = metrics.render(snapshot());
         assert!(text.contains(&format!("{gauge} 0\n")), "{text}");
         assert!(text.contains("apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"All\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"WATCH\",version=\"v1\"} 1\n"), "{text}");
+    }
+
+    #[test]
+    fn media_types_are_named_without_parameters_and_bounded() {
+        let named = |value: &str| {
+            media_type(Some(
+                &header::HeaderValue::from_str(value).expect("a header value"),
+            ))
+        };
+        assert_eq!(media_type(None), "");
+        assert_eq!(
+            named("application/vnd.kubernetes.protobuf;stream=watch"),
+            "application/vnd.kubernetes.protobuf"
+        );
+        assert_eq!(
+            named("application/json;as=Table;g=meta.k8s.io;v=v1"),
+            "application/json"
+        );
+        assert_eq!(
+            named("Application/JSON ; charset=utf-8"),
+            "application/json"
+        );
+        assert_eq!(
+            named("application/apply-patch+yaml"),
+            "application/apply-patch+yaml"
+        );
+        assert_eq!(named("application/x-anything-a-client-invents"), "other");
+        assert_eq!(named(""), "other");
+        let invalid =
+            header::HeaderValue::from_bytes(b"application/json\xff").expect("opaque bytes");
+        assert_eq!(media_type(Some(&invalid)), "other");
+    }
+
+    #[test]
+    fn requests_are_counted_by_the_media_types_of_body_and_answer() {
+        let metrics = Metrics::new();
+        let create = labels("POST", "configmaps");
+        let protobuf = "application/vnd.kubernetes.protobuf";
+        metrics.record_wire(&create, protobuf, protobuf);
+        metrics.record_wire(&create, protobuf, protobuf);
+        metrics.record_wire(&labels("GET", "configmaps"), "", "application/json");
+        let text = metrics.render(snapshot());
+        assert!(
+            text.contains("\n# TYPE kubemock_http_requests_total counter\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "\nkubemock_http_requests_total{group=\"\",request_content_type=\"\",resource=\"configmaps\",response_content_type=\"application/json\",verb=\"GET\"} 1\n"
+        ), "{text}");
+        assert!(text.contains(
+            "\nkubemock_http_requests_total{group=\"\",request_content_type=\"application/vnd.kubernetes.protobuf\",resource=\"configmaps\",response_content_type=\"application/vnd.kubernetes.protobuf\",verb=\"POST\"} 2\n"
+        ), "{text}");
     }
 
     #[test]

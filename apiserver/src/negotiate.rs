@@ -356,6 +356,17 @@ impl Encoding {
         }
     }
 
+    /// `body` alone, encoded: protobuf (with its envelope) when it has a protobuf form, else
+    /// compact JSON (custom resources; also for YAML, which has no stream form).
+    pub(crate) fn object_bytes(self, body: &Value) -> Vec<u8> {
+        if self == Encoding::Protobuf
+            && let Ok(bytes) = protobuf::encode(body)
+        {
+            return bytes;
+        }
+        serde_json::to_vec(body).unwrap_or_default()
+    }
+
     /// One watch event as sent: a JSON line, or a length-prefixed protobuf frame. An object
     /// without a protobuf form is sent as an ERROR event.
     pub(crate) fn watch_event(self, kind: &str, object: Value) -> Bytes {

@@ -250,3 +250,51 @@ async fn metrics_count_open_watches_until_their_client_leaves() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// `kubemock_http_requests_total` (kubemock's own, for the Go suite's check that client-go's
+/// typed clients spoke protobuf): each request counted once under the media type of its body
+/// and of its answer, in both encodings a client may speak.
+#[tokio::test]
+async fn requests_are_counted_by_the_media_types_of_body_and_answer() {
+    for h in Harness::each_encoding().await {
+        let ns = h.namespace("metrics-wire").await;
+        let path = format!("/api/v1/namespaces/{ns}/configmaps");
+        let before = h.metrics().await;
+
+        h.create_configmap(&ns, "w1", json!({})).await;
+        assert_eq!(h.get(&format!("{path}/w1")).await.status, 200);
+        assert_eq!(h.get(&format!("{path}/absent")).await.status, 404);
+        let patched = h
+            .patch(
+                &format!("{path}/w1"),
+                "application/merge-patch+json",
+                &json!({"data": {"k": "v"}}),
+            )
+            .await;
+        assert_eq!(patched.status, 200);
+
+        let after = h.metrics().await;
+        let counted = |verb: &str, request: &str| {
+            let labels = [
+                ("verb", verb),
+                ("group", ""),
+                ("resource", "configmaps"),
+                ("request_content_type", request),
+                ("response_content_type", h.media_type()),
+            ];
+            after.value("kubemock_http_requests_total", &labels)
+                - before.value("kubemock_http_requests_total", &labels)
+        };
+        let encoding = h.encoding();
+        // A body is protobuf when the client sends one (client-go's typed clients do for
+        // built-in kinds), a patch is its own media type in either encoding; the 404's
+        // Status comes in the encoding asked for, as every other answer.
+        assert_eq!(counted("POST", h.media_type()), 1.0, "{encoding:?}");
+        assert_eq!(counted("GET", ""), 2.0, "{encoding:?}");
+        assert_eq!(
+            counted("PATCH", "application/merge-patch+json"),
+            1.0,
+            "{encoding:?}"
+        );
+    }
+}

@@ -351,3 +351,41 @@ async fn s12_3_both_event_apis_read_and_watch_the_same_events() {
     assert_eq!(h.delete(&format!("{core}/w1.1"), None).await.status, 200);
     assert_eq!(h.get(&format!("{v1}/w1.1")).await.status, 404);
 }
+
+/// The initial events of a watch (from resourceVersion unset, and a streaming list) are in
+/// the watched API's form too: an events.k8s.io watch sends events.k8s.io Events, never the
+/// core/v1 Events they are stored as (upstream converts every watch event to the version
+/// watched, `pkg/endpoints/handlers/watch.go`). client-go's WatchListClient refuses the
+/// list otherwise ("received object type = v1.Event ..., doesn't match the list item type").
+#[tokio::test]
+async fn s12_3_initial_watch_events_are_in_the_watched_apis_form() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s12-events-initial").await;
+    let legacy = json!({"metadata": {"name": "p.1"},
+        "involvedObject": {"kind": "Pod", "namespace": ns, "name": "p"},
+        "reason": "Started", "message": "started", "type": "Normal"});
+    assert_eq!(
+        h.post(&format!("/api/v1/namespaces/{ns}/events"), &legacy)
+            .await
+            .status,
+        201
+    );
+    let v1 = format!("/apis/events.k8s.io/v1/namespaces/{ns}/events");
+    for query in [
+        "watch=true",
+        "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+    ] {
+        let mut watch = h.watch(&format!("{v1}?{query}")).await;
+        let added = watch.next_event().await.expect("an event");
+        assert_eq!(added["type"], "ADDED");
+        assert_eq!(
+            added["object"]["apiVersion"], "events.k8s.io/v1",
+            "{query}: {added}"
+        );
+        assert_eq!(added["object"]["note"], "started", "{query}: {added}");
+        assert_eq!(
+            added["object"]["regarding"]["name"], "p",
+            "{query}: {added}"
+        );
+    }
+}

@@ -182,6 +182,67 @@ async fn s8_6_bookmarks_are_sent_only_when_allowed() {
     }
 }
 
+/// The `kubernetes.io/initial-events-list-blueprint` of a bookmark, decoded.
+fn blueprint(h: &Harness, bookmark: &Value) -> Value {
+    use base64::Engine as _;
+    let text = bookmark["object"]["metadata"]["annotations"]
+        ["kubernetes.io/initial-events-list-blueprint"]
+        .as_str()
+        .expect("a blueprint annotation");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .expect("base64");
+    if h.media_type() == kubemock_apiserver::protobuf::MEDIA_TYPE {
+        kubemock_apiserver::protobuf::decode(&bytes).expect("a protobuf list")
+    } else {
+        serde_json::from_slice(&bytes).expect("a JSON list")
+    }
+}
+
+/// Only a streaming list ends its initial events with the annotated bookmark: a legacy watch
+/// from resourceVersion unset sends them and goes on (upstream's
+/// `isInitialEventsEndBookmarkRequired`, k8s.io/apiserver `pkg/storage/cacher/cacher.go`); a
+/// metadata-only streaming list's blueprint is a `PartialObjectMetadataList`.
+#[tokio::test]
+async fn s8_7_the_end_bookmark_is_a_streaming_lists_alone() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s8-7-legacy").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    h.create_configmap(&ns, "a", json!({})).await;
+    let mut legacy = h
+        .watch(&format!("{path}?watch=true&allowWatchBookmarks=true"))
+        .await;
+    assert_eq!(legacy.next_event().await.unwrap()["type"], "ADDED");
+    h.create_configmap(&ns, "b", json!({})).await;
+    let next = legacy.next_event().await.unwrap();
+    assert_eq!(
+        (
+            next["type"].as_str(),
+            next["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("ADDED"), Some("b")),
+        "no bookmark between the initial and the live events: {next}"
+    );
+
+    let mut metadata = h
+        .watch_accepting(
+            &format!("{path}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        )
+        .await;
+    for _ in 0..2 {
+        assert_eq!(metadata.next_event().await.unwrap()["type"], "ADDED");
+    }
+    let bookmark = metadata.next_event().await.unwrap();
+    assert_eq!(bookmark["type"], "BOOKMARK");
+    let list = blueprint(&h, &bookmark);
+    assert_eq!(
+        (list["kind"].as_str(), list["apiVersion"].as_str()),
+        (Some("PartialObjectMetadataList"), Some("meta.k8s.io/v1")),
+        "{list}"
+    );
+}
+
 #[tokio::test]
 async fn s8_7_streaming_list_ends_initial_events_with_a_bookmark() {
     for h in Harness::each_encoding().await {
@@ -197,6 +258,14 @@ async fn s8_7_streaming_list_ends_initial_events_with_a_bookmark() {
         assert_eq!(
             bookmark["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
             "true"
+        );
+        // The list's blueprint, which client-go 1.32's typed List decodes its result from
+        // (upstream's watchListTransformer, k8s.io/apiserver pkg/endpoints/handlers/response.go):
+        // an empty ConfigMapList in the watch's encoding, in base64.
+        assert_eq!(
+            blueprint(&h, &bookmark)["kind"],
+            "ConfigMapList",
+            "{bookmark}"
         );
         h.create_configmap(&ns, "b", json!({})).await;
         assert_eq!(

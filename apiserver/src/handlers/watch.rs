@@ -18,6 +18,8 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use kubemock_storage::{
@@ -47,6 +49,10 @@ const WATCH_CHANNEL: usize = 64;
 /// objects of a few MiB, [`WATCH_CHANNEL`] events alone could hold a hundred MiB per watch.
 /// An event larger than this still goes, alone.
 const WATCH_BUFFER_BYTES: usize = 4 * 1024 * 1024;
+/// The annotation of the bookmark that ends a streaming list's initial events.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+/// The annotation of that bookmark holding the encoded empty list ([`Feed::list_blueprint`]).
+const LIST_BLUEPRINT: &str = "kubernetes.io/initial-events-list-blueprint";
 /// Objects read per page while sending initial events.
 const INITIAL_PAGE: usize = 500;
 /// Without `timeoutSeconds` the real server picks a lifetime in [30, 60) minutes (§8.9).
@@ -59,6 +65,12 @@ struct WatchRequest {
     name: Option<String>,
     /// Send the current objects as ADDED events first.
     initial_events: bool,
+    /// `sendInitialEvents=true` with `allowWatchBookmarks` (a streaming list, upstream's
+    /// `isListWatchRequest` in `pkg/endpoints/handlers/get.go`): the initial events end with
+    /// a bookmark annotated `k8s.io/initial-events-end` and carrying the list's blueprint. A
+    /// legacy watch from `resourceVersion` unset or `0` sends initial events but no such
+    /// bookmark (`isInitialEventsEndBookmarkRequired`, `pkg/storage/cacher/cacher.go`).
+    streaming_list: bool,
     /// With initial events: they must be at least this recent.
     not_older_than: Option<Revision>,
     /// Without initial events: deliver changes after this revision.
@@ -121,13 +133,15 @@ impl WatchRequest {
                     ApiError::bad_request(format!("invalid timeoutSeconds: {text}"))
                 })?),
             };
+        let bookmarks = query.flag("allowWatchBookmarks");
         Ok(WatchRequest {
             selectors,
             name,
             initial_events,
+            streaming_list: send_initial == Some(true) && bookmarks,
             not_older_than: revision.filter(|_| initial_events),
             after: revision.unwrap_or(0),
-            bookmarks: query.flag("allowWatchBookmarks"),
+            bookmarks,
             timeout,
         })
     }
@@ -285,10 +299,33 @@ impl Feed {
         if initial_events_end {
             metadata.insert(
                 "annotations".to_owned(),
-                json!({"k8s.io/initial-events-end": "true"}),
+                json!({
+                    INITIAL_EVENTS_END: "true",
+                    LIST_BLUEPRINT: self.list_blueprint(),
+                }),
             );
         }
         json!({"kind": self.resource.kind, "apiVersion": self.resource.group_version(), "metadata": metadata})
+    }
+
+    /// The `kubernetes.io/initial-events-list-blueprint` annotation: an empty list of the
+    /// watched kind (`PartialObjectMetadataList` for a metadata watch), encoded as the
+    /// watch's objects are (protobuf with its envelope, or JSON), in base64. client-go 1.32's
+    /// typed `List` with the WatchListClient feature decodes the list it returns from it, and
+    /// falls back to a plain LIST without it (upstream's `watchListTransformer`,
+    /// `pkg/endpoints/handlers/response.go`; `rest/request.go` of client-go).
+    fn list_blueprint(&self) -> String {
+        let list = json!({
+            "kind": self.resource.list_kind(),
+            "apiVersion": self.resource.group_version(),
+            "metadata": {},
+            "items": [],
+        });
+        let list = match &self.conversion {
+            Some(EventConversion::Partial(version)) => partial::list(version, &list),
+            _ => list,
+        };
+        BASE64.encode(self.encoding.object_bytes(&list))
     }
 
     async fn run(self, state: &crate::state::AppState, prefix: String) {
@@ -315,7 +352,9 @@ impl Feed {
                     let Ok(object) = object::from_stored(kv) else {
                         continue;
                     };
-                    let object = Value::Object(object);
+                    // As the resource serves it (an events.k8s.io Event from its stored
+                    // core/v1 form), as the live events below and every GET and LIST.
+                    let object = Value::Object(admission::from_storage(&self.resource, object));
                     if self.request.matches(&object) && !self.send("ADDED", object).await {
                         return;
                     }
@@ -328,7 +367,9 @@ impl Feed {
                 }
             }
             after = snapshot.unwrap_or(0);
-            if self.request.bookmarks && !self.send("BOOKMARK", self.bookmark(after, true)).await {
+            if self.request.streaming_list
+                && !self.send("BOOKMARK", self.bookmark(after, true)).await
+            {
                 return;
             }
         }
