@@ -144,6 +144,7 @@ pub use security::{Security, SecurityError, SecurityOptions};
 pub use state::{AppState, ComponentHealth, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
 pub use testing::TestServer;
+pub use tls::LOOPBACK_SERVER_NAME;
 pub use version::KUBERNETES_MINOR;
 
 /// The Kubernetes protobuf wire format of built-in kinds (`application/vnd.kubernetes.protobuf`,
