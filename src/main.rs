@@ -260,8 +260,9 @@ struct SecurityArgs {
     /// fixed).
     #[arg(long)]
     enable_admission_plugins: Option<String>,
-    /// Accepted for kube-apiserver's command lines, and ignored (kubemock's admission is
-    /// fixed).
+    /// Admission plugins to turn off (comma-separated): `ServiceAccount` is honoured (pods
+    /// then get no `default` account and no token volume, as envtest's kube-apiserver);
+    /// others are accepted and ignored (kubemock's other admission is fixed).
     #[arg(long)]
     disable_admission_plugins: Option<String>,
     /// Accepted for kube-apiserver's command lines, and ignored (kubemock's store is
@@ -382,7 +383,12 @@ impl SecurityArgs {
             ),
             (
                 "--disable-admission-plugins",
-                self.disable_admission_plugins.clone(),
+                self.disable_admission_plugins.as_deref().and_then(|list| {
+                    let rest: Vec<&str> = plugins(list)
+                        .filter(|plugin| *plugin != SERVICE_ACCOUNT_PLUGIN)
+                        .collect();
+                    (!rest.is_empty()).then(|| rest.join(","))
+                }),
             ),
             ("--etcd-servers", self.etcd_servers.clone()),
             (
@@ -400,6 +406,16 @@ impl SecurityArgs {
                 warn!(flag, %value, "accepted for kube-apiserver's command line and ignored");
             }
         }
+    }
+
+    /// Whether the ServiceAccount admission plugin acts: not when
+    /// `--disable-admission-plugins` names it (envtest does, having no controller to create
+    /// the `default` accounts).
+    fn service_account_admission(&self) -> bool {
+        !self
+            .disable_admission_plugins
+            .as_deref()
+            .is_some_and(|list| plugins(list).any(|plugin| plugin == SERVICE_ACCOUNT_PLUGIN))
     }
 
     /// The cluster's keys: loaded (or generated into `--cert-dir`) now in the secure mode or
@@ -432,6 +448,15 @@ impl SecurityArgs {
             hosts,
         }
     }
+}
+
+/// The admission plugin kubemock can turn off (`--disable-admission-plugins`): the others it
+/// runs are fixed.
+const SERVICE_ACCOUNT_PLUGIN: &str = "ServiceAccount";
+
+/// The plugin names of an `--enable-admission-plugins`/`--disable-admission-plugins` list.
+fn plugins(list: &str) -> impl Iterator<Item = &str> {
+    list.split(',').map(str::trim).filter(|p| !p.is_empty())
 }
 
 /// The store's memory budgets and history retention (README, "Memory budgets").
@@ -846,6 +871,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             service_node_port_range: args.service_node_port_range,
             components,
             accept_unenforced: args.accept_unenforced,
+            service_account_admission: args.security.service_account_admission(),
             security: security.clone(),
             authorization_mode,
             pki,

@@ -184,8 +184,8 @@ fn envtest_apiserver_args(dir: &Path, port: u16, etcd_port: u16) -> Vec<String> 
     ]
 }
 
-/// The drop-in serves envtest's own certificate to envtest's clients and authenticates its
-/// admin by the client CA file, while its in-process controllers (here the namespace
+/// The drop-in serves envtest's own certificate to envtest's clients, authenticates its
+/// admin by the client CA file, honours `--disable-admission-plugins=ServiceAccount`, and its in-process controllers (here the namespace
 /// controller, named by `KUBEMOCK_CONTROLLERS`) reach it as kube-apiserver's loopback client
 /// does: asking for `apiserver-loopback-client` and trusting the certificate served for that
 /// name (`staging/src/k8s.io/apiserver/pkg/server/options/serving_with_loopback.go`). Before,
@@ -242,6 +242,20 @@ async fn kube_apiserver_serves_envtest_certificates_and_its_controllers_reach_it
     assert_eq!(whoami.status(), reqwest::StatusCode::CREATED);
     let review: serde_json::Value = whoami.json().await.expect("review");
     assert_eq!(review["status"]["userInfo"]["username"], "admin");
+
+    // `--disable-admission-plugins=ServiceAccount` is honoured: a pod gets no account and
+    // no token volume (`plugin/pkg/admission/serviceaccount/admission.go` adds both).
+    let pod = admin
+        .post(format!("{base}/api/v1/namespaces/default/pods"))
+        .json(&serde_json::json!({"metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
+        .send()
+        .await
+        .expect("create a pod");
+    assert_eq!(pod.status(), reqwest::StatusCode::CREATED);
+    let pod: serde_json::Value = pod.json().await.expect("pod");
+    assert!(pod["spec"].get("serviceAccountName").is_none(), "{pod}");
+    assert!(pod["spec"].get("volumes").is_none(), "{pod}");
 
     let namespaces = format!("{base}/api/v1/namespaces");
     let created = admin
