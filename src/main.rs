@@ -4,6 +4,9 @@
 //! controllers, stop accepting, end watches, then flush and close the store. `kubemock
 //! controller-manager` runs only the controllers, against any API server.
 
+mod envtest;
+
+use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use kubemock_apiserver::pki::{KeyFiles, Pki};
 use kubemock_apiserver::{
     AuthorizationMode, NodePortRange, Security, SecurityOptions, ServerConfig, ServiceCidr,
@@ -36,6 +39,32 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Run only the controllers, against the API server of a kubeconfig.
     ControllerManager(ControllerManagerArgs),
+    /// Write into DIR what controller-runtime's envtest starts from `KUBEBUILDER_ASSETS`:
+    /// `kube-apiserver` and `etcd` (links to this binary, which acts as each by the name it
+    /// is started under) and `kubectl` (a link to the machine's); prints DIR, absolute.
+    EnvtestAssets(EnvtestAssetsArgs),
+}
+
+#[derive(Debug, Args)]
+struct EnvtestAssetsArgs {
+    /// The directory (created if missing; existing entries of the three names replaced).
+    dir: PathBuf,
+    /// The kubectl to link (default: the first `kubectl` on `PATH`).
+    #[arg(long)]
+    kubectl: Option<PathBuf>,
+}
+
+/// kubemock started as `kube-apiserver` (by envtest, from `KUBEBUILDER_ASSETS`): `serve`'s
+/// flags, which include kube-apiserver's that envtest passes.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kube-apiserver",
+    version,
+    about = "kubemock as kube-apiserver: always secure; runs no controllers unless --controllers or KUBEMOCK_CONTROLLERS names some"
+)]
+struct KubeApiserverCli {
+    #[command(flatten)]
+    serve: ServeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -235,8 +264,9 @@ struct SecurityArgs {
     /// fixed).
     #[arg(long)]
     enable_admission_plugins: Option<String>,
-    /// Accepted for kube-apiserver's command lines, and ignored (kubemock's admission is
-    /// fixed).
+    /// Admission plugins to turn off (comma-separated): `ServiceAccount` is honoured (pods
+    /// then get no `default` account and no token volume, as envtest's kube-apiserver);
+    /// others are accepted and ignored (kubemock's other admission is fixed).
     #[arg(long)]
     disable_admission_plugins: Option<String>,
     /// Accepted for kube-apiserver's command lines, and ignored (kubemock's store is
@@ -357,7 +387,12 @@ impl SecurityArgs {
             ),
             (
                 "--disable-admission-plugins",
-                self.disable_admission_plugins.clone(),
+                self.disable_admission_plugins.as_deref().and_then(|list| {
+                    let rest: Vec<&str> = plugins(list)
+                        .filter(|plugin| *plugin != SERVICE_ACCOUNT_PLUGIN)
+                        .collect();
+                    (!rest.is_empty()).then(|| rest.join(","))
+                }),
             ),
             ("--etcd-servers", self.etcd_servers.clone()),
             (
@@ -375,6 +410,16 @@ impl SecurityArgs {
                 warn!(flag, %value, "accepted for kube-apiserver's command line and ignored");
             }
         }
+    }
+
+    /// Whether the ServiceAccount admission plugin acts: not when
+    /// `--disable-admission-plugins` names it (envtest does, having no controller to create
+    /// the `default` accounts).
+    fn service_account_admission(&self) -> bool {
+        !self
+            .disable_admission_plugins
+            .as_deref()
+            .is_some_and(|list| plugins(list).any(|plugin| plugin == SERVICE_ACCOUNT_PLUGIN))
     }
 
     /// The cluster's keys: loaded (or generated into `--cert-dir`) now in the secure mode or
@@ -407,6 +452,15 @@ impl SecurityArgs {
             hosts,
         }
     }
+}
+
+/// The admission plugin kubemock can turn off (`--disable-admission-plugins`): the others it
+/// runs are fixed.
+const SERVICE_ACCOUNT_PLUGIN: &str = "ServiceAccount";
+
+/// The plugin names of an `--enable-admission-plugins`/`--disable-admission-plugins` list.
+fn plugins(list: &str) -> impl Iterator<Item = &str> {
+    list.split(',').map(str::trim).filter(|p| !p.is_empty())
 }
 
 /// The store's memory budgets and history retention (README, "Memory budgets").
@@ -516,19 +570,37 @@ const BOOTSTRAP_RETRY_BASE: Duration = Duration::from_millis(100);
 /// Longest wait between attempts at the simulated kubelets' binding.
 const BOOTSTRAP_RETRY_CAP: Duration = Duration::from_secs(10);
 
-/// A client of `url` over TLS (trusting the cluster CA) with a client certificate of `user`
-/// in `groups`.
+/// What the in-process components connect with: the server's own address, asking for
+/// [`kubemock_apiserver::LOOPBACK_SERVER_NAME`] and trusting the certificate served for it
+/// (as kube-apiserver's loopback client), so that they reach the server whoever issued its
+/// serving certificate (envtest's is issued by a CA kubemock never sees).
+fn loopback_config(
+    security: &Security,
+    addr: SocketAddr,
+) -> anyhow::Result<kubemock_client::Config> {
+    let name = kubemock_apiserver::LOOPBACK_SERVER_NAME;
+    let mut config = kubemock_client::Config::new(&format!("https://{name}:{}", addr.port()));
+    config.resolve = Some((name.to_owned(), addr));
+    config.root_certificates = Some(
+        security
+            .loopback_ca_pem()
+            .context("reading the cluster CA")?
+            .into_bytes(),
+    );
+    Ok(config)
+}
+
+/// A loopback client ([`loopback_config`]) with a client certificate of `user` in `groups`.
 fn certificate_client(
     security: &Security,
-    url: &str,
+    addr: SocketAddr,
     user: &str,
     groups: &[&str],
 ) -> anyhow::Result<kubemock_client::Client> {
     let identity = security
         .issue_client_identity(user, groups)
         .with_context(|| format!("issuing the client certificate of {user}"))?;
-    let mut config = kubemock_client::Config::new(url);
-    config.root_certificates = Some(security.server_ca_pem().as_bytes().to_vec());
+    let mut config = loopback_config(security, addr)?;
     config.client_identity =
         Some(format!("{}{}", identity.certificate_pem, identity.key_pem).into_bytes());
     kubemock_client::Client::new(config).with_context(|| format!("creating the client of {user}"))
@@ -539,25 +611,24 @@ fn certificate_client(
 /// ServiceAccount (`use_accounts`) or as the manager, the scheduler as
 /// `system:kube-scheduler`, the simulated kubelets as `kubemock:node-simulator` (their
 /// ClusterRoleBinding created first when `kubelets` run); `None` when `stop` came first.
+/// All of them reach the server at `addr` as loopback clients.
 async fn secure_credentials(
     security: &Security,
-    url: &str,
+    addr: SocketAddr,
     use_accounts: bool,
     kubelets: bool,
     stop: &CancellationToken,
 ) -> anyhow::Result<Option<kubemock_controllers::Credentials>> {
     use kubemock_controllers::kubelet::identity::{SIMULATOR_USER, ensure_simulator_binding};
-    let root = certificate_client(security, url, CONTROLLER_MANAGER_USER, &[])?;
+    let root = certificate_client(security, addr, CONTROLLER_MANAGER_USER, &[])?;
     let mut credentials = kubemock_controllers::Credentials::shared(root)
-        .with_scheduler(certificate_client(security, url, SCHEDULER_USER, &[])?)
-        .with_kubelet(certificate_client(security, url, SIMULATOR_USER, &[])?);
+        .with_scheduler(certificate_client(security, addr, SCHEDULER_USER, &[])?)
+        .with_kubelet(certificate_client(security, addr, SIMULATOR_USER, &[])?);
     if use_accounts {
-        let mut server = kubemock_client::Config::new(url);
-        server.root_certificates = Some(security.server_ca_pem().as_bytes().to_vec());
-        credentials = credentials.with_service_accounts(server);
+        credentials = credentials.with_service_accounts(loopback_config(security, addr)?);
     }
     if kubelets {
-        let admin = certificate_client(security, url, BOOTSTRAP_USER, &[ADMIN_GROUP])?;
+        let admin = certificate_client(security, addr, BOOTSTRAP_USER, &[ADMIN_GROUP])?;
         let mut delay = BOOTSTRAP_RETRY_BASE;
         while let Err(err) = ensure_simulator_binding(&admin).await {
             warn!(error = %err, ?delay, "cannot bind the simulated kubelets' role; retrying");
@@ -589,7 +660,32 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cli = Cli::parse();
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let command = match envtest::personality(argv.first().map(OsString::as_os_str)) {
+        Some(envtest::Personality::KubeApiserver) => {
+            Personality::Serve(Box::new(kube_apiserver_args(argv)))
+        }
+        Some(envtest::Personality::Etcd) => {
+            let args = argv
+                .iter()
+                .skip(1)
+                .map(|arg| arg.to_string_lossy().into_owned());
+            match envtest::EtcdArgs::parse(args) {
+                Ok(args) if args.help => return print_text(&envtest::etcd_help()),
+                Ok(args) if args.version => return print_text(&envtest::etcd_version()),
+                Ok(args) => Personality::Etcd(args),
+                Err(err) => {
+                    eprintln!("etcd (kubemock stand-in): {err:#}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        None => match Cli::parse_from(argv).command {
+            Command::Serve(args) => Personality::Serve(args),
+            Command::ControllerManager(args) => Personality::ControllerManager(args),
+            Command::EnvtestAssets(args) => return envtest_assets(&args),
+        },
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -600,9 +696,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = match cli.command {
-        Command::Serve(args) => runtime.block_on(serve(*args)),
-        Command::ControllerManager(args) => runtime.block_on(controller_manager(args)),
+    let result = match command {
+        Personality::Serve(args) => runtime.block_on(serve(*args)),
+        Personality::ControllerManager(args) => runtime.block_on(controller_manager(args)),
+        Personality::Etcd(args) => runtime.block_on(etcd(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -610,6 +707,75 @@ fn main() -> ExitCode {
             eprintln!("kubemock: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// What this process runs.
+enum Personality {
+    /// `kubemock serve`, or kubemock as `kube-apiserver`.
+    Serve(Box<ServeArgs>),
+    /// `kubemock controller-manager`.
+    ControllerManager(ControllerManagerArgs),
+    /// kubemock as `etcd`: envtest's health check, nothing stored.
+    Etcd(envtest::EtcdArgs),
+}
+
+/// `serve`'s arguments from kube-apiserver's command line, with the drop-in's defaults:
+/// always secure (kube-apiserver serves only TLS since 1.20), and the controllers of
+/// `--controllers` when given, else of `KUBEMOCK_CONTROLLERS`, else none (envtest runs no
+/// controller manager). Exits with clap's message on a bad command line, and after
+/// `--help`, whose text envtest reads for `--insecure-port` (which must not be there).
+fn kube_apiserver_args(argv: Vec<OsString>) -> ServeArgs {
+    let matches = KubeApiserverCli::command().get_matches_from(argv);
+    let mut args = match KubeApiserverCli::from_arg_matches(&matches) {
+        Ok(cli) => cli.serve,
+        Err(err) => err.exit(),
+    };
+    let flag = (matches.value_source("controllers")
+        == Some(clap::parser::ValueSource::CommandLine))
+    .then(|| args.controllers.clone());
+    let env = std::env::var(envtest::CONTROLLERS_ENV).ok();
+    match envtest::drop_in_controllers(args.no_controllers, flag.as_deref(), env.as_deref()) {
+        Some(list) => args.controllers = list,
+        None => args.no_controllers = true,
+    }
+    args.security.secure = true;
+    args
+}
+
+/// `kubemock envtest-assets DIR`.
+fn envtest_assets(args: &EnvtestAssetsArgs) -> ExitCode {
+    let written = std::env::current_exe()
+        .context("finding this program")
+        .and_then(|exe| envtest::write_assets(&args.dir, &exe, args.kubectl.clone()));
+    match written {
+        Ok(assets) => {
+            info!(
+                dir = %assets.dir.display(),
+                kubectl = ?assets.kubectl,
+                "envtest assets written"
+            );
+            print_text(&format!("{}\n", assets.dir.display()))
+        }
+        Err(err) => {
+            eprintln!("kubemock: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// kubemock as `etcd`, until SIGINT or SIGTERM.
+async fn etcd(args: envtest::EtcdArgs) -> anyhow::Result<()> {
+    let stop = CancellationToken::new();
+    let signalled = shutdown_signal()?;
+    let mut server = tokio::spawn(envtest::run_etcd(args, stop.clone()));
+    tokio::select! {
+        () = signalled => {
+            stop.cancel();
+            server.await.context("the etcd stand-in failed")?
+        }
+        // Ends early only when it cannot listen.
+        ended = &mut server => ended.context("the etcd stand-in failed")?,
     }
 }
 
@@ -709,6 +875,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             service_node_port_range: args.service_node_port_range,
             components,
             accept_unenforced: args.accept_unenforced,
+            service_account_admission: args.security.service_account_admission(),
             security: security.clone(),
             authorization_mode,
             pki: Arc::clone(&pki),
@@ -726,12 +893,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 // Certificates, the simulated kubelets' binding and the controllers' tokens
                 // come after the ready line: the secure mode's start does not wait for them.
                 Some(security) => {
-                    let (security, url) = (security.clone(), url.clone());
+                    let security = security.clone();
                     let use_accounts = args.use_service_account_credentials;
                     tokio::spawn(async move {
                         let credentials = match secure_credentials(
                             &security,
-                            &url,
+                            addr,
                             use_accounts,
                             config.is_enabled(kubemock_controllers::manager::KUBELET),
                             &stop,
@@ -932,6 +1099,23 @@ fn announce(url: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "kubemock: serving on {url}");
     let _ = stdout.flush();
+}
+
+/// Prints `text` to stdout (help and version texts, the assets' directory): the interface.
+#[allow(
+    clippy::print_stdout,
+    reason = "these texts are the binary's interface"
+)]
+fn print_text(text: &str) -> ExitCode {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
 }
 
 /// Installs the SIGINT and SIGTERM listeners now; the returned future completes on either.

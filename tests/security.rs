@@ -150,7 +150,7 @@ async fn kube_apiserver_flags_serve_securely_and_a_cert_dir_is_reused() {
             "--anonymous-auth=false",
             "--allow-privileged=true",
             "--enable-admission-plugins=NamespaceLifecycle",
-            "--disable-admission-plugins=ServiceAccount",
+            "--disable-admission-plugins=ServiceAccount,PodSecurity",
             "--etcd-servers=http://127.0.0.1:2379",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             "--service-cluster-ip-range=10.0.0.0/24",

@@ -149,6 +149,7 @@ pub use security::{Security, SecurityError, SecurityOptions};
 pub use state::{AppState, ComponentHealth, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
 pub use testing::TestServer;
+pub use tls::LOOPBACK_SERVER_NAME;
 
 /// The Kubernetes protobuf wire format of built-in kinds (`application/vnd.kubernetes.protobuf`,
 /// §4.10), as the server reads and writes it: enveloped objects and watch frames, to and from

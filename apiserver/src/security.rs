@@ -159,7 +159,22 @@ impl Security {
                 return Err(file(path, "holds no PEM CERTIFICATE"));
             }
         }
-        let tls = crate::tls::server_config(&chain, &key, &client_cas).map_err(|reason| {
+        // What the in-process components are served, for the name they ask for: issued by
+        // the cluster CA, which they trust (`serving_with_loopback.go` self-signs one).
+        let loopback = pki.issue_serving_certificate(
+            &[crate::tls::LOOPBACK_SERVER_NAME.to_owned()],
+            CERTIFICATE_VALIDITY,
+        )?;
+        let tls = crate::tls::server_config(
+            &chain,
+            &key,
+            (
+                loopback.certificate_pem.as_bytes(),
+                loopback.key_pem.as_bytes(),
+            ),
+            &client_cas,
+        )
+        .map_err(|reason| {
             let path = options
                 .tls_cert_file
                 .clone()
@@ -192,6 +207,13 @@ impl Security {
     /// certificate itself when it is alone (self-signed).
     pub fn server_ca_pem(&self) -> &str {
         &self.inner.server_ca_pem
+    }
+
+    /// What an in-process component trusts when it connects asking for
+    /// [`LOOPBACK_SERVER_NAME`](crate::LOOPBACK_SERVER_NAME) (PEM): the cluster CA, which
+    /// issued the certificate served for that name, whoever issued the serving certificate.
+    pub fn loopback_ca_pem(&self) -> Result<String, PkiError> {
+        self.inner.pki.ca_certificate_pem()
     }
 
     /// The cluster's keys.

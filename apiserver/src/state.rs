@@ -61,6 +61,10 @@ pub struct ServerConfig {
     /// rules and conversion webhooks of CRDs) with a `Warning`, instead of refusing it
     /// (`--accept-unenforced`; `admission::unenforced`). Default false.
     pub accept_unenforced: bool,
+    /// Whether the ServiceAccount admission plugin acts (a created pod gets the account
+    /// `default` and its token volume); false with `--disable-admission-plugins=ServiceAccount`,
+    /// as envtest starts kube-apiserver. Default true (upstream's default plugins).
+    pub service_account_admission: bool,
     /// TLS serving and authentication (`--secure` and kube-apiserver's flags: `security`);
     /// `None` is the open mode: plain HTTP, every request `system:admin`. Default `None`.
     pub security: Option<crate::security::Security>,
@@ -157,6 +161,7 @@ impl Default for ServerConfig {
             service_node_port_range: NodePortRange::default(),
             components: ComponentHealth::default(),
             accept_unenforced: false,
+            service_account_admission: true,
             security: None,
             pki: Arc::new(crate::pki::Pki::new()),
             service_account_issuer: DEFAULT_ISSUER.to_owned(),

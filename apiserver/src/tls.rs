@@ -22,6 +22,8 @@ use rustls::client::danger::HandshakeSignatureValid;
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_rustls::TlsAcceptor;
@@ -51,14 +53,47 @@ pub(crate) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// The server name the in-process components (the controller manager, the scheduler, the
+/// simulated kubelets) ask for in their TLS handshake, as kube-apiserver's loopback client
+/// does (`LoopbackClientServerNameOverride` in
+/// `staging/src/k8s.io/apiserver/pkg/server/options/serving_with_loopback.go`): the server
+/// answers it with a certificate of its own that they trust, whatever serving certificate
+/// the other clients get (envtest's, issued by a CA kubemock never sees).
+pub const LOOPBACK_SERVER_NAME: &str = "apiserver-loopback-client";
+
 /// The rustls configuration of the server: `chain` (PEM certificates, the serving one first)
-/// with `key` (PEM, PKCS#8, PKCS#1 or SEC1), client certificates asked for with `client_cas`
-/// as hints.
+/// with `key` (PEM, PKCS#8, PKCS#1 or SEC1), and `loopback` (a certificate and key of the
+/// same forms) for handshakes that ask for [`LOOPBACK_SERVER_NAME`]; client certificates
+/// asked for with `client_cas` as hints.
 pub(crate) fn server_config(
     chain: &[u8],
     key: &[u8],
+    loopback: (&[u8], &[u8]),
     client_cas: &rustls::RootCertStore,
 ) -> Result<rustls::ServerConfig, String> {
+    let provider = provider();
+    let serving = certified_key(chain, key, &provider)?;
+    let loopback = certified_key(loopback.0, loopback.1, &provider)
+        .map_err(|err| format!("the loopback certificate: {err}"))?;
+    let verifier = RequestClientCertificate {
+        hints: client_cas.subjects(),
+        algorithms: provider.signature_verification_algorithms,
+    };
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|err| err.to_string())?
+        .with_client_cert_verifier(Arc::new(verifier))
+        .with_cert_resolver(Arc::new(ServingCertificates { serving, loopback }));
+    config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
+    Ok(config)
+}
+
+/// A PEM chain and its key, checked to go together.
+fn certified_key(
+    chain: &[u8],
+    key: &[u8],
+    provider: &CryptoProvider,
+) -> Result<Arc<CertifiedKey>, String> {
     let certificates: Vec<CertificateDer<'static>> = pem::parse_many(chain)
         .map_err(|err| format!("not PEM: {err}"))?
         .into_iter()
@@ -69,19 +104,31 @@ pub(crate) fn server_config(
         return Err("holds no PEM CERTIFICATE".to_owned());
     }
     let key = private_key(key)?;
-    let provider = provider();
-    let verifier = RequestClientCertificate {
-        hints: client_cas.subjects(),
-        algorithms: provider.signature_verification_algorithms,
-    };
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|err| err.to_string())?
-        .with_client_cert_verifier(Arc::new(verifier))
-        .with_single_cert(certificates, key)
-        .map_err(|err| format!("the certificate and key do not go together: {err}"))?;
-    config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
-    Ok(config)
+    CertifiedKey::from_der(certificates, key, provider)
+        .map(Arc::new)
+        .map_err(|err| format!("the certificate and key do not go together: {err}"))
+}
+
+/// The serving certificate, or the loopback one for a handshake asking for
+/// [`LOOPBACK_SERVER_NAME`] (upstream adds it as an SNI certificate the same way).
+#[derive(Debug)]
+struct ServingCertificates {
+    /// What every other handshake gets.
+    serving: Arc<CertifiedKey>,
+    /// What the in-process components get.
+    loopback: Arc<CertifiedKey>,
+}
+
+impl ResolvesServerCert for ServingCertificates {
+    fn resolve(&self, client_hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(Arc::clone(
+            if client_hello.server_name() == Some(LOOPBACK_SERVER_NAME) {
+                &self.loopback
+            } else {
+                &self.serving
+            },
+        ))
+    }
 }
 
 /// The first private key of the PEM `text`, in whichever form rustls reads.

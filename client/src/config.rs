@@ -111,6 +111,11 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// The `User-Agent` header.
     pub user_agent: String,
+    /// Connect to this address for this host name instead of resolving it (as curl's
+    /// `--resolve`): a URL can then name the server by the name its certificate has, when
+    /// that name is in no DNS, e.g. the name an API server's in-process clients ask for
+    /// (kube-apiserver's loopback client sets `ServerName` for the same purpose).
+    pub resolve: Option<(String, std::net::SocketAddr)>,
 }
 
 impl Config {
@@ -132,6 +137,7 @@ impl Config {
             timeout: DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             user_agent: format!("kubemock-client/{}", env!("CARGO_PKG_VERSION")),
+            resolve: None,
         }
     }
 

@@ -87,6 +87,9 @@ impl Client {
                 .map_err(|err| Error::Config(format!("invalid client certificate: {err}")))?;
             builder = builder.identity(identity);
         }
+        if let Some((host, addr)) = &config.resolve {
+            builder = builder.resolve(host, *addr);
+        }
         if config.accept_invalid_certs {
             builder = builder.danger_accept_invalid_certs(true);
         }

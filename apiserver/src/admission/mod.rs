@@ -74,7 +74,12 @@ pub(crate) async fn admit_create(
     if admission == Admission::Pod {
         resolve_priority(state, resource, object).await?;
     }
-    prepare_create(admission, object, user);
+    prepare_create(
+        admission,
+        object,
+        user,
+        state.config().service_account_admission,
+    );
     if matches!(
         admission,
         Admission::Namespace | Admission::Job | Admission::DaemonSet
@@ -398,7 +403,12 @@ fn default(admission: Admission, object: &mut Object) -> ApiResult<()> {
 
 /// The strategies' `PrepareForCreate` (status reset, generated fields) and the admission
 /// plugins that act on creates.
-fn prepare_create(admission: Admission, object: &mut Object, user: &UserInfo) {
+fn prepare_create(
+    admission: Admission,
+    object: &mut Object,
+    user: &UserInfo,
+    service_accounts: bool,
+) {
     let kind = match admission {
         Admission::Namespace => {
             let spec = fields::child(object, "spec");
@@ -412,7 +422,7 @@ fn prepare_create(admission: Admission, object: &mut Object, user: &UserInfo) {
             return;
         }
         Admission::Pod => {
-            pods::admit_new_pod(object);
+            pods::admit_new_pod(object, service_accounts);
             return;
         }
         Admission::Service => {

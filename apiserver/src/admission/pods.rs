@@ -199,20 +199,25 @@ pub(super) fn default_pod(pod: &mut Object) {
 }
 
 /// What a created pod gets besides its defaults in a real cluster: the ServiceAccount plugin's
-/// account name and token volume, DefaultTolerationSeconds' tolerations, Priority's priority,
-/// and the registry's initial status (phase Pending, QoS class).
-pub(super) fn admit_new_pod(pod: &mut Object) {
+/// account name and token volume (unless `service_accounts` is false: the plugin disabled by
+/// `--disable-admission-plugins=ServiceAccount`, as envtest starts kube-apiserver),
+/// DefaultTolerationSeconds' tolerations, Priority's priority, and the registry's initial
+/// status (phase Pending, QoS class).
+pub(super) fn admit_new_pod(pod: &mut Object, service_accounts: bool) {
     let spec = child(pod, "spec");
-    default_to(spec, "serviceAccountName", json!("default"));
-    let account = spec
-        .get("serviceAccountName")
-        .cloned()
-        .unwrap_or(json!("default"));
-    spec.insert("serviceAccount".to_owned(), account);
-    if spec
-        .get("automountServiceAccountToken")
-        .and_then(Value::as_bool)
-        != Some(false)
+    if service_accounts {
+        default_to(spec, "serviceAccountName", json!("default"));
+    }
+    // `serviceAccount` is the deprecated mirror of `serviceAccountName`, written by the v1
+    // conversion (`Convert_core_PodSpec_To_v1_PodSpec`) whether or not the plugin ran.
+    if let Some(account) = spec.get("serviceAccountName").cloned() {
+        spec.insert("serviceAccount".to_owned(), account);
+    }
+    if service_accounts
+        && spec
+            .get("automountServiceAccountToken")
+            .and_then(Value::as_bool)
+            != Some(false)
     {
         mount_token_volume(spec);
     }
@@ -1000,6 +1005,44 @@ mod tests {
         assert_eq!(image_tag("nginx@sha256:abc"), "");
     }
 
+    /// envtest starts kube-apiserver with `--disable-admission-plugins=ServiceAccount`
+    /// (controller-runtime `pkg/internal/testing/controlplane/apiserver.go`): its pods keep
+    /// no account name and get no token volume, as the plugin
+    /// (`plugin/pkg/admission/serviceaccount/admission.go`) is what adds both.
+    #[test]
+    fn without_the_service_account_plugin_pods_get_no_account_or_token_volume() {
+        let mut pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [
+            {"name": "a", "image": "nginx"}
+        ]}})
+        .as_object()
+        .cloned()
+        .unwrap();
+        default_pod(&mut pod);
+        admit_new_pod(&mut pod, false);
+        let spec = &pod["spec"];
+        assert!(spec.get("serviceAccountName").is_none(), "{spec}");
+        assert!(spec.get("serviceAccount").is_none(), "{spec}");
+        assert!(spec.get("volumes").is_none(), "{spec}");
+        assert!(
+            spec["containers"][0].get("volumeMounts").is_none(),
+            "{spec}"
+        );
+        // The other plugins still act.
+        assert_eq!(spec["tolerations"].as_array().unwrap().len(), 2);
+        assert_eq!(spec["priority"], 0);
+
+        let mut named = json!({"metadata": {"name": "p"}, "spec": {
+            "serviceAccountName": "builder", "containers": [{"name": "a", "image": "nginx"}]
+        }})
+        .as_object()
+        .cloned()
+        .unwrap();
+        default_pod(&mut named);
+        admit_new_pod(&mut named, false);
+        assert_eq!(named["spec"]["serviceAccount"], "builder");
+        assert!(named["spec"].get("volumes").is_none());
+    }
+
     #[test]
     fn pods_get_the_real_defaults_and_admission_additions() {
         let mut pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [
@@ -1011,7 +1054,7 @@ mod tests {
         .cloned()
         .unwrap();
         default_pod(&mut pod);
-        admit_new_pod(&mut pod);
+        admit_new_pod(&mut pod, true);
         let spec = &pod["spec"];
         assert_eq!(spec["restartPolicy"], "Always");
         assert_eq!(spec["dnsPolicy"], "ClusterFirst");
