@@ -19,7 +19,9 @@
 //!   quantity, format, IP, CIDR, optional).
 //! - `env`: compile and run; `schema`: OpenAPI schemas as CEL types and JSON as values.
 //! - `formats`: the schema `format`s upstream validates.
+//! - `admission`: matchConditions (object, oldObject, request, params) for webhooks.
 
+pub mod admission;
 pub mod env;
 pub mod error;
 pub mod formats;

@@ -1,6 +1,6 @@
 //! What kubemock does not enforce yet is refused, not stored and ignored: admission webhook
-//! configurations with webhooks, ValidatingAdmissionPolicies and their bindings, CRDs with CEL
-//! rules (`x-kubernetes-validations`) or a conversion webhook. A test that installs one on a
+//! configurations with webhooks, ValidatingAdmissionPolicies and their bindings, CRDs with a
+//! conversion webhook. A test that installs one on a
 //! real cluster relies on it running; here it would silently not run. `--accept-unenforced`
 //! stores them with a `Warning` header instead. (`apiserver/src/admission/unenforced.rs`.)
 
@@ -104,7 +104,7 @@ async fn webhook_configurations_with_webhooks_are_refused_and_empty_ones_stored(
 }
 
 #[tokio::test]
-async fn admission_policies_and_cel_rules_are_refused() {
+async fn admission_policies_and_conversion_webhooks_are_refused() {
     let h = Harness::start().await;
     let policy = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -126,16 +126,9 @@ async fn admission_policies_and_cel_rules_are_refused() {
         [("spec".to_owned(), "FieldValueForbidden".to_owned())]
     );
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    let refused = h.post(crds, &gadget_definition("gadget")).await;
-    assert_eq!(refused.status, 422, "{}", refused.body);
-    assert_eq!(
-        causes(&refused),
-        [(
-            "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations"
-                .to_owned(),
-            "FieldValueForbidden".to_owned()
-        )]
-    );
+    // CEL rules are enforced now (tests/cel.rs): the definition is accepted.
+    let accepted = h.post(crds, &gadget_definition("gadget")).await;
+    assert_eq!(accepted.status, 201, "{}", accepted.body);
     let mut webhook = gadget_definition("widget");
     webhook["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
         .as_object_mut()
@@ -178,5 +171,6 @@ async fn accept_unenforced_stores_them_with_a_warning() {
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
     let created = h.post(crds, &gadget_definition("gadget")).await;
     assert_eq!(created.status, 201, "{}", created.body);
-    assert!(created.headers.get("warning").is_some());
+    // Its CEL rule is enforced, so nothing is said to be unenforced.
+    assert!(created.headers.get("warning").is_none());
 }

@@ -1,9 +1,8 @@
 //! What kubemock stores but does not enforce yet, refused rather than silently ignored.
 //!
 //! A real cluster calls the admission webhooks of a Mutating/ValidatingWebhookConfiguration,
-//! evaluates ValidatingAdmissionPolicies through their bindings, evaluates the CEL rules of a
-//! CustomResourceDefinition's `x-kubernetes-validations`, and calls a conversion webhook for a
-//! CRD whose `spec.conversion.strategy` is `Webhook`. kubemock does none of that yet. A test
+//! evaluates ValidatingAdmissionPolicies through their bindings, and calls a conversion webhook
+//! for a CRD whose `spec.conversion.strategy` is `Webhook`. kubemock does none of that yet. A test
 //! that installs such an object would pass believing its webhook ran or its rule held, so a
 //! write that asks for any of them is refused (422, one `Forbidden` cause per field) unless the
 //! server runs with `--accept-unenforced`; then it is stored and each write gets a `Warning`
@@ -68,10 +67,10 @@ pub(crate) fn warnings(causes: &[FieldError]) -> Vec<String> {
         .collect()
 }
 
-/// A CRD's CEL rules (in every version's schema) and its conversion webhook.
+/// A CRD's conversion webhook. (Its CEL rules are enforced: `crd/rules.rs`.)
 fn definition(object: &Object, found: &mut Vec<FieldError>) {
-    let spec = object.get("spec");
-    let strategy = spec
+    let strategy = object
+        .get("spec")
         .and_then(|s| s.get("conversion"))
         .and_then(|c| c.get("strategy"))
         .and_then(Value::as_str);
@@ -80,63 +79,6 @@ fn definition(object: &Object, found: &mut Vec<FieldError>) {
             "spec.conversion.strategy",
             &format!("conversion webhooks are not called: {HOW_TO_ACCEPT}"),
         ));
-    }
-    let versions = spec
-        .and_then(|s| s.get("versions"))
-        .and_then(Value::as_array);
-    for (i, version) in versions.into_iter().flatten().enumerate() {
-        if let Some(schema) = version.get("schema").and_then(|s| s.get("openAPIV3Schema")) {
-            let at = format!("spec.versions[{i}].schema.openAPIV3Schema");
-            cel_rules(schema, &at, found);
-        }
-    }
-}
-
-/// Every non-empty `x-kubernetes-validations` under `schema` (at the printed path `at`, in
-/// upstream's path style: `properties[name]`, `items`, `additionalProperties`, `allOf[i]`).
-fn cel_rules(schema: &Value, at: &str, found: &mut Vec<FieldError>) {
-    let Some(schema) = schema.as_object() else {
-        return;
-    };
-    if schema
-        .get("x-kubernetes-validations")
-        .and_then(Value::as_array)
-        .is_some_and(|rules| !rules.is_empty())
-    {
-        found.push(forbidden(
-            format!("{at}.x-kubernetes-validations"),
-            &format!("CEL validation rules are not evaluated: {HOW_TO_ACCEPT}"),
-        ));
-    }
-    for key in [
-        "properties",
-        "patternProperties",
-        "definitions",
-        "dependencies",
-    ] {
-        if let Some(Value::Object(children)) = schema.get(key) {
-            for (name, child) in children {
-                cel_rules(child, &format!("{at}.{key}[{name}]"), found);
-            }
-        }
-    }
-    for key in ["items", "additionalProperties", "additionalItems", "not"] {
-        match schema.get(key) {
-            Some(Value::Array(children)) => {
-                for (i, child) in children.iter().enumerate() {
-                    cel_rules(child, &format!("{at}.{key}[{i}]"), found);
-                }
-            }
-            Some(child @ Value::Object(_)) => cel_rules(child, &format!("{at}.{key}"), found),
-            _ => {}
-        }
-    }
-    for key in ["allOf", "anyOf", "oneOf"] {
-        if let Some(Value::Array(children)) = schema.get(key) {
-            for (i, child) in children.iter().enumerate() {
-                cel_rules(child, &format!("{at}.{key}[{i}]"), found);
-            }
-        }
     }
 }
 
@@ -151,29 +93,6 @@ mod tests {
             Value::Object(map) => map,
             _ => unreachable!("test objects are objects"),
         }
-    }
-
-    #[test]
-    fn cel_rules_are_found_at_any_depth_with_upstreams_path_style() {
-        let crd = object(
-            json!({"spec": {"conversion": {"strategy": "None"}, "versions": [
-            {"name": "v1", "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                "spec": {"type": "object", "x-kubernetes-validations": [{"rule": "self.a > 0"}],
-                    "properties": {"list": {"type": "array", "items": {
-                        "type": "object", "x-kubernetes-validations": [{"rule": "true"}]}}}},
-                "empty": {"type": "object", "x-kubernetes-validations": []}}}}}]}}),
-        );
-        let fields: Vec<String> = definition_causes(&crd)
-            .into_iter()
-            .map(|c| c.field)
-            .collect();
-        assert_eq!(
-            fields,
-            [
-                "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations",
-                "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[list].items.x-kubernetes-validations",
-            ]
-        );
     }
 
     #[test]
