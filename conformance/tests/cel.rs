@@ -203,3 +203,59 @@ async fn a_definition_whose_rule_does_not_compile_is_refused() {
         refused.body
     );
 }
+
+/// Benchmark (ignored; `cargo test --release -p kubemock-conformance --test cel -- --ignored
+/// --nocapture`): creates of a custom resource whose schema has 10 rules, against the same
+/// resource under a schema without rules; prints both medians and their ratio.
+#[tokio::test]
+#[ignore = "benchmark: prints figures"]
+async fn bench_create_with_ten_rules_against_none() {
+    const CREATES: usize = 300;
+    let h = Harness::start().await;
+    let props = json!({
+        "a": {"type": "integer"}, "b": {"type": "integer"}, "name": {"type": "string"},
+        "ports": {"type": "array", "items": {"type": "integer"}},
+        "memory": {"type": "string"}, "labels": {"type": "object", "additionalProperties": {"type": "string"}}});
+    let rules = json!([
+        {"rule": "self.a <= self.b"}, {"rule": "self.a >= 0"}, {"rule": "self.b < 1000"},
+        {"rule": "self.name.startsWith('w')"}, {"rule": "self.name.matches('^[a-z0-9-]+$')"},
+        {"rule": "self.ports.all(p, p > 1024)"}, {"rule": "self.ports.exists(p, p == 8080)"},
+        {"rule": "quantity(self.memory).isLessThan(quantity('2Gi'))"},
+        {"rule": "self.labels.all(k, k.startsWith('app'))"}, {"rule": "size(self.name) < 64"}]);
+    let mut with_rules = json!({"type": "object", "properties": props.clone()});
+    with_rules["x-kubernetes-validations"] = rules;
+    let plain = json!({"type": "object", "properties": props});
+    for (group, schema) in [
+        ("ruled.example.com", with_rules),
+        ("plain.example.com", plain),
+    ] {
+        let created = h.post(DEFINITIONS, &definition(group, schema)).await;
+        assert_eq!(created.status, 201, "{}", created.body);
+    }
+    let ns = h.namespace("cel-bench").await;
+    let mut medians = Vec::new();
+    for group in ["ruled.example.com", "plain.example.com"] {
+        let path = format!("/apis/{group}/v1/namespaces/{ns}/pools");
+        let mut times = Vec::with_capacity(CREATES);
+        for i in 0..CREATES {
+            let mut body = pool(
+                &format!("w-{i}"),
+                json!({"a": 1, "b": 2, "name": "web-1",
+                "ports": [8080, 9090], "memory": "1Gi", "labels": {"app": "x", "app.tier": "y"}}),
+            );
+            body["apiVersion"] = json!(format!("{group}/v1"));
+            let start = std::time::Instant::now();
+            let reply = h.post(&path, &body).await;
+            times.push(start.elapsed());
+            assert_eq!(reply.status, 201, "{}", reply.body);
+        }
+        times.sort();
+        medians.push(times[CREATES / 2]);
+    }
+    println!(
+        "create median: 10 rules {:?}, no rules {:?}, ratio {:.2}",
+        medians[0],
+        medians[1],
+        medians[0].as_secs_f64() / medians[1].as_secs_f64()
+    );
+}
