@@ -1,9 +1,9 @@
 //! What kubemock does not enforce yet is refused, not stored and ignored: admission webhooks
-//! with `matchConditions` (CEL), ValidatingAdmissionPolicies and their bindings, CRDs with CEL
-//! rules (`x-kubernetes-validations`). A test that installs one on a real cluster relies on it
-//! running; here it would silently not run. `--accept-unenforced` stores them with a
-//! `Warning` header instead. (`apiserver/src/admission/unenforced.rs`; the webhooks themselves
-//! are called: `webhooks.rs`.)
+//! with `matchConditions` (CEL), ValidatingAdmissionPolicies and their bindings. A test that
+//! installs one on a real cluster relies on it running; here it would silently not run.
+//! `--accept-unenforced` stores them with a `Warning` header instead.
+//! (`apiserver/src/admission/unenforced.rs`; the webhooks themselves are called: `webhooks.rs`;
+//! CRDs' CEL rules are enforced: `cel.rs`.)
 
 use kubemock_apiserver::ServerConfig;
 use kubemock_conformance::{Harness, Reply};
@@ -109,7 +109,7 @@ async fn webhooks_with_match_conditions_are_refused_and_others_stored() {
 }
 
 #[tokio::test]
-async fn admission_policies_and_cel_rules_are_refused() {
+async fn admission_policies_are_refused_and_cel_rules_and_conversion_webhooks_stored() {
     let h = Harness::start().await;
     let policy = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -131,16 +131,9 @@ async fn admission_policies_and_cel_rules_are_refused() {
         [("spec".to_owned(), "FieldValueForbidden".to_owned())]
     );
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    let refused = h.post(crds, &gadget_definition("gadget")).await;
-    assert_eq!(refused.status, 422, "{}", refused.body);
-    assert_eq!(
-        causes(&refused),
-        [(
-            "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations"
-                .to_owned(),
-            "FieldValueForbidden".to_owned()
-        )]
-    );
+    // CEL rules are enforced (`cel.rs`): stored.
+    let stored = h.post(crds, &gadget_definition("gadget")).await;
+    assert_eq!(stored.status, 201, "{}", stored.body);
     let mut webhook = gadget_definition("widget");
     webhook["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
         .as_object_mut()
@@ -176,8 +169,4 @@ async fn accept_unenforced_stores_them_with_a_warning() {
         ),
         "{warning}"
     );
-    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    let created = h.post(crds, &gadget_definition("gadget")).await;
-    assert_eq!(created.status, 201, "{}", created.body);
-    assert!(created.headers.get("warning").is_some());
 }

@@ -5,6 +5,7 @@
 //! kube-apiserver's apiextensions controllers do.
 
 pub(crate) mod controller;
+pub(crate) mod rules;
 pub(crate) mod schema;
 
 use std::sync::Arc;
@@ -65,7 +66,15 @@ pub(crate) fn admit(
     if let Value::Object(defaulted) = value {
         *object = defaulted;
     }
-    let errors = schema::validate(schema, object);
+    let mut errors = schema::validate(schema, object);
+    if let Some(rules) = &custom.rules {
+        let new = Value::Object(std::mem::take(object));
+        let old_value = old.map(|o| Value::Object(o.clone()));
+        errors.extend(rules.validate(&new, old_value.as_ref()));
+        if let Value::Object(map) = new {
+            *object = map;
+        }
+    }
     if errors.is_empty() {
         Ok(())
     } else {
@@ -76,6 +85,30 @@ pub(crate) fn admit(
             object::name_of(object),
             errors,
         ))
+    }
+}
+
+/// The `x-kubernetes-validations` of every version's schema compiled, as upstream does when
+/// a definition is written: a rule that does not compile refuses it. Upstream checks its
+/// internal form, where schemas all versions share are one `spec.validation`, so the paths
+/// are printed there when they are shared.
+fn cel_rule_errors(versions: &[Value], errors: &mut Vec<FieldError>) {
+    let schemas: Vec<Option<&Value>> = versions
+        .iter()
+        .map(|v| v.get("schema").and_then(|s| s.get("openAPIV3Schema")))
+        .collect();
+    let shared = !schemas.is_empty() && schemas.iter().all(|s| s.is_some() && *s == schemas[0]);
+    if shared {
+        if let Some(Some(schema)) = schemas.first() {
+            rules::compile(schema, "spec.validation.openAPIV3Schema", true, errors);
+        }
+        return;
+    }
+    for (index, schema) in schemas.iter().enumerate() {
+        if let Some(schema) = schema {
+            let at = format!("spec.versions[{index}].schema.openAPIV3Schema");
+            rules::compile(schema, &at, true, errors);
+        }
     }
 }
 
@@ -233,6 +266,7 @@ fn admit_definition(old: Option<&Object>, object: &mut Object) -> ApiResult<()> 
             ));
         }
     }
+    cel_rule_errors(&versions, &mut errors);
     if let Some(old) = old {
         let old_scope = old.get("spec").map(|s| text(s, &["scope"])).unwrap_or("");
         if !old_scope.is_empty() && old_scope != scope {
@@ -518,6 +552,12 @@ pub(crate) fn resources_of(definition: &Object) -> Vec<Arc<Resource>> {
             printer: Printer::Columns(columns.into()),
             custom: Some(Arc::new(Custom {
                 crd_name: object::name_of(definition).to_owned(),
+                // Compiled once per served schema (this runs for each definition change);
+                // rules that fail to compile were refused when the definition was written.
+                rules: schema.as_ref().and_then(|s| {
+                    let rules = rules::compile(s, "", true, &mut Vec::new());
+                    rules.has_rules().then(|| Arc::new(rules))
+                }),
                 schema,
                 types,
                 scale,

@@ -363,6 +363,16 @@ fn check_string(
             detail: format!("Too long: may not be more than {max} bytes"),
         });
     }
+    // kube-openapi's strfmt formats (`errors.InvalidType`: "must be of type uuid").
+    if let Some(format) = schema.get("format").and_then(Value::as_str)
+        && kubemock_cel::formats::validate_string_format(format, text) == Some(false)
+    {
+        errors.push(invalid(
+            path,
+            value,
+            format!("{path} in body must be of type {format}: {:?}", text),
+        ));
+    }
     if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
         match regex::Regex::new(pattern) {
             Ok(re) if !re.is_match(text) => errors.push(invalid(

@@ -42,6 +42,8 @@ pub struct Custom {
     pub crd_name: String,
     /// The version's `openAPIV3Schema`, if it has one.
     pub schema: Option<Value>,
+    /// Its compiled `x-kubernetes-validations`, when it has any.
+    pub(crate) rules: Option<Arc<crate::crd::rules::Rules>>,
     /// The schema as server-side apply reads it.
     pub(crate) types: Arc<Types>,
     /// `subresources.scale`.

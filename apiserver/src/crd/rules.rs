@@ -1,0 +1,678 @@
+//! A CRD's `x-kubernetes-validations`: CEL rules on any schema node, compiled once per
+//! served schema (when the definition's resources are built, so per CRD generation) and run
+//! on every write of a custom object, with upstream's messages and field paths
+//! (`staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/validation.go`,
+//! `compilation.go`; the checks at CRD write time from
+//! `pkg/apis/apiextensions/validation/validation.go`).
+//!
+//! A transition rule (one reading `oldSelf`) runs only on an update whose old object has the
+//! node (or always with `optionalOldSelf`, `oldSelf` then being optional). Old values are
+//! correlated as upstream correlates them: object properties by name, map values by key,
+//! `x-kubernetes-list-type: map` items by their keys; other list items have no old value.
+//!
+//! Not done (README: CEL): the compile-time cost estimate that refuses a rule whose
+//! worst case exceeds the limit (only the runtime limits are enforced), `allOf` rules, and
+//! the `set`/`map` list equality of `oldSelf == self`.
+
+use std::sync::Arc;
+
+use kubemock_cel::env::SharedProgram;
+use kubemock_cel::schema::{schema_type, to_value};
+use kubemock_cel::{
+    COST_LIMIT_MESSAGE, Env, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, Type, Value as Cel, Vars,
+};
+use serde_json::Value;
+
+use crate::meta::FieldError;
+
+/// The reasons a rule may name (upstream's `supportedValidationReason`).
+const REASONS: [&str; 4] = [
+    "FieldValueDuplicate",
+    "FieldValueForbidden",
+    "FieldValueInvalid",
+    "FieldValueRequired",
+];
+/// Upstream's `MaxEvaluatedMessageExpressionSizeBytes`.
+const MAX_MESSAGE_EXPRESSION_BYTES: usize = 5 * 1024;
+
+/// One compiled rule.
+struct Rule {
+    rule: String,
+    message: String,
+    message_expression: Option<(String, SharedProgram)>,
+    reason: Option<String>,
+    field_path: Option<String>,
+    program: SharedProgram,
+    uses_old_self: bool,
+    optional_old_self: bool,
+}
+
+/// The rules of a schema, in the schema's shape (only subtrees that hold rules).
+#[derive(Default)]
+pub(crate) struct Rules {
+    rules: Vec<Rule>,
+    /// The node's schema (its values are made from it).
+    schema: Value,
+    properties: Vec<(String, Rules)>,
+    items: Option<Box<Rules>>,
+    additional: Option<Box<Rules>>,
+}
+
+impl std::fmt::Debug for Rules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rules")
+            .field("rules", &self.rules.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The rule as Go's `%#v` prints upstream's `apiextensions.ValidationRule` (set pointers are
+/// printed with a placeholder address: Go prints the real one).
+fn go_repr(rule: &Value) -> String {
+    let s = |k: &str| format!("{:?}", rule.get(k).and_then(Value::as_str).unwrap_or(""));
+    let reason = if rule.get("reason").is_some_and(|r| !r.is_null()) {
+        "(*apiextensions.FieldValueErrorReason)(0xc000000000)"
+    } else {
+        "(*apiextensions.FieldValueErrorReason)(nil)"
+    };
+    let optional = if rule.get("optionalOldSelf").is_some_and(|r| !r.is_null()) {
+        "(*bool)(0xc000000000)"
+    } else {
+        "(*bool)(nil)"
+    };
+    format!(
+        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{reason}, FieldPath:{}, OptionalOldSelf:{optional}}}",
+        s("rule"),
+        s("message"),
+        s("messageExpression"),
+        s("fieldPath")
+    )
+}
+
+fn cause(field: String, reason: &'static str, detail: String) -> FieldError {
+    FieldError {
+        field,
+        reason,
+        detail,
+    }
+}
+
+/// Whether `path` (`.spec.x`, `['a.b']`) names a field of `schema`.
+fn valid_field_path(schema: &Value, path: &str) -> bool {
+    let mut node = schema;
+    let mut rest = path;
+    while !rest.is_empty() {
+        let name;
+        if let Some(r) = rest.strip_prefix("['") {
+            let Some(end) = r.find("']") else {
+                return false;
+            };
+            name = &r[..end];
+            rest = &r[end + 2..];
+        } else if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            name = &r[..end];
+            rest = &r[end..];
+        } else {
+            return false;
+        }
+        if name.is_empty() {
+            return false;
+        }
+        node = match node
+            .get("properties")
+            .and_then(|p| p.get(name))
+            .or_else(|| node.get("additionalProperties").filter(|a| a.is_object()))
+        {
+            Some(n) => n,
+            None => return false,
+        };
+    }
+    true
+}
+
+/// `.spec.x` as upstream's normalized path (`spec.x`), `['a.b']` as `[a.b]`.
+fn normalize_field_path(path: &str) -> String {
+    let mut out = String::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("['") {
+            let end = r.find("']").unwrap_or(r.len());
+            out.push_str(&format!("[{}]", &r[..end]));
+            rest = r.get(end + 2..).unwrap_or("");
+        } else if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&r[..end]);
+            rest = &r[end..];
+        } else {
+            break;
+        }
+    }
+    out
+}
+
+/// Compiles the rules under `schema` (printed at `at`, upstream's schema path style). The
+/// errors are those that refuse the CRD.
+pub(crate) fn compile(schema: &Value, at: &str, root: bool, errors: &mut Vec<FieldError>) -> Rules {
+    let mut node = Rules {
+        schema: schema.clone(),
+        ..Rules::default()
+    };
+    if let Some(list) = schema
+        .get("x-kubernetes-validations")
+        .and_then(Value::as_array)
+    {
+        let self_type = schema_type(schema, root, "self");
+        for (i, raw) in list.iter().enumerate() {
+            let here = format!("{at}.x-kubernetes-validations[{i}]");
+            if let Some(rule) = compile_rule(raw, &self_type, schema, &here, errors) {
+                node.rules.push(rule);
+            }
+        }
+    }
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (name, child) in props {
+            let sub = compile(child, &format!("{at}.properties[{name}]"), false, errors);
+            if sub.has_rules() {
+                node.properties.push((name.clone(), sub));
+            }
+        }
+    }
+    if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
+        let sub = compile(items, &format!("{at}.items"), false, errors);
+        if sub.has_rules() {
+            node.items = Some(Box::new(sub));
+        }
+    }
+    if let Some(add) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+        let sub = compile(add, &format!("{at}.additionalProperties"), false, errors);
+        if sub.has_rules() {
+            node.additional = Some(Box::new(sub));
+        }
+    }
+    node
+}
+
+fn compile_rule(
+    raw: &Value,
+    self_type: &Type,
+    schema: &Value,
+    here: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<Rule> {
+    let text = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_owned);
+    let rule = text("rule").unwrap_or_default();
+    let repr = go_repr(raw);
+    let before = errors.len();
+    if rule.trim().is_empty() {
+        errors.push(cause(
+            format!("{here}.rule"),
+            "FieldValueRequired",
+            "Required value: rule is not specified".into(),
+        ));
+        return None;
+    }
+    let message = text("message");
+    if let Some(m) = &message {
+        if m.trim().is_empty() {
+            errors.push(cause(
+                format!("{here}.message"),
+                "FieldValueInvalid",
+                format!("Invalid value: {m:?}: message must be non-empty if specified"),
+            ));
+        } else if m.contains('\n') {
+            errors.push(cause(
+                format!("{here}.message"),
+                "FieldValueInvalid",
+                format!("Invalid value: {m:?}: message must not contain line breaks"),
+            ));
+        }
+    } else if rule.contains('\n') {
+        errors.push(cause(
+            format!("{here}.message"),
+            "FieldValueRequired",
+            "Required value: message must be specified if rule contains line breaks".into(),
+        ));
+    }
+    let reason = text("reason");
+    if let Some(r) = &reason {
+        if !REASONS.contains(&r.as_str()) {
+            let supported: Vec<String> = REASONS.iter().map(|r| format!("{r:?}")).collect();
+            errors.push(cause(
+                format!("{here}.reason"),
+                "FieldValueNotSupported",
+                format!(
+                    "Unsupported value: {r:?}: supported values: {}",
+                    supported.join(", ")
+                ),
+            ));
+        }
+    }
+    let field_path = text("fieldPath");
+    if let Some(p) = &field_path {
+        let detail = if p.trim().is_empty() {
+            Some("fieldPath must be non-empty if specified")
+        } else if p.contains('\n') {
+            Some("fieldPath must not contain line breaks")
+        } else if !valid_field_path(schema, p) {
+            Some("fieldPath must be a valid path")
+        } else {
+            None
+        };
+        if let Some(d) = detail {
+            errors.push(cause(
+                format!("{here}.fieldPath"),
+                "FieldValueInvalid",
+                format!("Invalid value: {p:?}: {d}"),
+            ));
+        }
+    }
+    let optional_old_self = raw.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
+    let old_type = if optional_old_self {
+        Type::optional(self_type.clone())
+    } else {
+        self_type.clone()
+    };
+    let env = Env::new()
+        .with_var("self", self_type.clone())
+        .with_var("oldSelf", old_type);
+    let program = match env.compile(&rule) {
+        Ok(p) => p,
+        Err(e) => {
+            errors.push(cause(
+                format!("{here}.rule"),
+                "FieldValueInvalid",
+                format!("Invalid value: {repr}: compilation failed: {}", e.text),
+            ));
+            return None;
+        }
+    };
+    if !matches!(program.result_type, Type::Bool | Type::Dyn) {
+        errors.push(cause(
+            format!("{here}.rule"),
+            "FieldValueInvalid",
+            format!("Invalid value: {repr}: cel expression must evaluate to a bool"),
+        ));
+        return None;
+    }
+    let uses_old_self = program.references("oldSelf");
+    if optional_old_self && !uses_old_self {
+        errors.push(cause(
+            format!("{here}.optionalOldSelf"),
+            "FieldValueInvalid",
+            "Invalid value: true: may not be set if oldSelf is not used in rule".into(),
+        ));
+    }
+    let mut message_expression = None;
+    if let Some(src) = text("messageExpression") {
+        if src.trim().is_empty() {
+            errors.push(cause(
+                format!("{here}.messageExpression"),
+                "FieldValueRequired",
+                "Required value: messageExpression must be non-empty if specified".into(),
+            ));
+        } else {
+            match env.compile(&src) {
+                Ok(p) if matches!(p.result_type, Type::String | Type::Dyn) => {
+                    message_expression = Some((src, Arc::new(p)));
+                }
+                Ok(_) => errors.push(cause(
+                    format!("{here}.messageExpression"),
+                    "FieldValueInvalid",
+                    format!("Invalid value: {repr}: messageExpression must evaluate to a string"),
+                )),
+                Err(e) => errors.push(cause(
+                    format!("{here}.messageExpression"),
+                    "FieldValueInvalid",
+                    format!(
+                        "Invalid value: {repr}: messageExpression compilation failed: {}",
+                        e.text
+                    ),
+                )),
+            }
+        }
+    }
+    if errors.len() > before {
+        return None;
+    }
+    Some(Rule {
+        rule: rule.trim().to_owned(),
+        message: message.map(|m| m.trim().to_owned()).unwrap_or_default(),
+        message_expression,
+        reason,
+        field_path,
+        program: Arc::new(program),
+        uses_old_self,
+        optional_old_self,
+    })
+}
+
+impl Rules {
+    /// Whether this node or any below holds a rule.
+    pub(crate) fn has_rules(&self) -> bool {
+        !self.rules.is_empty()
+            || !self.properties.is_empty()
+            || self.items.is_some()
+            || self.additional.is_some()
+    }
+
+    /// Runs every rule on `object` (and `old` on an update); the causes of a 422.
+    pub(crate) fn validate(&self, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        let mut budget = RUNTIME_CEL_COST_BUDGET as i64;
+        self.walk(None, object, old, &mut budget, &mut errors);
+        errors
+    }
+
+    fn type_name(&self) -> String {
+        format!(
+            "{:?}",
+            self.schema
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        )
+    }
+
+    fn walk(
+        &self,
+        path: Option<&str>,
+        value: &Value,
+        old: Option<&Value>,
+        budget: &mut i64,
+        errors: &mut Vec<FieldError>,
+    ) -> bool {
+        if value.is_null() {
+            return true;
+        }
+        if !self.rules.is_empty() && !self.run_rules(path, value, old, budget, errors) {
+            return false;
+        }
+        let child = |segment: &str| match path {
+            None => segment.to_owned(),
+            Some(p) => format!("{p}.{segment}"),
+        };
+        match value {
+            Value::Object(map) => {
+                for (name, sub) in &self.properties {
+                    if let Some(v) = map.get(name) {
+                        let o = old.and_then(|o| o.get(name));
+                        if !sub.walk(Some(&child(name)), v, o, budget, errors) {
+                            return false;
+                        }
+                    }
+                }
+                if let Some(sub) = &self.additional {
+                    for (key, v) in map {
+                        let o = old.and_then(|o| o.get(key));
+                        let at = format!("{}[{key}]", path.unwrap_or("<nil>"));
+                        if !sub.walk(Some(&at), v, o, budget, errors) {
+                            return false;
+                        }
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(sub) = &self.items {
+                    let keys: Vec<&str> = self
+                        .schema
+                        .get("x-kubernetes-list-map-keys")
+                        .and_then(Value::as_array)
+                        .map(|k| k.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    let is_map = self
+                        .schema
+                        .get("x-kubernetes-list-type")
+                        .and_then(Value::as_str)
+                        == Some("map");
+                    for (i, v) in items.iter().enumerate() {
+                        let o = if is_map && !keys.is_empty() {
+                            old.and_then(Value::as_array).and_then(|olds| {
+                                olds.iter()
+                                    .find(|o| keys.iter().all(|k| o.get(k) == v.get(k)))
+                            })
+                        } else {
+                            None
+                        };
+                        let at = format!("{}[{i}]", path.unwrap_or("<nil>"));
+                        if !sub.walk(Some(&at), v, o, budget, errors) {
+                            return false;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// Runs this node's rules; false when the budget ran out (no further rules run).
+    fn run_rules(
+        &self,
+        path: Option<&str>,
+        value: &Value,
+        old: Option<&Value>,
+        budget: &mut i64,
+        errors: &mut Vec<FieldError>,
+    ) -> bool {
+        let at = path.unwrap_or("<nil>").to_owned();
+        let sts_type = self.type_name();
+        let invalid = |field: &str, detail: String| {
+            cause(
+                field.to_owned(),
+                "FieldValueInvalid",
+                format!("Invalid value: {sts_type}: {detail}"),
+            )
+        };
+        if *budget <= 0 {
+            errors.push(invalid(
+                &at,
+                "validation failed due to running out of cost budget, no further validation rules will be run".into(),
+            ));
+            return false;
+        }
+        let self_value = to_value(Some(&self.schema), value);
+        let old_value = old
+            .filter(|o| !o.is_null())
+            .map(|o| to_value(Some(&self.schema), o));
+        for rule in &self.rules {
+            if rule.uses_old_self && old_value.is_none() && !rule.optional_old_self {
+                continue;
+            }
+            let mut vars = Vars::new().with("self", self_value.clone());
+            vars = match (&old_value, rule.optional_old_self) {
+                (Some(o), false) => vars.with("oldSelf", o.clone()),
+                (o, true) => vars.with("oldSelf", Cel::Optional(o.clone().map(Arc::new))),
+                (None, false) => vars,
+            };
+            let run = rule.program.eval(&vars, PER_CALL_LIMIT);
+            let shown = if rule.message.is_empty() {
+                rule.rule.clone()
+            } else {
+                rule.message.clone()
+            };
+            if run.cost as i64 > *budget {
+                errors.push(invalid(
+                    &at,
+                    "validation failed due to running out of cost budget, no further validation rules will be run".into(),
+                ));
+                return false;
+            }
+            *budget -= run.cost as i64;
+            let ok = match run.result {
+                Ok(Cel::Bool(b)) => b,
+                Ok(_) => {
+                    errors.push(invalid(
+                        &at,
+                        format!("'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {shown}"),
+                    ));
+                    continue;
+                }
+                Err(e) if e.message.starts_with("no such overload") => {
+                    errors.push(invalid(
+                        &at,
+                        format!("'{}': call arguments did not match a supported operator, function or macro signature for rule: {shown}", e.message),
+                    ));
+                    continue;
+                }
+                Err(e) if e.message.starts_with(COST_LIMIT_MESSAGE) => {
+                    errors.push(invalid(
+                        &at,
+                        format!("'{}': no further validation rules will be run due to call cost exceeds limit for rule: {shown}", e.message),
+                    ));
+                    return false;
+                }
+                Err(e) => {
+                    errors.push(invalid(
+                        &at,
+                        format!("{} evaluating rule: {shown}", e.message),
+                    ));
+                    continue;
+                }
+            };
+            if ok {
+                continue;
+            }
+            let field = match rule.field_path.as_deref().map(normalize_field_path) {
+                Some(p) if !p.is_empty() => match path {
+                    None => p,
+                    Some(base) => format!("{base}.{p}"),
+                },
+                _ => at.clone(),
+            };
+            let default_message = if rule.message.is_empty() {
+                format!("failed rule: {}", rule.rule)
+            } else {
+                rule.message.clone()
+            };
+            let mut message = default_message.clone();
+            if let Some((src, program)) = &rule.message_expression {
+                let run = program.eval(&vars, PER_CALL_LIMIT);
+                if run.cost as i64 > *budget {
+                    errors.push(invalid(
+                        &field,
+                        "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".into(),
+                    ));
+                    return false;
+                }
+                *budget -= run.cost as i64;
+                match run.result {
+                    Ok(Cel::String(s)) => {
+                        let trimmed = s.trim();
+                        if !trimmed.is_empty()
+                            && !trimmed.contains('\n')
+                            && trimmed.len() <= MAX_MESSAGE_EXPRESSION_BYTES
+                        {
+                            message = trimmed.to_owned();
+                        }
+                    }
+                    Err(e) if e.cost_exceeded => {
+                        errors.push(invalid(
+                            &field,
+                            format!("no further validation rules will be run due to call cost exceeds limit for messageExpression: {src:?}"),
+                        ));
+                        return false;
+                    }
+                    _ => {}
+                }
+            }
+            errors.push(match rule.reason.as_deref() {
+                Some("FieldValueForbidden") => cause(
+                    field,
+                    "FieldValueForbidden",
+                    format!("Forbidden: {message}"),
+                ),
+                Some("FieldValueRequired") => cause(
+                    field,
+                    "FieldValueRequired",
+                    format!("Required value: {message}"),
+                ),
+                Some("FieldValueDuplicate") => cause(
+                    field,
+                    "FieldValueDuplicate",
+                    format!("Duplicate value: {sts_type}"),
+                ),
+                _ => invalid(&field, message),
+            });
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.minReplicas <= self.maxReplicas", "message": "minReplicas must not exceed maxReplicas"},
+                {"rule": "self.name == oldSelf.name", "message": "name is immutable"}
+            ],
+            "properties": {
+                "minReplicas": {"type": "integer"},
+                "maxReplicas": {"type": "integer"},
+                "name": {"type": "string"},
+                "tags": {"type": "array", "items": {"type": "string",
+                    "x-kubernetes-validations": [{"rule": "self.size() <= 3"}]}}
+            }
+        }}})
+    }
+
+    #[test]
+    fn rules_refuse_with_upstream_paths_and_messages() {
+        let mut errors = Vec::new();
+        let rules = compile(
+            &schema(),
+            "spec.validation.openAPIV3Schema",
+            true,
+            &mut errors,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let obj = json!({"spec": {"minReplicas": 5, "maxReplicas": 1, "name": "a", "tags": ["ok", "toolong"]}});
+        let found = rules.validate(&obj, None);
+        let texts: Vec<String> = found
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.detail))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "spec: Invalid value: \"object\": minReplicas must not exceed maxReplicas",
+                "spec.tags[1]: Invalid value: \"string\": failed rule: self.size() <= 3",
+            ]
+        );
+        // The transition rule runs on update only.
+        let old = json!({"spec": {"minReplicas": 1, "maxReplicas": 2, "name": "b"}});
+        let new = json!({"spec": {"minReplicas": 1, "maxReplicas": 2, "name": "a"}});
+        let found = rules.validate(&new, Some(&old));
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            found[0].detail,
+            "Invalid value: \"object\": name is immutable"
+        );
+    }
+
+    #[test]
+    fn a_rule_that_does_not_compile_refuses_the_definition() {
+        let bad = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.nope == 1"}],
+            "properties": {"a": {"type": "integer"}}}}});
+        let mut errors = Vec::new();
+        compile(&bad, "spec.validation.openAPIV3Schema", true, &mut errors);
+        assert_eq!(errors.len(), 1);
+        assert_eq!(
+            errors[0].field,
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+        );
+        assert_eq!(
+            errors[0].detail,
+            "Invalid value: apiextensions.ValidationRule{Rule:\"self.nope == 1\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:5: undefined field 'nope'\n | self.nope == 1\n | ....^"
+        );
+    }
+}

@@ -1,0 +1,558 @@
+//! The type checker: walks cel-rust's parsed (macro-expanded) AST with the declared variables'
+//! types, reports cel-go's issues (`undeclared reference`, `undefined field`, `found no
+//! matching overload`), and lowers the AST to the interpreter's [`Node`]s with qualified
+//! function names resolved (`optional.none()`, `sets.contains(...)`, `format.uuid()`).
+//!
+//! `dyn` is let through everywhere, as cel-go lets it through: what cannot be known before
+//! run time (an int-or-string field, a preserved-unknown subtree) is checked when it runs.
+
+use std::sync::Arc;
+
+use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
+
+use crate::library::{LIBRARY, k8s};
+use crate::types::{Type, join};
+use crate::value::Value;
+
+/// A lowered expression.
+#[derive(Debug)]
+pub(crate) enum Node {
+    Const(Value),
+    Ident(Arc<str>),
+    Select {
+        operand: Box<Node>,
+        field: Arc<str>,
+        test: bool,
+    },
+    OptSelect {
+        operand: Box<Node>,
+        field: Arc<str>,
+    },
+    Index {
+        operand: Box<Node>,
+        index: Box<Node>,
+        optional: bool,
+    },
+    Call {
+        name: Arc<str>,
+        member: bool,
+        args: Vec<Node>,
+    },
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+    Cond(Box<Node>, Box<Node>, Box<Node>),
+    NotStrictlyFalse(Box<Node>),
+    List {
+        elems: Vec<Node>,
+        optional: Vec<bool>,
+    },
+    Map {
+        entries: Vec<(Node, Node, bool)>,
+    },
+    Comprehension(Box<Comprehension>),
+}
+
+#[derive(Debug)]
+pub(crate) struct Comprehension {
+    pub(crate) range: Node,
+    pub(crate) iter_var: Arc<str>,
+    pub(crate) accu_var: Arc<str>,
+    pub(crate) init: Node,
+    pub(crate) cond: Node,
+    pub(crate) step: Node,
+    pub(crate) result: Node,
+}
+
+/// The names that are types when used as values (`type(x) == int`).
+const TYPE_NAMES: [&str; 11] = [
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "dyn",
+];
+
+/// The library types that may be named in an expression (`type(x) == net.IP`).
+const LIBRARY_TYPE_NAMES: [&str; 5] = [
+    "net.IP",
+    "net.CIDR",
+    "kubernetes.Quantity",
+    "kubernetes.URL",
+    "kubernetes.NamedFormat",
+];
+
+pub(crate) struct Checker<'a> {
+    vars: &'a [(String, Type)],
+    scopes: Vec<(String, Type)>,
+    /// Issues: the expression id they are at, and the message.
+    pub(crate) issues: Vec<(u64, String)>,
+    /// Variables the expression reads (`oldSelf` makes a transition rule).
+    pub(crate) referenced: Vec<String>,
+}
+
+fn lit(l: &LiteralValue) -> (Value, Type) {
+    match l {
+        LiteralValue::Boolean(b) => (Value::Bool(*b.inner()), Type::Bool),
+        LiteralValue::Bytes(b) => (Value::Bytes(b.inner().into()), Type::Bytes),
+        LiteralValue::Double(d) => (Value::Double(*d.inner()), Type::Double),
+        LiteralValue::Int(i) => (Value::Int(*i.inner()), Type::Int),
+        LiteralValue::Null => (Value::Null, Type::Null),
+        LiteralValue::String(s) => (Value::string(s.inner()), Type::String),
+        LiteralValue::UInt(u) => (Value::Uint(*u.inner()), Type::Uint),
+    }
+}
+
+/// The qualified name an expression spells (`a.b.c`), if it is only identifiers and selects.
+fn qualified(e: &IdedExpr) -> Option<String> {
+    match &e.expr {
+        Expr::Ident(n) => Some(n.clone()),
+        Expr::Select(s) if !s.test => Some(format!("{}.{}", qualified(&s.operand)?, s.field)),
+        _ => None,
+    }
+}
+
+fn root(e: &IdedExpr) -> Option<&str> {
+    match &e.expr {
+        Expr::Ident(n) => Some(n),
+        Expr::Select(s) => root(&s.operand),
+        _ => None,
+    }
+}
+
+impl<'a> Checker<'a> {
+    pub(crate) fn new(vars: &'a [(String, Type)]) -> Checker<'a> {
+        Checker {
+            vars,
+            scopes: Vec::new(),
+            issues: Vec::new(),
+            referenced: Vec::new(),
+        }
+    }
+
+    fn issue(&mut self, id: u64, message: String) {
+        self.issues.push((id, message));
+    }
+
+    fn lookup(&self, name: &str) -> Option<Type> {
+        if let Some((_, t)) = self.scopes.iter().rev().find(|(n, _)| n == name) {
+            return Some(t.clone());
+        }
+        self.vars
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t.clone())
+    }
+
+    pub(crate) fn check(&mut self, e: &IdedExpr) -> (Node, Type) {
+        match &e.expr {
+            Expr::Unspecified => (Node::Const(Value::Null), Type::Dyn),
+            Expr::Literal(l) => {
+                let (v, t) = lit(l);
+                (Node::Const(v), t)
+            }
+            Expr::Ident(name) => self.ident(e.id, name),
+            Expr::Select(s) => {
+                // A qualified name that is not a variable path may name a library type.
+                if let Some(q) = qualified(e) {
+                    let root_is_var = root(e).is_some_and(|r| self.lookup(r).is_some());
+                    if !root_is_var && LIBRARY_TYPE_NAMES.contains(&q.as_str()) {
+                        return (Node::Const(Value::Type(q.into())), Type::Type);
+                    }
+                }
+                let (operand, t) = self.check(&s.operand);
+                let field_t = self.field_type(e.id, &t, &s.field);
+                (
+                    Node::Select {
+                        operand: Box::new(operand),
+                        field: s.field.as_str().into(),
+                        test: s.test,
+                    },
+                    if s.test { Type::Bool } else { field_t },
+                )
+            }
+            Expr::Call(call) => self.call(e.id, call),
+            Expr::List(list) => {
+                let mut elems = Vec::new();
+                let mut optional = Vec::new();
+                let mut elem_t = Type::Dyn;
+                let mut first = true;
+                for (i, item) in list.elements.iter().enumerate() {
+                    let (node, mut t) = self.check(item);
+                    let opt = list.optional_indices.contains(&i);
+                    if opt {
+                        t = match t {
+                            Type::Optional(inner) => *inner,
+                            Type::Dyn => Type::Dyn,
+                            other => {
+                                self.issue(
+                                    item.id,
+                                    format!("expected type 'optional_type' but found '{other}'"),
+                                );
+                                Type::Dyn
+                            }
+                        };
+                    }
+                    if first {
+                        elem_t = t;
+                        first = false;
+                    } else {
+                        match join(&elem_t, &t) {
+                            Some(j) => elem_t = j,
+                            None => {
+                                self.issue(
+                                    item.id,
+                                    format!("expected type '{elem_t}' but found '{t}'"),
+                                );
+                                elem_t = Type::Dyn;
+                            }
+                        }
+                    }
+                    elems.push(node);
+                    optional.push(opt);
+                }
+                (Node::List { elems, optional }, Type::list(elem_t))
+            }
+            Expr::Map(map) => {
+                let mut entries = Vec::new();
+                let (mut kt, mut vt) = (Type::Dyn, Type::Dyn);
+                let mut first = true;
+                for entry in &map.entries {
+                    let EntryExpr::MapEntry(me) = &entry.expr else {
+                        continue;
+                    };
+                    let (k, kty) = self.check(&me.key);
+                    let (v, mut vty) = self.check(&me.value);
+                    if me.optional {
+                        if let Type::Optional(inner) = vty {
+                            vty = *inner;
+                        }
+                    }
+                    if first {
+                        (kt, vt) = (kty, vty);
+                        first = false;
+                    } else {
+                        match join(&kt, &kty) {
+                            Some(j) => kt = j,
+                            None => {
+                                self.issue(
+                                    me.key.id,
+                                    format!("expected type '{kt}' but found '{kty}'"),
+                                );
+                                kt = Type::Dyn;
+                            }
+                        }
+                        match join(&vt, &vty) {
+                            Some(j) => vt = j,
+                            None => {
+                                self.issue(
+                                    me.value.id,
+                                    format!("expected type '{vt}' but found '{vty}'"),
+                                );
+                                vt = Type::Dyn;
+                            }
+                        }
+                    }
+                    entries.push((k, v, me.optional));
+                }
+                (Node::Map { entries }, Type::map(kt, vt))
+            }
+            Expr::Struct(s) => {
+                self.issue(
+                    e.id,
+                    format!(
+                        "undeclared reference to '{}' (in container '')",
+                        s.type_name
+                    ),
+                );
+                (Node::Const(Value::Null), Type::Dyn)
+            }
+            Expr::Comprehension(c) => {
+                let (range, range_t) = self.check(&c.iter_range);
+                let iter_t = match &range_t {
+                    Type::List(t) => (**t).clone(),
+                    Type::Map(k, _) => (**k).clone(),
+                    Type::Object(_) => Type::String,
+                    Type::Dyn => Type::Dyn,
+                    other => {
+                        self.issue(
+                            c.iter_range.id,
+                            format!(
+                                "expression of type '{other}' cannot be range of a comprehension (must be list, map, or dynamic)"
+                            ),
+                        );
+                        Type::Dyn
+                    }
+                };
+                let (init, init_t) = self.check(&c.accu_init);
+                self.scopes.push((c.accu_var.clone(), init_t.clone()));
+                self.scopes.push((c.iter_var.clone(), iter_t));
+                let (cond, _) = self.check(&c.loop_cond);
+                let (step, step_t) = self.check(&c.loop_step);
+                self.scopes.pop();
+                self.scopes.pop();
+                let accu_t = join(&init_t, &step_t).unwrap_or(Type::Dyn);
+                self.scopes.push((c.accu_var.clone(), accu_t));
+                let (result, result_t) = self.check(&c.result);
+                self.scopes.pop();
+                (
+                    Node::Comprehension(Box::new(Comprehension {
+                        range,
+                        iter_var: c.iter_var.as_str().into(),
+                        accu_var: c.accu_var.as_str().into(),
+                        init,
+                        cond,
+                        step,
+                        result,
+                    })),
+                    result_t,
+                )
+            }
+        }
+    }
+
+    fn ident(&mut self, id: u64, name: &str) -> (Node, Type) {
+        if let Some(t) = self.lookup(name) {
+            if !self.scopes.iter().any(|(n, _)| n == name)
+                && !self.referenced.iter().any(|r| r == name)
+            {
+                self.referenced.push(name.to_string());
+            }
+            return (Node::Ident(name.into()), t);
+        }
+        if TYPE_NAMES.contains(&name) {
+            return (Node::Const(Value::Type(name.into())), Type::Type);
+        }
+        self.issue(
+            id,
+            format!("undeclared reference to '{name}' (in container '')"),
+        );
+        (Node::Const(Value::Null), Type::Dyn)
+    }
+
+    fn field_type(&mut self, id: u64, t: &Type, field: &str) -> Type {
+        match t {
+            Type::Object(o) => match o.fields.get(field) {
+                Some(f) => f.clone(),
+                None => {
+                    self.issue(id, format!("undefined field '{field}'"));
+                    Type::Dyn
+                }
+            },
+            Type::Map(_, v) => (**v).clone(),
+            Type::Dyn | Type::Param(_) => Type::Dyn,
+            other => {
+                self.issue(
+                    id,
+                    format!("type '{other}' does not support field selection"),
+                );
+                Type::Dyn
+            }
+        }
+    }
+
+    fn call(&mut self, id: u64, call: &CallExpr) -> (Node, Type) {
+        let name = call.func_name.as_str();
+        match (name, call.args.len()) {
+            ("_&&_" | "_||_", 2) => {
+                let (a, at) = self.check(&call.args[0]);
+                let (b, bt) = self.check(&call.args[1]);
+                self.expect_bool(name, id, &[at, bt]);
+                let node = if name == "_&&_" {
+                    Node::And(Box::new(a), Box::new(b))
+                } else {
+                    Node::Or(Box::new(a), Box::new(b))
+                };
+                return (node, Type::Bool);
+            }
+            ("_?_:_", 3) => {
+                let (c, ct) = self.check(&call.args[0]);
+                let (t, tt) = self.check(&call.args[1]);
+                let (f, ft) = self.check(&call.args[2]);
+                if !matches!(ct, Type::Bool | Type::Dyn) {
+                    self.issue(
+                        id,
+                        format!(
+                            "found no matching overload for '_?_:_' applied to '({ct}, {tt}, {ft})'"
+                        ),
+                    );
+                }
+                let rt = match join(&tt, &ft) {
+                    Some(t) => t,
+                    None => {
+                        self.issue(
+                            id,
+                            format!("found no matching overload for '_?_:_' applied to '({ct}, {tt}, {ft})'"),
+                        );
+                        Type::Dyn
+                    }
+                };
+                return (Node::Cond(Box::new(c), Box::new(t), Box::new(f)), rt);
+            }
+            ("@not_strictly_false", 1) => {
+                let (a, _) = self.check(&call.args[0]);
+                return (Node::NotStrictlyFalse(Box::new(a)), Type::Bool);
+            }
+            ("_[_]" | "_[?_]", 2) => {
+                let optional = name == "_[?_]";
+                let (o, ot) = self.check(&call.args[0]);
+                let (i, it) = self.check(&call.args[1]);
+                let base = match (&ot, optional) {
+                    (Type::Optional(inner), true) => (**inner).clone(),
+                    _ => ot.clone(),
+                };
+                let elem = match &base {
+                    Type::List(e) if matches!(it, Type::Int | Type::Uint | Type::Dyn) => {
+                        (**e).clone()
+                    }
+                    Type::Map(k, v) if join(k, &it).is_some() => (**v).clone(),
+                    Type::Object(_) if matches!(it, Type::String | Type::Dyn) => Type::Dyn,
+                    Type::Dyn => Type::Dyn,
+                    _ => {
+                        self.issue(
+                            id,
+                            format!(
+                                "found no matching overload for '{name}' applied to '({ot}, {it})'"
+                            ),
+                        );
+                        Type::Dyn
+                    }
+                };
+                let rt = if optional { Type::optional(elem) } else { elem };
+                return (
+                    Node::Index {
+                        operand: Box::new(o),
+                        index: Box::new(i),
+                        optional,
+                    },
+                    rt,
+                );
+            }
+            ("_?._", 2) => {
+                let (o, ot) = self.check(&call.args[0]);
+                let field = match &call.args[1].expr {
+                    Expr::Literal(LiteralValue::String(s)) => s.inner().to_string(),
+                    _ => String::new(),
+                };
+                let base = match ot {
+                    Type::Optional(inner) => *inner,
+                    other => other,
+                };
+                let ft = self.field_type(id, &base, &field);
+                return (
+                    Node::OptSelect {
+                        operand: Box::new(o),
+                        field: field.into(),
+                    },
+                    Type::optional(ft),
+                );
+            }
+            _ => {}
+        }
+
+        // A qualified global function written as a member call: `optional.none()`.
+        if let Some(target) = &call.target {
+            if let Some(q) = qualified(target) {
+                let root_is_var = root(target).is_some_and(|r| self.lookup(r).is_some());
+                let full = format!("{q}.{name}");
+                if !root_is_var && LIBRARY.has_global(&full) {
+                    if let Some(fmt) = full.strip_prefix("format.") {
+                        if call.args.is_empty() && k8s::FORMAT_NAMES.contains(&fmt) {
+                            return (
+                                Node::Const(Value::Format(fmt.into())),
+                                Type::Opaque(k8s::FORMAT),
+                            );
+                        }
+                    }
+                    return self.resolve_call(id, full.into(), false, &call.args, None);
+                }
+            }
+        }
+        match &call.target {
+            Some(target) => {
+                let (t, tt) = self.check(target);
+                self.resolve_call(id, name.into(), true, &call.args, Some((t, tt)))
+            }
+            None => self.resolve_call(id, name.into(), false, &call.args, None),
+        }
+    }
+
+    fn expect_bool(&mut self, name: &str, id: u64, types: &[Type]) {
+        if types.iter().any(|t| !matches!(t, Type::Bool | Type::Dyn)) {
+            let shown: Vec<String> = types.iter().map(ToString::to_string).collect();
+            self.issue(
+                id,
+                format!(
+                    "found no matching overload for '{name}' applied to '({})'",
+                    shown.join(", ")
+                ),
+            );
+        }
+    }
+
+    fn resolve_call(
+        &mut self,
+        id: u64,
+        name: Arc<str>,
+        member: bool,
+        args: &[IdedExpr],
+        target: Option<(Node, Type)>,
+    ) -> (Node, Type) {
+        let mut nodes = Vec::new();
+        let mut types = Vec::new();
+        if let Some((n, t)) = target {
+            nodes.push(n);
+            types.push(t);
+        }
+        for a in args {
+            let (n, t) = self.check(a);
+            nodes.push(n);
+            types.push(t);
+        }
+        if !LIBRARY.has(&name) {
+            self.issue(
+                id,
+                format!("undeclared reference to '{name}' (in container '')"),
+            );
+            return (Node::Const(Value::Null), Type::Dyn);
+        }
+        let found = LIBRARY.resolve(&name, member, &types);
+        let result = match found.as_slice() {
+            [] => {
+                let shown: Vec<String> = types.iter().map(ToString::to_string).collect();
+                let applied = if member {
+                    format!("{}.({})", shown[0], shown[1..].join(", "))
+                } else {
+                    format!("({})", shown.join(", "))
+                };
+                self.issue(
+                    id,
+                    format!("found no matching overload for '{name}' applied to '{applied}'"),
+                );
+                Type::Dyn
+            }
+            [(_, t)] => t.clone(),
+            many => {
+                let first = many[0].1.clone();
+                if many.iter().all(|(_, t)| *t == first) {
+                    first
+                } else {
+                    Type::Dyn
+                }
+            }
+        };
+        (
+            Node::Call {
+                name,
+                member,
+                args: nodes,
+            },
+            result,
+        )
+    }
+}

@@ -1,0 +1,373 @@
+//! The interpreter: evaluates lowered [`Node`]s against an activation while counting cost,
+//! and stops with cel-go's `operation cancelled: actual cost limit exceeded` as soon as the
+//! count passes the program's limit (upstream's `cel.CostLimit(PerCallLimit)`), so a rule
+//! that would run for seconds is cut off early instead of holding a request.
+//!
+//! The count follows cel-go's runtime cost tracker in kind (`interpreter/runtimecost.go`):
+//! 1 per variable read, field selection and index, nothing for constants, `has()` and the
+//! logical operators, 10 per list or map literal, and each call what its library entry says
+//! (1 for most, proportional to the bytes or elements it reads for string and list functions).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::check::Node;
+use crate::error::EvalError;
+use crate::library::{LIBRARY, no_such_overload, value_matches};
+use crate::value::{Key, MapValue, Value};
+
+/// cel-go's `common.ListCreateBaseCost` / `MapCreateBaseCost`.
+const AGGREGATE_CREATE_COST: u64 = 10;
+
+/// The variables a program reads.
+pub trait Activation {
+    /// The value of `name`, if bound.
+    fn resolve(&self, name: &str) -> Option<Value>;
+}
+
+impl Activation for HashMap<String, Value> {
+    fn resolve(&self, name: &str) -> Option<Value> {
+        self.get(name).cloned()
+    }
+}
+
+/// A handful of named values (the usual activation: `self`, `oldSelf`; `object`, `request`).
+#[derive(Clone, Debug, Default)]
+pub struct Vars(Vec<(String, Value)>);
+
+impl Vars {
+    /// No variables.
+    pub fn new() -> Vars {
+        Vars::default()
+    }
+
+    /// Binds `name` (replacing an earlier binding).
+    #[must_use]
+    pub fn with(mut self, name: &str, value: Value) -> Vars {
+        self.0.retain(|(n, _)| n != name);
+        self.0.push((name.to_string(), value));
+        self
+    }
+}
+
+impl Activation for Vars {
+    fn resolve(&self, name: &str) -> Option<Value> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+pub(crate) struct Interpreter<'a> {
+    vars: &'a dyn Activation,
+    locals: Vec<(Arc<str>, Value)>,
+    pub(crate) cost: u64,
+    limit: u64,
+}
+
+type R = Result<Value, EvalError>;
+
+impl<'a> Interpreter<'a> {
+    pub(crate) fn new(vars: &'a dyn Activation, limit: u64) -> Interpreter<'a> {
+        Interpreter {
+            vars,
+            locals: Vec::new(),
+            cost: 0,
+            limit,
+        }
+    }
+
+    fn charge(&mut self, n: u64) -> Result<(), EvalError> {
+        self.cost = self.cost.saturating_add(n);
+        if self.cost > self.limit {
+            return Err(EvalError::cost_limit());
+        }
+        Ok(())
+    }
+
+    fn bool_of(v: &R) -> Option<bool> {
+        match v {
+            Ok(Value::Bool(b)) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn eval(&mut self, node: &Node) -> R {
+        match node {
+            Node::Const(v) => Ok(v.clone()),
+            Node::Ident(name) => {
+                self.charge(1)?;
+                if let Some((_, v)) = self.locals.iter().rev().find(|(n, _)| n == name) {
+                    return Ok(v.clone());
+                }
+                self.vars
+                    .resolve(name)
+                    .ok_or_else(|| EvalError::new(format!("no such attribute(s): {name}")))
+            }
+            Node::Select {
+                operand,
+                field,
+                test,
+            } => {
+                let o = self.eval(operand)?;
+                if !test {
+                    self.charge(1)?;
+                }
+                select(&o, field, *test)
+            }
+            Node::OptSelect { operand, field } => {
+                let o = self.eval(operand)?;
+                self.charge(1)?;
+                let inner = match o {
+                    Value::Optional(None) => return Ok(Value::Optional(None)),
+                    Value::Optional(Some(v)) => v.as_ref().clone(),
+                    v => v,
+                };
+                match &inner {
+                    Value::Map(m) => Ok(Value::Optional(
+                        m.get(&Key::String(field.clone())).cloned().map(Arc::new),
+                    )),
+                    _ => Err(no_such_overload()),
+                }
+            }
+            Node::Index {
+                operand,
+                index,
+                optional,
+            } => {
+                let o = self.eval(operand)?;
+                let i = self.eval(index)?;
+                self.charge(1)?;
+                if *optional {
+                    let inner = match o {
+                        Value::Optional(None) => return Ok(Value::Optional(None)),
+                        Value::Optional(Some(v)) => v.as_ref().clone(),
+                        v => v,
+                    };
+                    return match index_value(&inner, &i) {
+                        Ok(v) => Ok(Value::Optional(Some(Arc::new(v)))),
+                        Err(e)
+                            if e.message.starts_with("no such key")
+                                || e.message.starts_with("index out of bounds") =>
+                        {
+                            Ok(Value::Optional(None))
+                        }
+                        Err(e) => Err(e),
+                    };
+                }
+                index_value(&o, &i)
+            }
+            Node::Call { name, member, args } => {
+                let mut values = Vec::with_capacity(args.len());
+                for a in args {
+                    values.push(self.eval(a)?);
+                }
+                let overload = LIBRARY
+                    .overloads(name)
+                    .iter()
+                    .find(|o| {
+                        o.member == *member
+                            && o.params.len() == values.len()
+                            && o.params
+                                .iter()
+                                .zip(&values)
+                                .all(|(p, v)| value_matches(p, v))
+                    })
+                    .ok_or_else(no_such_overload)?;
+                self.charge((overload.cost)(&values))?;
+                (overload.imp)(&values)
+            }
+            Node::And(a, b) => {
+                let left = self.eval(a);
+                if Self::bool_of(&left) == Some(false) {
+                    return Ok(Value::Bool(false));
+                }
+                if let Err(e) = &left {
+                    if e.cost_exceeded {
+                        return left;
+                    }
+                }
+                let right = self.eval(b);
+                match (Self::bool_of(&left), Self::bool_of(&right)) {
+                    (Some(true), _) => logical_operand(right),
+                    (_, Some(false)) => Ok(Value::Bool(false)),
+                    _ => match (left, right) {
+                        (_, Err(e)) if e.cost_exceeded => Err(e),
+                        (Err(e), _) => Err(e),
+                        (Ok(_), Ok(Value::Bool(_))) | (Ok(_), Err(_)) | (Ok(_), Ok(_)) => {
+                            Err(no_such_overload())
+                        }
+                    },
+                }
+            }
+            Node::Or(a, b) => {
+                let left = self.eval(a);
+                if Self::bool_of(&left) == Some(true) {
+                    return Ok(Value::Bool(true));
+                }
+                if let Err(e) = &left {
+                    if e.cost_exceeded {
+                        return left;
+                    }
+                }
+                let right = self.eval(b);
+                match (Self::bool_of(&left), Self::bool_of(&right)) {
+                    (Some(false), _) => logical_operand(right),
+                    (_, Some(true)) => Ok(Value::Bool(true)),
+                    _ => match (left, right) {
+                        (_, Err(e)) if e.cost_exceeded => Err(e),
+                        (Err(e), _) => Err(e),
+                        _ => Err(no_such_overload()),
+                    },
+                }
+            }
+            Node::Cond(c, t, f) => match self.eval(c)? {
+                Value::Bool(true) => self.eval(t),
+                Value::Bool(false) => self.eval(f),
+                _ => Err(no_such_overload()),
+            },
+            Node::NotStrictlyFalse(a) => match self.eval(a) {
+                Ok(Value::Bool(b)) => Ok(Value::Bool(b)),
+                Err(e) if e.cost_exceeded => Err(e),
+                _ => Ok(Value::Bool(true)),
+            },
+            Node::List { elems, optional } => {
+                self.charge(AGGREGATE_CREATE_COST)?;
+                let mut out = Vec::with_capacity(elems.len());
+                for (e, opt) in elems.iter().zip(optional) {
+                    let v = self.eval(e)?;
+                    if *opt {
+                        match v {
+                            Value::Optional(Some(v)) => out.push(v.as_ref().clone()),
+                            Value::Optional(None) => {}
+                            _ => return Err(no_such_overload()),
+                        }
+                    } else {
+                        out.push(v);
+                    }
+                }
+                Ok(Value::list(out))
+            }
+            Node::Map { entries } => {
+                self.charge(AGGREGATE_CREATE_COST)?;
+                let mut out = MapValue::new();
+                for (k, v, opt) in entries {
+                    let kv = self.eval(k)?;
+                    let key = Key::from_value(&kv).ok_or_else(|| {
+                        EvalError::new(format!("unsupported key type: {}", kv.type_name()))
+                    })?;
+                    let vv = self.eval(v)?;
+                    let vv = if *opt {
+                        match vv {
+                            Value::Optional(Some(v)) => v.as_ref().clone(),
+                            Value::Optional(None) => continue,
+                            _ => return Err(no_such_overload()),
+                        }
+                    } else {
+                        vv
+                    };
+                    if out.insert(key, vv).is_some() {
+                        return Err(EvalError::new(format!("Failed with repeated key: {kv}")));
+                    }
+                }
+                Ok(Value::Map(Arc::new(out)))
+            }
+            Node::Comprehension(c) => {
+                let range = self.eval(&c.range)?;
+                let items: Vec<Value> = match &range {
+                    Value::List(l) => l.as_ref().clone(),
+                    Value::Map(m) => m.keys().map(Key::to_value).collect(),
+                    _ => return Err(no_such_overload()),
+                };
+                let init = self.eval(&c.init)?;
+                self.locals.push((c.accu_var.clone(), init));
+                let accu_at = self.locals.len() - 1;
+                let mut outcome = Ok(());
+                for item in items {
+                    self.locals.push((c.iter_var.clone(), item));
+                    let go_on = match self.eval(&c.cond) {
+                        Ok(Value::Bool(b)) => b,
+                        Ok(_) => {
+                            outcome = Err(no_such_overload());
+                            false
+                        }
+                        Err(e) => {
+                            outcome = Err(e);
+                            false
+                        }
+                    };
+                    if !go_on {
+                        self.locals.pop();
+                        break;
+                    }
+                    match self.eval(&c.step) {
+                        Ok(v) => self.locals[accu_at].1 = v,
+                        Err(e) => {
+                            self.locals.pop();
+                            outcome = Err(e);
+                            break;
+                        }
+                    }
+                    self.locals.pop();
+                }
+                let result = match outcome {
+                    Ok(()) => self.eval(&c.result),
+                    Err(e) => Err(e),
+                };
+                self.locals.truncate(accu_at);
+                result
+            }
+        }
+    }
+}
+
+/// The right operand of `&&`/`||` when the left one decided nothing: it must be a bool.
+fn logical_operand(v: R) -> R {
+    match v {
+        Ok(Value::Bool(b)) => Ok(Value::Bool(b)),
+        Ok(_) => Err(no_such_overload()),
+        Err(e) => Err(e),
+    }
+}
+
+fn select(o: &Value, field: &Arc<str>, test: bool) -> R {
+    match o {
+        Value::Map(m) => {
+            let found = m.get(&Key::String(field.clone()));
+            if test {
+                return Ok(Value::Bool(found.is_some()));
+            }
+            found
+                .cloned()
+                .ok_or_else(|| EvalError::new(format!("no such key: {field}")))
+        }
+        _ => Err(no_such_overload()),
+    }
+}
+
+fn index_value(o: &Value, i: &Value) -> R {
+    match (o, i) {
+        (Value::List(items), idx) => {
+            let n = match idx {
+                Value::Int(n) => *n,
+                Value::Uint(u) => i64::try_from(*u).unwrap_or(i64::MAX),
+                Value::Double(d) if d.fract() == 0.0 => *d as i64,
+                _ => return Err(no_such_overload()),
+            };
+            usize::try_from(n)
+                .ok()
+                .and_then(|n| items.get(n))
+                .cloned()
+                .ok_or_else(|| EvalError::new(format!("index out of bounds: {n}")))
+        }
+        (Value::Map(m), key) => {
+            let k = Key::from_value(key).ok_or_else(no_such_overload)?;
+            m.get(&k).cloned().ok_or_else(|| match key {
+                Value::String(s) => EvalError::new(format!("no such key: {s}")),
+                other => EvalError::new(format!("no such key: {other}")),
+            })
+        }
+        _ => Err(no_such_overload()),
+    }
+}

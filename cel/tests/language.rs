@@ -1,0 +1,125 @@
+//! The language as Kubernetes' rules use it: macros, errors absorbed by `||`/`&&`, optional
+//! values, extended strings, lists, regex, url, sets; checker issues in cel-go's words; and
+//! the per-call cost limit cutting off an expensive expression with cel-go's message.
+
+use kubemock_cel::{Env, PER_CALL_LIMIT, Type, Value, Vars};
+
+fn eval(expr: &str) -> Result<Value, String> {
+    let env = Env::new().with_var("self", Type::Dyn);
+    let vars = Vars::new().with(
+        "self",
+        Value::from_json(
+            &serde_json::json!({"items": [1, 2, 3], "name": "web-1", "labels": {"a": "b"}}),
+        ),
+    );
+    let program = env.compile(expr).map_err(|e| e.to_string())?;
+    program
+        .eval(&vars, PER_CALL_LIMIT)
+        .result
+        .map_err(|e| e.message)
+}
+
+#[test]
+fn expressions_evaluate_as_in_cel_go() {
+    let truths = [
+        "self.items.all(x, x > 0)",
+        "self.items.exists(x, x == 2)",
+        "self.items.exists_one(x, x == 2)",
+        "self.items.map(x, x * 2) == [2, 4, 6]",
+        "self.items.filter(x, x % 2 == 1) == [1, 3]",
+        "has(self.name) && !has(self.missing)",
+        "self.labels.a == 'b' && 'a' in self.labels",
+        "self.name.startsWith('web') && self.name.matches('^web-[0-9]+$')",
+        "self.name.split('-') == ['web', '1'] && self.name.upperAscii() == 'WEB-1'",
+        "self.name.indexOf('-') == 3 && self.name.substring(4) == '1'",
+        "['a', 'b'].join('-') == 'a-b'",
+        "'%s has %d items'.format([self.name, size(self.items)]) == 'web-1 has 3 items'",
+        "self.items.isSorted() && self.items.sum() == 6 && self.items.max() == 3",
+        "self.?missing.orValue('x') == 'x' && self.?name.hasValue()",
+        "optional.of(1).value() == 1 && !optional.none().hasValue()",
+        "self.missing == 1 || true",
+        "!(self.missing == 1 && false)",
+        "'abc123'.find('[0-9]+') == '123' && 'a1b2'.findAll('[0-9]') == ['1', '2']",
+        "url('https://example.com:8080/p?k=v').getPort() == '8080'",
+        "sets.contains([1, 2, 3], [1, 2]) && sets.intersects([1], [1, 5])",
+        "quantity('1Gi').isGreaterThan(quantity('1G'))",
+        "1 < 1.5 && 2u > 1",
+        "duration('1h') > duration('59m') && timestamp('2024-01-01T00:00:00Z').getFullYear() == 2024",
+        "type(1) == int && string(1.5) == '1.5'",
+    ];
+    for t in truths {
+        assert_eq!(
+            eval(t).map(|v| v.equals(&Value::Bool(true))),
+            Ok(true),
+            "{t}"
+        );
+    }
+}
+
+#[test]
+fn runtime_errors_read_as_cel_go() {
+    assert_eq!(
+        eval("self.missing == 1").err().as_deref(),
+        Some("no such key: missing")
+    );
+    assert_eq!(
+        eval("self.items[5] == 1").err().as_deref(),
+        Some("index out of bounds: 5")
+    );
+    assert_eq!(
+        eval("1 / 0 == 1").err().as_deref(),
+        Some("division by zero")
+    );
+    assert_eq!(
+        eval("9223372036854775807 + 1 > 0").err().as_deref(),
+        Some("integer overflow")
+    );
+    assert_eq!(
+        eval("self.name + 1 == 1").err().as_deref(),
+        Some("no such overload")
+    );
+}
+
+#[test]
+fn checker_issues_read_as_cel_go() {
+    let env = Env::new().with_var("self", Type::Dyn);
+    let err = env
+        .compile("size(1) == 1")
+        .expect_err("size(int) is undefined");
+    assert_eq!(
+        err.text,
+        "ERROR: <input>:1:5: found no matching overload for 'size' applied to '(int)'\n | size(1) == 1\n | ....^"
+    );
+    let err = env.compile("nope.x == 1").expect_err("undeclared");
+    assert_eq!(
+        err.messages,
+        ["undeclared reference to 'nope' (in container '')"]
+    );
+    let err = env.compile("1 +").expect_err("syntax");
+    assert!(
+        err.text.starts_with("ERROR: <input>:1:4: Syntax error"),
+        "{}",
+        err.text
+    );
+}
+
+#[test]
+fn an_expression_past_the_per_call_limit_is_cancelled() {
+    let env = Env::new();
+    // 1000 x 1000 x 2 comprehension steps: far past 1,000,000.
+    let program = env
+        .compile("[0,1,2,3,4,5,6,7,8,9].map(a, [0,1,2,3,4,5,6,7,8,9].map(b, [0,1,2,3,4,5,6,7,8,9].map(c, [0,1,2,3,4,5,6,7,8,9].map(d, [0,1,2,3,4,5,6,7,8,9].map(e, [0,1,2,3,4,5,6,7,8,9].map(f, f)))))).size() > 0")
+        .expect("compiles");
+    let run = program.eval(&Vars::new(), PER_CALL_LIMIT);
+    let err = run.result.expect_err("too expensive");
+    assert_eq!(
+        err.message,
+        "operation cancelled: actual cost limit exceeded"
+    );
+    assert!(err.cost_exceeded);
+    assert!(run.cost > PER_CALL_LIMIT);
+    // The same under a small limit, and fine under a large one.
+    let cheap = env.compile("[1, 2].all(x, x > 0)").expect("compiles");
+    assert!(cheap.eval(&Vars::new(), 5).result.is_err());
+    assert!(cheap.eval(&Vars::new(), 100).result.is_ok());
+}
