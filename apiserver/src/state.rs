@@ -81,6 +81,10 @@ pub struct ServerConfig {
     /// Audit logging (`--audit-log-path` with `--audit-policy-file`: `audit`); `None` logs
     /// nothing and costs nothing. Default `None`.
     pub audit: Option<crate::audit::AuditConfig>,
+    /// The request log of `testing.kubemock.dev/v1` `requests` (`requestlog`): its size
+    /// (`--request-log-size`, 0 turns it off) and whether it keeps bodies
+    /// (`--request-log-bodies`). Default: 100,000 entries, no bodies.
+    pub request_log: crate::requestlog::RequestLogConfig,
 }
 
 /// Which components (`controller-manager`, `scheduler`) run alongside this server, as
@@ -163,6 +167,7 @@ impl Default for ServerConfig {
             api_audiences: Vec::new(),
             authorization_mode: crate::authz::AuthorizationMode::default(),
             audit: None,
+            request_log: crate::requestlog::RequestLogConfig::default(),
         }
     }
 }
@@ -213,6 +218,9 @@ struct Inner {
     /// The RBAC authorizer of that chain, if it has one: its index is loaded and followed by
     /// `authz::rbac::start`, and escalation prevention resolves rules with it.
     rbac: Option<Arc<crate::authz::rbac::Rbac>>,
+    /// The request log (`requestlog`), `None` when it is off; pushed to by the pipeline's
+    /// layer, read and cleared by `handlers::testing`.
+    request_log: Option<crate::requestlog::RequestLog>,
 }
 
 impl AppState {
@@ -225,6 +233,7 @@ impl AppState {
         );
         let pki = Arc::clone(&config.pki);
         let (authorizer, rbac) = crate::authz::build(&config.authorization_mode);
+        let request_log = crate::requestlog::RequestLog::new(config.request_log);
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -243,6 +252,7 @@ impl AppState {
                 pki,
                 authorizer,
                 rbac,
+                request_log,
             }),
         }
     }
@@ -260,6 +270,11 @@ impl AppState {
     /// The RBAC authorizer, when the authorization mode has one.
     pub(crate) fn rbac(&self) -> Option<&Arc<crate::authz::rbac::Rbac>> {
         self.inner.rbac.as_ref()
+    }
+
+    /// The request log, when it is on.
+    pub(crate) fn request_log(&self) -> Option<&crate::requestlog::RequestLog> {
+        self.inner.request_log.as_ref()
     }
 
     /// The store.
