@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, Method, header};
+use axum::http::{HeaderValue, Method, header};
 use axum::response::Response;
 use bytes::{Bytes, BytesMut};
 use futures_util::future::BoxFuture;
@@ -247,18 +247,15 @@ pub(crate) struct Entry {
     latency: Duration,
     /// Who it was made by (after impersonation).
     user: Arc<UserInfo>,
-    user_agent: Option<Box<str>>,
+    /// The request's texts (URI, user agent, test tag, content type), in one allocation.
+    texts: Texts,
     method: Method,
-    /// The path, then `?` and the query if it had one.
-    uri: Box<str>,
     /// The pipeline's verb label (`GET`, `LIST`, `APPLY`, ...).
     verb_label: &'static str,
     /// What it addressed, for resource requests.
     target: Option<Arc<Target>>,
-    /// `X-Kubemock-Test`.
-    test: Option<Box<str>>,
-    request_content_type: Option<Box<str>>,
-    response_content_type: Option<Box<str>>,
+    /// The answer's `Content-Type` (the server's own header value: a clone costs nothing).
+    response_content_type: Option<HeaderValue>,
     code: u16,
     /// The store's revision as it arrived, and as it was answered.
     revision_before: u64,
@@ -275,41 +272,108 @@ struct Head {
     time: SystemTime,
     start: Instant,
     user: Arc<UserInfo>,
-    user_agent: Option<Box<str>>,
+    texts: Texts,
     method: Method,
-    uri: Box<str>,
     verb_label: &'static str,
     target: Option<Arc<Target>>,
-    test: Option<Box<str>>,
-    request_content_type: Option<Box<str>>,
 }
 
-/// A header's value as text, copied (never a slice of the connection's read buffer, which it
-/// would keep alive).
-fn header_text(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<Box<str>> {
-    headers
-        .get(name)
-        .map(|value| String::from_utf8_lossy(value.as_bytes()).into())
+/// A request's texts, copied into one string (never slices of the connection's read buffer,
+/// which they would keep alive): the path and query, then the user agent, the test tag and
+/// the content type when present, each located by its byte range.
+struct Texts {
+    text: Box<str>,
+    /// End of the path (and start of `?query`), end of the URI.
+    path_end: u32,
+    uri_end: u32,
+    user_agent: Option<(u32, u32)>,
+    test: Option<(u32, u32)>,
+    content_type: Option<(u32, u32)>,
+}
+
+impl Texts {
+    /// Copies what the log keeps from `request`'s URI and headers.
+    fn of(request: &Request) -> Texts {
+        let uri = request.uri();
+        let headers = request.headers();
+        let path = uri.path();
+        let query = uri.query();
+        let values = [
+            headers.get(header::USER_AGENT),
+            headers.get(TEST_HEADER),
+            headers.get(header::CONTENT_TYPE),
+        ];
+        let length = path.len()
+            + query.map_or(0, |q| q.len() + 1)
+            + values.iter().flatten().map(|v| v.len()).sum::<usize>();
+        let mut text = String::with_capacity(length);
+        text.push_str(path);
+        let path_end = offset(&text);
+        if let Some(query) = query {
+            text.push('?');
+            text.push_str(query);
+        }
+        let uri_end = offset(&text);
+        let [user_agent, test, content_type] = values.map(|value| {
+            value.map(|value| {
+                let start = offset(&text);
+                text.push_str(&String::from_utf8_lossy(value.as_bytes()));
+                (start, offset(&text))
+            })
+        });
+        Texts {
+            text: text.into_boxed_str(),
+            path_end,
+            uri_end,
+            user_agent,
+            test,
+            content_type,
+        }
+    }
+
+    fn slice(&self, (start, end): (u32, u32)) -> &str {
+        self.text.get(start as usize..end as usize).unwrap_or("")
+    }
+
+    fn path(&self) -> &str {
+        self.slice((0, self.path_end))
+    }
+
+    fn query(&self) -> &str {
+        self.slice((self.path_end, self.uri_end))
+            .strip_prefix('?')
+            .unwrap_or("")
+    }
+
+    fn user_agent(&self) -> Option<&str> {
+        self.user_agent.map(|range| self.slice(range))
+    }
+
+    fn test(&self) -> Option<&str> {
+        self.test.map(|range| self.slice(range))
+    }
+
+    fn content_type(&self) -> Option<&str> {
+        self.content_type.map(|range| self.slice(range))
+    }
+}
+
+/// The length of `text` as an offset (request heads are far below 4 GiB: hyper refuses heads
+/// past its buffer limit).
+fn offset(text: &str) -> u32 {
+    u32::try_from(text.len()).unwrap_or(u32::MAX)
 }
 
 impl Head {
     fn of(request: &Request, info: Option<&RequestInfo>) -> Head {
-        let headers = request.headers();
-        let uri = request
-            .uri()
-            .path_and_query()
-            .map_or_else(|| request.uri().path().into(), |pq| pq.as_str().into());
         Head {
             time: SystemTime::now(),
             start: Instant::now(),
             user: identity::requester(request.extensions()),
-            user_agent: header_text(headers, header::USER_AGENT),
+            texts: Texts::of(request),
             method: request.method().clone(),
-            uri,
             verb_label: info.map_or("other", |info| info.labels.verb),
             target: info.and_then(|info| info.target.clone()),
-            test: header_text(headers, TEST_HEADER),
-            request_content_type: header_text(headers, header::CONTENT_TYPE),
         }
     }
 }
@@ -321,11 +385,17 @@ impl Entry {
     }
 
     fn path(&self) -> &str {
-        self.uri.split_once('?').map_or(&self.uri, |(path, _)| path)
+        self.texts.path()
     }
 
     fn query(&self) -> &str {
-        self.uri.split_once('?').map_or("", |(_, query)| query)
+        self.texts.query()
+    }
+
+    fn response_content_type(&self) -> Option<&str> {
+        self.response_content_type
+            .as_ref()
+            .and_then(|v| v.to_str().ok())
     }
 
     /// The Kubernetes verb (`get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
@@ -377,7 +447,7 @@ impl Entry {
             "creationTimestamp".to_owned(),
             json!(kubemock_apimachinery::time::rfc3339(seconds)),
         );
-        if let Some(test) = &self.test {
+        if let Some(test) = self.texts.test() {
             metadata.insert("labels".to_owned(), json!({ TEST_LABEL: test }));
         }
         let mut object = Map::new();
@@ -395,7 +465,7 @@ impl Entry {
         let mut put = |key: &str, value: Value| {
             object.insert(key.to_owned(), value);
         };
-        if let Some(agent) = &self.user_agent {
+        if let Some(agent) = self.texts.user_agent() {
             put("userAgent", json!(agent));
         }
         put("verb", json!(self.verb()));
@@ -423,7 +493,7 @@ impl Entry {
             put("fieldManager", json!(manager));
         }
         put("dryRun", json!(self.dry_run()));
-        if let Some(test) = &self.test {
+        if let Some(test) = self.texts.test() {
             put("test", json!(test));
         }
         put("code", json!(self.code));
@@ -432,10 +502,10 @@ impl Entry {
             "latencyMicroseconds",
             json!(u64::try_from(self.latency.as_micros()).unwrap_or(u64::MAX)),
         );
-        if let Some(content_type) = &self.request_content_type {
+        if let Some(content_type) = self.texts.content_type() {
             put("requestContentType", json!(content_type));
         }
-        if let Some(content_type) = &self.response_content_type {
+        if let Some(content_type) = self.response_content_type() {
             put("responseContentType", json!(content_type));
         }
         put(
@@ -447,10 +517,7 @@ impl Entry {
             json!(self.revision_after.to_string()),
         );
         if let Some(body) = &self.request_body {
-            put(
-                "requestBody",
-                body_value(self.request_content_type.as_deref(), body),
-            );
+            put("requestBody", body_value(self.texts.content_type(), body));
         }
         if self.request_truncated {
             put("requestBodyTruncated", json!(true));
@@ -458,7 +525,7 @@ impl Entry {
         if let Some(body) = &self.response_body {
             put(
                 "responseBody",
-                body_value(self.response_content_type.as_deref(), body),
+                body_value(self.response_content_type(), body),
             );
         }
         if self.response_truncated {
@@ -494,7 +561,7 @@ impl Fields for Selectable<'_> {
             "verb" => Some(Borrowed(entry.verb())),
             "method" => Some(Borrowed(entry.method.as_str())),
             "user" => Some(Borrowed(entry.user.name.as_str())),
-            "userAgent" => entry.user_agent.as_deref().map(Borrowed),
+            "userAgent" => entry.texts.user_agent().map(Borrowed),
             "group" => target.map(|t| Borrowed(t.resource.group.as_str())),
             "version" => target.map(|t| Borrowed(t.resource.version.as_str())),
             "resource" => target.map(|t| Borrowed(t.resource.plural.as_str())),
@@ -505,7 +572,7 @@ impl Fields for Selectable<'_> {
             "fieldManager" => entry.field_manager().map(Owned),
             "dryRun" => Some(Borrowed(if entry.dry_run() { "true" } else { "false" })),
             "code" => Some(Owned(entry.code.to_string())),
-            "test" => entry.test.as_deref().map(Borrowed),
+            "test" => entry.texts.test().map(Borrowed),
             _ => None,
         }
     }
@@ -514,7 +581,7 @@ impl Fields for Selectable<'_> {
 impl Labels for Selectable<'_> {
     fn label(&self, key: &str) -> Option<std::borrow::Cow<'_, str>> {
         (key == TEST_LABEL)
-            .then(|| self.entry.test.as_deref().map(std::borrow::Cow::Borrowed))
+            .then(|| self.entry.texts.test().map(std::borrow::Cow::Borrowed))
             .flatten()
     }
 }
@@ -601,14 +668,11 @@ where
                 time: head.time,
                 latency,
                 user: head.user,
-                user_agent: head.user_agent,
+                texts: head.texts,
                 method: head.method,
-                uri: head.uri,
                 verb_label: head.verb_label,
                 target: head.target,
-                test: head.test,
-                request_content_type: head.request_content_type,
-                response_content_type: header_text(response.headers(), header::CONTENT_TYPE),
+                response_content_type: response.headers().get(header::CONTENT_TYPE).cloned(),
                 code: response.status().as_u16(),
                 revision_before,
                 revision_after,
@@ -722,23 +786,29 @@ impl http_body::Body for Tee {
 mod tests {
     use super::*;
     use crate::registry::Registry;
+    use axum::http::HeaderMap;
 
     fn entry(uri: &str, method: Method, test: Option<&str>) -> Entry {
         let registry = Registry::builtin();
         let parsed: axum::http::Uri = uri.parse().unwrap();
         let info = RequestInfo::classify(&registry, &method, &parsed, &HeaderMap::new());
+        let mut request = Request::builder()
+            .method(method.clone())
+            .uri(uri)
+            .header(header::USER_AGENT, "kubectl/v1.32.0");
+        if let Some(test) = test {
+            request = request.header(TEST_HEADER, test);
+        }
+        let request = request.body(Body::empty()).unwrap();
         Entry {
             time: SystemTime::now(),
             latency: Duration::from_micros(1500),
             user: UserInfo::open_mode(),
-            user_agent: Some("kubectl/v1.32.0".into()),
+            texts: Texts::of(&request),
             method,
-            uri: uri.into(),
             verb_label: info.labels.verb,
             target: info.target,
-            test: test.map(Into::into),
-            request_content_type: None,
-            response_content_type: Some("application/json".into()),
+            response_content_type: Some(HeaderValue::from_static("application/json")),
             code: 200,
             revision_before: 7,
             revision_after: 8,
@@ -811,6 +881,18 @@ mod tests {
         assert_eq!(object["namespace"], "ns");
         assert_eq!(object["name"], "web");
         assert_eq!(object["fieldManager"], "me");
+        assert_eq!(
+            object["path"],
+            "/apis/apps/v1/namespaces/ns/deployments/web"
+        );
+        assert_eq!(object["query"], "fieldManager=me&dryRun=All");
+        assert_eq!(object["userAgent"], "kubectl/v1.32.0");
+        assert_eq!(object["test"], "t1");
+        assert_eq!(object["responseContentType"], "application/json");
+        assert!(object.get("requestContentType").is_none());
+        let plain = entry("/version", Method::GET, None).to_object(1);
+        assert_eq!(plain["path"], "/version");
+        assert!(plain.get("query").is_none() && plain.get("test").is_none());
         assert_eq!(object["dryRun"], true);
         assert_eq!(object["user"]["username"], "system:admin");
         assert_eq!(object["resourceVersionBefore"], "7");
