@@ -184,6 +184,14 @@ struct ServeArgs {
     /// seconds); about a minute like the real server unless tests want them sooner.
     #[arg(long, default_value = "60s", value_parser = parse_interval)]
     bookmark_interval: Duration,
+    /// Entries the request log (`testing.kubemock.dev/v1` `requests`) keeps, the oldest
+    /// dropped first; 0 turns it off.
+    #[arg(long, default_value_t = kubemock_apiserver::DEFAULT_REQUEST_LOG_SIZE)]
+    request_log_size: usize,
+    /// Keep request and response bodies in the request log (each up to 64 KiB, 256 MiB in
+    /// all; off by default: it costs a copy of every body).
+    #[arg(long)]
+    request_log_bodies: bool,
     /// Store what kubemock does not enforce yet (admission webhook configurations with
     /// webhooks, ValidatingAdmissionPolicies and their bindings, CRDs with CEL rules or a
     /// conversion webhook) with a Warning on each write, instead of refusing it with a 422.
@@ -882,6 +890,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             service_account_issuer: issuer,
             api_audiences: args.security.api_audiences.clone(),
             audit,
+            request_log: kubemock_apiserver::RequestLogConfig {
+                size: args.request_log_size,
+                bodies: args.request_log_bodies,
+            },
         },
         shutdown.clone(),
     ));

@@ -51,7 +51,8 @@
 //!   the writer); `webhook`: the admission webhook configurations' index, the HTTPS client
 //!   webhooks (admission and CRD conversion) are called with, and AdmissionReviews;
 //!   `dispatch`: the admission webhooks' dispatch on writes and CRD conversion on reads and
-//!   writes.
+//!   writes; `requestlog`: the request log of `testing.kubemock.dev/v1` `requests`
+//!   (the layer that records every request, the ring it keeps them in).
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
@@ -102,6 +103,7 @@ pub mod pki;
 mod query;
 mod rbac;
 mod registry;
+mod requestlog;
 mod routes;
 pub mod security;
 mod selector;
@@ -145,6 +147,10 @@ pub use registry::{
     Admission, Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Registry, Resource,
     Storage, Subresource,
 };
+pub use requestlog::{
+    BODY_BUDGET_BYTES as REQUEST_LOG_BODY_BUDGET_BYTES, DEFAULT_REQUEST_LOG_SIZE,
+    MAX_LOGGED_BODY_BYTES, RequestLogConfig,
+};
 pub use security::{Security, SecurityError, SecurityOptions};
 pub use state::{AppState, ComponentHealth, DEFAULT_BOOKMARK_INTERVAL, ServerConfig};
 pub use status::{ApiError, ApiResult, Cause, Details, MAX_BODY_BYTES};
@@ -165,7 +171,8 @@ pub mod protobuf {
 /// `Status` (a safety net, not a strategy); every 5xx is logged once; each request is
 /// classified (verb, resource, scope: `target`), then timed and counted (`metrics`), then
 /// authenticated (`authenticate`), then audited when the server audits (`audit`), then
-/// impersonation is applied (`authenticate::ImpersonationLayer`), then held to the in-flight
+/// impersonation is applied (`authenticate::ImpersonationLayer`), then logged in the request
+/// log unless it is off (`requestlog`), then held to the in-flight
 /// limit (`limits`), then authorized unless the mode is plain `AlwaysAllow` and nothing is
 /// audited (`authorize`), then routed.
 ///
@@ -200,6 +207,11 @@ fn app(
         .layer(authenticate::AuthenticationLayer::new(state.clone()))
         .option_layer(config.audit.clone().map(audit::AuditLayer::new))
         .layer(authenticate::ImpersonationLayer::new(state.clone()))
+        .option_layer(
+            state
+                .request_log()
+                .map(|log| requestlog::RequestLogLayer::new(log.clone(), state.store().clone())),
+        )
         .layer(from_fn_with_state(in_flight, limits::limit))
         .option_layer(authorize)
         .service(routes)

@@ -85,6 +85,10 @@ pub struct ServerConfig {
     /// Audit logging (`--audit-log-path` with `--audit-policy-file`: `audit`); `None` logs
     /// nothing and costs nothing. Default `None`.
     pub audit: Option<crate::audit::AuditConfig>,
+    /// The request log of `testing.kubemock.dev/v1` `requests` (`requestlog`): its size
+    /// (`--request-log-size`, 0 turns it off) and whether it keeps bodies
+    /// (`--request-log-bodies`). Default: 100,000 entries, no bodies.
+    pub request_log: crate::requestlog::RequestLogConfig,
 }
 
 /// Which components (`controller-manager`, `scheduler`) run alongside this server, as
@@ -168,6 +172,7 @@ impl Default for ServerConfig {
             api_audiences: Vec::new(),
             authorization_mode: crate::authz::AuthorizationMode::default(),
             audit: None,
+            request_log: crate::requestlog::RequestLogConfig::default(),
         }
     }
 }
@@ -221,6 +226,9 @@ struct Inner {
     /// The admission webhook configurations in use and the clients that call webhooks
     /// (`webhook`), loaded and followed by `webhook::start`.
     webhooks: Arc<crate::webhook::Webhooks>,
+    /// The request log (`requestlog`), `None` when it is off; pushed to by the pipeline's
+    /// layer, read and cleared by `handlers::testing`.
+    request_log: Option<crate::requestlog::RequestLog>,
 }
 
 impl AppState {
@@ -233,6 +241,7 @@ impl AppState {
         );
         let pki = Arc::clone(&config.pki);
         let (authorizer, rbac) = crate::authz::build(&config.authorization_mode);
+        let request_log = crate::requestlog::RequestLog::new(config.request_log);
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -252,6 +261,7 @@ impl AppState {
                 authorizer,
                 rbac,
                 webhooks: Arc::default(),
+                request_log,
             }),
         }
     }
@@ -274,6 +284,11 @@ impl AppState {
     /// The admission webhooks and the webhook clients.
     pub(crate) fn webhooks(&self) -> &Arc<crate::webhook::Webhooks> {
         &self.inner.webhooks
+    }
+
+    /// The request log, when it is on.
+    pub(crate) fn request_log(&self) -> Option<&crate::requestlog::RequestLog> {
+        self.inner.request_log.as_ref()
     }
 
     /// The store.

@@ -452,7 +452,7 @@ impl CapturedBody {
 
 /// A body as JSON, by its media type: JSON (and the JSON patch types), YAML (and apply
 /// patches) or Kubernetes protobuf.
-fn decode(content_type: Option<&str>, bytes: &[u8]) -> Option<Value> {
+pub(crate) fn decode(content_type: Option<&str>, bytes: &[u8]) -> Option<Value> {
     let media = content_type
         .unwrap_or("application/json")
         .split(';')

@@ -2,7 +2,8 @@
 //! for the OpenAPI documents,
 //! `discovery` for `/api` and `/apis`, and the resource verbs: `resource` parses the target (`crate::target`)
 //! and dispatches to `get`, `list`, `watch`, `create`, `update` (with `scale`), `patch` and `delete`;
-//! `escalation` checks writes of RBAC roles and bindings.
+//! `escalation` checks writes of RBAC roles and bindings; `testing` serves kubemock's own
+//! `testing.kubemock.dev` group.
 
 pub(crate) mod create;
 pub(crate) mod delete;
@@ -19,6 +20,7 @@ pub(crate) mod reviews;
 pub(crate) mod scale;
 pub(crate) mod strategy;
 pub(crate) mod subresources;
+pub(crate) mod testing;
 pub(crate) mod update;
 pub(crate) mod watch;
 

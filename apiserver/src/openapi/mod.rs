@@ -54,7 +54,7 @@ impl Documents {
                     .collect();
                 // Custom resources bring their schema; they refer to ObjectMeta.
                 let customs: Vec<&Arc<Resource>> =
-                    resources.iter().filter(|r| r.is_custom()).collect();
+                    resources.iter().filter(|r| own_schema(r)).collect();
                 let meta_root = (!customs.is_empty()).then_some(OBJECT_META);
                 let mut components = schemas.closure(roots.iter().copied().chain(meta_root));
                 for resource in customs {
@@ -218,6 +218,12 @@ fn capitalise(word: &str) -> String {
 /// The ObjectMeta component every custom resource schema refers to.
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
+/// Whether `resource`'s schema is its own rather than a built-in kind's: custom resources
+/// (their definition's) and kubemock's `testing.kubemock.dev` kinds (`registry::testing`).
+fn own_schema(resource: &Resource) -> bool {
+    resource.is_custom() || resource.group == crate::registry::testing::GROUP
+}
+
 /// The component name of a custom resource's kind: the group reversed (`com.example`), the
 /// version, the kind, as the real server names them.
 fn custom_component_name(resource: &Resource) -> String {
@@ -237,6 +243,7 @@ fn custom_component(resource: &Resource) -> (String, Value) {
         .custom
         .as_ref()
         .and_then(|c| c.schema.clone())
+        .or_else(|| crate::registry::testing::schema(resource))
         .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
     if let Value::Object(schema) = &mut schema {
         let properties = schema.entry("properties").or_insert_with(|| json!({}));
@@ -282,7 +289,7 @@ fn path_items(schemas: &Schemas, resource: &Resource) -> Vec<PathItem> {
         resource.version.clone(),
         kind.clone(),
     );
-    let schema = if resource.is_custom() {
+    let schema = if own_schema(resource) {
         Some(custom_component_name(resource))
     } else {
         schemas
@@ -546,7 +553,8 @@ mod tests {
                     assert!(
                         SCHEMAS
                             .kind(&resource.group, &resource.version, &resource.kind)
-                            .is_some(),
+                            .is_some()
+                            || crate::registry::testing::schema(&resource).is_some(),
                         "no schema for {}",
                         resource.qualified_kind()
                     );

@@ -5,6 +5,7 @@
 
 mod builtin;
 mod custom;
+pub(crate) mod testing;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -398,9 +399,11 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The registry of built-in resources.
+    /// The registry of built-in resources (with kubemock's own `testing.kubemock.dev`).
     pub fn builtin() -> Self {
-        let (groups, resources) = builtin::resources();
+        let (mut groups, mut resources) = builtin::resources();
+        groups.push(testing::group());
+        resources.extend(testing::resources());
         Registry {
             builtin: resources.len(),
             resources: RwLock::new(resources.into_iter().map(Arc::new).collect()),
