@@ -20,6 +20,8 @@ use crate::report::{Finding, FindingKind, Report, SweepReport};
 const PAGE: usize = 500;
 /// The Table media type kubectl asks for.
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+/// kubemock's own API group (the request log), served as JSON and YAML only.
+const TESTING_GROUP: &str = "testing.kubemock.dev";
 /// The protobuf media type.
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
@@ -194,7 +196,11 @@ pub(crate) async fn discover(client: &Client, base: &str) -> anyhow::Result<Vec<
                 plural: plural.to_owned(),
                 namespaced: resource["namespaced"].as_bool().unwrap_or(false),
                 deletable: verbs.contains(&"delete"),
-                protobuf: !custom.contains(&(group.clone(), plural.to_owned())),
+                // Custom resources have no protobuf form, nor has kubemock's own
+                // `testing.kubemock.dev` (its kinds have no .proto schema); both answer a
+                // protobuf-only Accept with 406, as kube-apiserver does for CRDs.
+                protobuf: group != TESTING_GROUP
+                    && !custom.contains(&(group.clone(), plural.to_owned())),
             });
         }
     }
