@@ -618,15 +618,18 @@ fn certificate_client(
 /// controller manager as `system:kube-controller-manager`, each controller as its
 /// ServiceAccount (`use_accounts`) or as the manager, the scheduler as
 /// `system:kube-scheduler`, the simulated kubelets as `kubemock:node-simulator` (their
-/// ClusterRoleBinding created first when `kubelets` run); `None` when `stop` came first.
+/// ClusterRoleBinding created first when they run, and the default StorageClass when the
+/// provisioner does); `None` when `stop` came first.
 /// All of them reach the server at `addr` as loopback clients.
 async fn secure_credentials(
     security: &Security,
     addr: SocketAddr,
     use_accounts: bool,
-    kubelets: bool,
+    config: &kubemock_controllers::ManagerConfig,
     stop: &CancellationToken,
 ) -> anyhow::Result<Option<kubemock_controllers::Credentials>> {
+    let kubelets = config.is_enabled(kubemock_controllers::manager::KUBELET);
+    let storage = config.is_enabled(kubemock_controllers::manager::STORAGE_PROVISIONER);
     use kubemock_controllers::kubelet::identity::{SIMULATOR_USER, ensure_simulator_binding};
     let root = certificate_client(security, addr, CONTROLLER_MANAGER_USER, &[])?;
     let mut credentials = kubemock_controllers::Credentials::shared(root)
@@ -635,11 +638,23 @@ async fn secure_credentials(
     if use_accounts {
         credentials = credentials.with_service_accounts(loopback_config(security, addr)?);
     }
-    if kubelets {
+    if kubelets || storage {
         let admin = certificate_client(security, addr, BOOTSTRAP_USER, &[ADMIN_GROUP])?;
         let mut delay = BOOTSTRAP_RETRY_BASE;
-        while let Err(err) = ensure_simulator_binding(&admin).await {
-            warn!(error = %err, ?delay, "cannot bind the simulated kubelets' role; retrying");
+        loop {
+            // The add-ons' objects an administrator installs on a real cluster: the simulated
+            // kubelets' binding, and the default StorageClass (the provisioner's account may
+            // not create classes).
+            let mut result = Ok(());
+            if kubelets {
+                result = ensure_simulator_binding(&admin).await;
+            }
+            if storage && result.is_ok() {
+                result =
+                    kubemock_controllers::volume::provisioner::ensure_default_class(&admin).await;
+            }
+            let Err(err) = result else { break };
+            warn!(error = %err, ?delay, "cannot create the simulated kubelets' binding or the default StorageClass; retrying");
             tokio::select! {
                 () = stop.cancelled() => return Ok(None),
                 () = tokio::time::sleep(delay) => {}
@@ -912,7 +927,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                             &security,
                             addr,
                             use_accounts,
-                            config.is_enabled(kubemock_controllers::manager::KUBELET),
+                            &config,
                             &stop,
                         )
                         .await

@@ -193,6 +193,9 @@ async fn secure_controllers_roll_out_a_deployment_as_their_service_accounts() {
         "clusterrole-aggregation-controller",
         "disruption-controller",
         "root-ca-cert-publisher",
+        "persistent-volume-binder",
+        "pvc-protection-controller",
+        "pv-protection-controller",
     ] {
         assert!(
             accounts.contains(&format!("serviceaccount/{account}\n")),
@@ -209,6 +212,21 @@ async fn secure_controllers_roll_out_a_deployment_as_their_service_accounts() {
         ])
         .await;
     assert_eq!(binding, "system:node User kubemock:node-simulator");
+    // The default StorageClass, which the provisioner's account may not create, made by
+    // kubemock's administrator.
+    let class = server
+        .wait_for(
+            &[
+                "get",
+                "storageclass",
+                "standard",
+                "-o=jsonpath={.provisioner}",
+                "--ignore-not-found",
+            ],
+            |out| !out.is_empty(),
+        )
+        .await;
+    assert_eq!(class, "kubemock.dev/hostpath");
     // Each component's writes are named by its upstream user agent (client-go's
     // `DefaultKubernetesUserAgent`), whoever it authenticates as.
     let managers = server

@@ -32,6 +32,7 @@
 //! - [`managedfields`]: server-side apply's field sets, kinds' shapes, merge and comparison
 //!   (structured-merge-diff).
 //! - [`version`]: the Kubernetes release kubemock reports (`pkg/version`).
+//! - [`volume`]: the default StorageClass and the volume protection finalizers.
 //!
 //! # Invariants
 //! - Every accepted input, rejected input and message is upstream's (v0.32); where this crate
@@ -56,3 +57,4 @@ pub mod strategic;
 pub mod time;
 pub mod validation;
 pub mod version;
+pub mod volume;

@@ -21,7 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::manager::{
     CLUSTERROLE_AGGREGATION, CRONJOB, DAEMONSET, DEPLOYMENT, DISRUPTION, ENDPOINTS, ENDPOINTSLICE,
-    GARBAGE_COLLECTOR, JOB, NAMESPACE, REPLICASET, ROOT_CA_PUBLISHER, STATEFULSET,
+    GARBAGE_COLLECTOR, JOB, NAMESPACE, PERSISTENTVOLUME_BINDER, PV_PROTECTION, PVC_PROTECTION,
+    REPLICASET, ROOT_CA_PUBLISHER, STATEFULSET,
 };
 
 /// Where the controllers' ServiceAccounts live (`metav1.NamespaceSystem`).
@@ -44,6 +45,9 @@ pub const SERVICE_ACCOUNTS: &[(&str, &str)] = &[
     (GARBAGE_COLLECTOR, "generic-garbage-collector"),
     (JOB, "job-controller"),
     (NAMESPACE, "namespace-controller"),
+    (PERSISTENTVOLUME_BINDER, "persistent-volume-binder"),
+    (PV_PROTECTION, "pv-protection-controller"),
+    (PVC_PROTECTION, "pvc-protection-controller"),
     (REPLICASET, "replicaset-controller"),
     (ROOT_CA_PUBLISHER, "root-ca-cert-publisher"),
     (STATEFULSET, "statefulset-controller"),
@@ -373,9 +377,15 @@ mod tests {
         assert_eq!(service_account_of(ENDPOINTS), Some("endpoint-controller"));
         assert_eq!(service_account_of(crate::manager::SCHEDULER), None);
         assert_eq!(service_account_of(crate::manager::KUBELET), None);
-        // Every controller of the manager but the other components has one.
+        // Every controller of the manager but the other components (and kubemock's storage
+        // add-on, which borrows the binder's account) has one.
         for (name, _) in crate::manager::CONTROLLERS {
-            let other = [crate::manager::SCHEDULER, crate::manager::KUBELET].contains(name);
+            let other = [
+                crate::manager::SCHEDULER,
+                crate::manager::KUBELET,
+                crate::manager::STORAGE_PROVISIONER,
+            ]
+            .contains(name);
             assert_eq!(service_account_of(name).is_none(), other, "{name}");
         }
     }

@@ -25,6 +25,8 @@
 //! - [`kubelet`]: simulated nodes, and pods on them Running and Ready.
 //! - [`gc`]: the garbage collector: ownerReferences, background, foreground and orphan
 //!   deletion (§6.3).
+//! - [`volume`]: the PersistentVolume binder, the volume protection controllers, and a
+//!   simulated provisioner with the default StorageClass.
 //! - [`error`]: the one error type; a failed sync is retried rate-limited by its worker.
 //!
 //! # Invariants
@@ -51,6 +53,7 @@ pub mod replicaset;
 pub mod rootca;
 pub mod scheduler;
 pub mod statefulset;
+pub mod volume;
 
 pub use credentials::Credentials;
 pub use error::{Error, Result};

@@ -34,6 +34,9 @@ use crate::replicaset::ReplicaSetController;
 use crate::rootca::RootCaPublisher;
 use crate::scheduler::Scheduler;
 use crate::statefulset::StatefulSetController;
+use crate::volume::binder::VolumeBinder;
+use crate::volume::protection::{ClaimProtectionController, VolumeProtectionController};
+use crate::volume::provisioner::Provisioner;
 
 /// The ClusterRole aggregation controller's name (kube-controller-manager's, with its old
 /// alias).
@@ -81,6 +84,19 @@ pub const DISRUPTION: &str = "disruption-controller";
 /// The root CA certificate publisher's name (kube-controller-manager's, with its old alias).
 pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
 
+/// The PersistentVolume binder's name (kube-controller-manager's, with its old alias).
+pub const PERSISTENTVOLUME_BINDER: &str = "persistentvolume-binder-controller";
+
+/// The claim protection controller's name (kube-controller-manager's, with its old alias).
+pub const PVC_PROTECTION: &str = "persistentvolumeclaim-protection-controller";
+
+/// The volume protection controller's name (kube-controller-manager's, with its old alias).
+pub const PV_PROTECTION: &str = "persistentvolume-protection-controller";
+
+/// kubemock's simulated dynamic provisioner and default StorageClass (an add-on on a real
+/// cluster, as kind's local-path provisioner; not a kube-controller-manager controller).
+pub const STORAGE_PROVISIONER: &str = "storage-provisioner";
+
 /// Every controller this manager knows, with the old short aliases kube-controller-manager
 /// still accepts.
 pub const CONTROLLERS: &[(&str, &str)] = &[
@@ -95,10 +111,14 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     (JOB, "job"),
     (KUBELET, "nodes"),
     (NAMESPACE, "namespace"),
+    (PERSISTENTVOLUME_BINDER, "persistentvolume-binder"),
+    (PV_PROTECTION, "pv-protection"),
+    (PVC_PROTECTION, "pvc-protection"),
     (REPLICASET, "replicaset"),
     (ROOT_CA_PUBLISHER, "root-ca-cert-publisher"),
     (SCHEDULER, "default-scheduler"),
     (STATEFULSET, "statefulset"),
+    (STORAGE_PROVISIONER, STORAGE_PROVISIONER),
 ];
 
 /// Which controllers run, and how the simulated nodes behave.
@@ -339,6 +359,28 @@ async fn start(
                 "not started: no CA bundle to publish (--root-ca-file, or a kubeconfig with the server's CA)"
             ),
         }
+    }
+    if config.is_enabled(PERSISTENTVOLUME_BINDER) {
+        let client = clients.client(PERSISTENTVOLUME_BINDER).await?;
+        let controller = VolumeBinder::new(client, &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(PVC_PROTECTION) {
+        let client = clients.client(PVC_PROTECTION).await?;
+        let controller = ClaimProtectionController::new(client, &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(PV_PROTECTION) {
+        let client = clients.client(PV_PROTECTION).await?;
+        let controller = VolumeProtectionController::new(client, &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(STORAGE_PROVISIONER) {
+        // An external provisioner's permissions are the binder's (volumes: create, delete;
+        // claims and classes: read; events), so it runs as the binder's account.
+        let client = clients.client(PERSISTENTVOLUME_BINDER).await?;
+        let controller = Provisioner::new(client, &factory);
+        controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(CLUSTERROLE_AGGREGATION) {
         let client = clients.client(CLUSTERROLE_AGGREGATION).await?;

@@ -18,6 +18,8 @@
 //!   ReplicationControllers, PodTemplates.
 //! - `services`: Service defaults, validation and allocation; `allocator`: the address sets.
 //! - `config`: ConfigMaps and Secrets.
+//! - `storage`: PersistentVolumeClaims, PersistentVolumes and StorageClasses (the default class,
+//!   the protection finalizers).
 //! - `events`: Events and Leases (§12).
 //! - `rbac`: Roles, ClusterRoles and their bindings.
 
@@ -29,6 +31,7 @@ mod fields;
 mod pods;
 mod rbac;
 mod services;
+mod storage;
 mod unenforced;
 mod workloads;
 
@@ -73,6 +76,9 @@ pub(crate) async fn admit_create(
     default(admission, object)?;
     if admission == Admission::Pod {
         resolve_priority(state, resource, object).await?;
+    }
+    if admission == Admission::PersistentVolumeClaim && !storage::claim_has_class(object) {
+        default_storage_class(state, object).await?;
     }
     prepare_create(
         admission,
@@ -302,6 +308,33 @@ async fn priority_class(state: &AppState, name: &str) -> ApiResult<Option<Value>
         .find(|class| class.get("globalDefault").and_then(Value::as_bool) == Some(true)))
 }
 
+/// The DefaultStorageClass admission plugin (`plugin/pkg/admission/storage/storageclass/
+/// setdefault`): a new claim that names no class gets the default StorageClass, if one is
+/// marked.
+async fn default_storage_class(state: &AppState, claim: &mut Object) -> ApiResult<()> {
+    let Some(classes) = state
+        .registry()
+        .lookup("storage.k8s.io", "v1", "storageclasses")
+    else {
+        return Ok(());
+    };
+    let prefix = crate::keys::resource_prefix(&classes);
+    let page = state
+        .store()
+        .range(kubemock_storage::RangeRequest::prefix(prefix))
+        .await
+        .map_err(ApiError::from_storage)?;
+    let classes: Vec<Value> = page
+        .items
+        .iter()
+        .filter_map(|kv| serde_json::from_slice(&kv.value).ok())
+        .collect();
+    if let Some(name) = kubemock_apimachinery::volume::default_class_name(&classes) {
+        fields::child(claim, "spec").insert("storageClassName".to_owned(), json!(name));
+    }
+    Ok(())
+}
+
 /// A stored object as `resource` serves it.
 pub(crate) fn from_storage(resource: &Resource, object: Object) -> Object {
     if resource.stored_converted() {
@@ -377,6 +410,9 @@ fn default(admission: Admission, object: &mut Object) -> ApiResult<()> {
         Admission::CronJob => workloads::default_cron_job(object),
         Admission::Service => services::default_service(object),
         Admission::ConfigMap => config::decode("ConfigMap", object)?,
+        Admission::PersistentVolumeClaim => storage::default_claim(object),
+        Admission::PersistentVolume => storage::default_volume(object),
+        Admission::StorageClass => storage::default_class(object),
         Admission::Secret => {
             config::decode("Secret", object)?;
             config::default_secret(object);
@@ -437,6 +473,10 @@ fn prepare_create(
             certificates::prepare_create(object, user);
             return;
         }
+        Admission::PersistentVolumeClaim | Admission::PersistentVolume => {
+            storage::prepare_create(object, admission == Admission::PersistentVolume);
+            return;
+        }
         Admission::Job => {
             workloads::generate_job_selector(object);
             "Job"
@@ -472,6 +512,9 @@ fn validate(admission: Admission, object: &Object, errors: &mut Vec<FieldError>)
         Admission::Service => services::validate_service(object, errors),
         Admission::ConfigMap => config::validate_config_map(object, errors),
         Admission::Secret => config::validate_secret(object, errors),
+        Admission::PersistentVolumeClaim => storage::validate_claim(object, errors),
+        Admission::PersistentVolume => storage::validate_volume(object, errors),
+        Admission::StorageClass => storage::validate_class(object, errors),
         Admission::Event => events::validate_event(object, false, errors),
         Admission::EventV1 => events::validate_event(object, true, errors),
         Admission::Lease => events::validate_lease(object, errors),
@@ -525,6 +568,11 @@ fn validate_update(
         Admission::Service => services::validate_service_update(existing, object, errors),
         Admission::ConfigMap => config::validate_update("ConfigMap", existing, object, errors),
         Admission::Secret => config::validate_update("Secret", existing, object, errors),
+        Admission::PersistentVolumeClaim => {
+            storage::validate_claim_update(existing, object, errors);
+        }
+        Admission::PersistentVolume => storage::validate_volume_update(existing, object, errors),
+        Admission::StorageClass => storage::validate_class_update(existing, object, errors),
         _ => {
             if let Some(kind) = rbac_kind(admission) {
                 rbac::validate_update(kind, existing, object, errors);

@@ -317,7 +317,13 @@ fn validate_selector_and_template(
         )),
     }
     let pod_spec = template.get("spec");
-    pods::validate_pod_spec(pod_spec, "spec.template.spec", errors);
+    // A StatefulSet's template is not validated as a pod spec (`ValidatePodTemplateSpecFor
+    // StatefulSet`: its containers mount the volumes of `volumeClaimTemplates`, which the
+    // template does not declare).
+    let stateful = matches!(selector_rule, Selector::Required("statefulset"));
+    if !stateful {
+        pods::validate_pod_spec(pod_spec, "spec.template.spec", errors);
+    }
     let restart = pod_spec.map_or("", |s| str_at(s, &["restartPolicy"]));
     if !restart_policies.contains(&restart) {
         errors.push(not_supported(
@@ -326,7 +332,16 @@ fn validate_selector_and_template(
             restart_policies,
         ));
     }
-    if restart_policies == ALWAYS
+    if stateful
+        && pod_spec
+            .and_then(|s| s.get("activeDeadlineSeconds"))
+            .is_some()
+    {
+        errors.push(forbidden(
+            "spec.template.spec.activeDeadlineSeconds",
+            "activeDeadlineSeconds in StatefulSet is not Supported",
+        ));
+    } else if restart_policies == ALWAYS
         && let Some(deadline) = pod_spec.and_then(|s| s.get("activeDeadlineSeconds"))
     {
         errors.push(invalid(

@@ -251,9 +251,11 @@ const ENTRIES: &[Entry] = &[
     entry(CORE, V1, "nodes", "Node", CLUSTER).short(&["no"]).sub(&["proxy", "status"])
         .printer(Printer::Node),
     entry(CORE, V1, "persistentvolumeclaims", "PersistentVolumeClaim", NS).short(&["pvc"])
-        .sub(&["status"]).printer(Printer::PersistentVolumeClaim),
+        .sub(&["status"]).admit(Admission::PersistentVolumeClaim)
+        .printer(Printer::PersistentVolumeClaim),
     entry(CORE, V1, "persistentvolumes", "PersistentVolume", CLUSTER).short(&["pv"])
-        .sub(&["status"]).printer(Printer::PersistentVolume),
+        .sub(&["status"]).admit(Admission::PersistentVolume)
+        .printer(Printer::PersistentVolume),
     entry(CORE, V1, "pods", "Pod", NS).short(&["po"]).all()
         .sub(&["attach", "binding", "ephemeralcontainers", "eviction", "exec", "log",
                "portforward", "proxy", "status"])
@@ -349,7 +351,7 @@ const ENTRIES: &[Entry] = &[
     entry(STORAGE, V1, "csistoragecapacities", "CSIStorageCapacity", NS)
         .printer(Printer::CsiStorageCapacity),
     entry(STORAGE, V1, "storageclasses", "StorageClass", CLUSTER).short(&["sc"])
-        .returns_deleted().printer(Printer::StorageClass),
+        .returns_deleted().admit(Admission::StorageClass).printer(Printer::StorageClass),
     entry(STORAGE, V1, "volumeattachments", "VolumeAttachment", CLUSTER).sub(&["status"])
         .printer(Printer::VolumeAttachment),
     // admissionregistration.k8s.io/v1

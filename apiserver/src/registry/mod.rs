@@ -215,6 +215,12 @@ pub enum Admission {
     Service,
     /// core/v1 ConfigMap.
     ConfigMap,
+    /// core/v1 PersistentVolumeClaim.
+    PersistentVolumeClaim,
+    /// core/v1 PersistentVolume.
+    PersistentVolume,
+    /// storage.k8s.io/v1 StorageClass.
+    StorageClass,
     /// core/v1 Secret.
     Secret,
     /// core/v1 Event.

@@ -23,6 +23,8 @@ pub enum Misfit {
     Taint(String),
     /// Not enough of a resource (`cpu`, `memory`), or too many pods.
     Insufficient(String),
+    /// A filter after these (the volume binding's), with its own reason text.
+    Other(String),
 }
 
 impl Misfit {
@@ -37,6 +39,7 @@ impl Misfit {
             Misfit::Taint(taint) => format!("node(s) had untolerated taint {taint}"),
             Misfit::Insufficient(resource) if resource == "pods" => "Too many pods".into(),
             Misfit::Insufficient(resource) => format!("Insufficient {resource}"),
+            Misfit::Other(reason) => reason.clone(),
         }
     }
 }
@@ -92,7 +95,7 @@ fn labels_of(node: &Node) -> BTreeMap<String, String> {
 /// it), and its `matchFields`, where only `metadata.name` with `In` or `NotIn` and one value
 /// is supported. A term with neither, or with a requirement that does not parse, matches
 /// nothing.
-fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
+pub fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
     let expressions = term.match_expressions.as_deref().unwrap_or_default();
     let fields = term.match_fields.as_deref().unwrap_or_default();
     if expressions.is_empty() && fields.is_empty() {
@@ -250,12 +253,31 @@ pub fn fits(pod: &Pod, node: &Node, used: &BTreeMap<String, i128>) -> Result<(),
     Ok(())
 }
 
+/// The message of a pod a PreFilter refused (`FitError.Error` with a PreFilter message, then
+/// the default preemption's, which finds no node worth preempting on).
+pub fn prefilter_message(total: usize, reason: &str) -> String {
+    format!(
+        "0/{total} nodes are available: {reason}. preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
+    )
+}
+
 /// The node for `pod` among `nodes` (with what each has in use): the fitting node with the
 /// fewest pods, then the lowest name; or the reasons, counted, as kube-scheduler reports them.
 pub fn choose<'a>(
     pod: &Pod,
     nodes: &'a [Node],
     used: &HashMap<String, BTreeMap<String, i128>>,
+) -> Result<&'a Node, String> {
+    choose_with(pod, nodes, used, &|_| Ok(()))
+}
+
+/// [`choose`] with one more filter, run on the nodes that pass the others (kube-scheduler's
+/// later filter plugins): its error is the node's reason.
+pub fn choose_with<'a>(
+    pod: &Pod,
+    nodes: &'a [Node],
+    used: &HashMap<String, BTreeMap<String, i128>>,
+    extra: &dyn Fn(&Node) -> Result<(), String>,
 ) -> Result<&'a Node, String> {
     let empty = BTreeMap::new();
     let mut best: Option<(&Node, i128)> = None;
@@ -264,7 +286,7 @@ pub fn choose<'a>(
     for node in nodes {
         let name = node.metadata.name.clone().unwrap_or_default();
         let node_used = used.get(&name).unwrap_or(&empty);
-        match fits(pod, node, node_used) {
+        match fits(pod, node, node_used).and_then(|()| extra(node).map_err(Misfit::Other)) {
             Ok(()) => {
                 let load = node_used.get("pods").copied().unwrap_or(0);
                 if best.is_none_or(|(b, l)| {
