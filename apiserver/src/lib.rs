@@ -36,7 +36,10 @@
 //!   pipeline classifies it (`RequestInfo`), read by the handlers, the metrics and the limits.
 //! - `allocator`: Services' cluster IPs and node ports; `version`: the Kubernetes version
 //!   served.
-//! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses.
+//! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses;
+//!   `field_error`: one field's validation error (a cause of a 422).
+//! - `cel_rules`: CRDs' `x-kubernetes-validations`, compiled per served schema and run on
+//!   custom objects' writes.
 //! - `state`: [`AppState`] and [`ServerConfig`]; `AppState::fetch` is the one read of a
 //!   single key, for handlers, admission, tokens and the startup objects alike.
 //! - `metrics`: request and store metrics, and their Prometheus text for `/metrics`.
@@ -81,9 +84,11 @@ mod authn;
 mod authorize;
 mod authz;
 mod bootstrap;
+mod cel_rules;
 mod codec;
 mod crd;
 mod dispatch;
+mod field_error;
 mod fieldvalidation;
 #[doc(hidden)]
 pub mod fuzzing;

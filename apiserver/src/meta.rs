@@ -8,8 +8,9 @@ use axum::http::StatusCode;
 use kubemock_storage::Revision;
 use serde_json::{Map, Value};
 
-use kubemock_apimachinery::{field, time, validation};
+use kubemock_apimachinery::{time, validation};
 
+pub(crate) use crate::field_error::FieldError;
 use crate::registry::NameRule;
 use crate::status::{ApiError, Cause, Details};
 
@@ -105,28 +106,6 @@ pub(crate) fn name_errors(name: &str, rule: NameRule, prefix: bool) -> Vec<Strin
         .into_iter()
         .map(|message| format!("Invalid value: {quoted}: {message}"))
         .collect()
-}
-
-/// A field error, for [`invalid`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FieldError {
-    /// The field path (`metadata.name`).
-    pub(crate) field: String,
-    /// Cause type (`FieldValueInvalid`).
-    pub(crate) reason: &'static str,
-    /// The text after the field path (`Invalid value: "x": ...`).
-    pub(crate) detail: String,
-}
-
-impl From<field::Error> for FieldError {
-    /// A field error as upstream words it (`kubemock_apimachinery::field`).
-    fn from(error: field::Error) -> Self {
-        FieldError {
-            reason: error.kind.as_str(),
-            detail: error.error_body(),
-            field: error.field,
-        }
-    }
 }
 
 /// The 422 Invalid error for `kind` `name` (`qualified_kind` is `Kind` or `Kind.group`).

@@ -3,7 +3,7 @@
 //! A real cluster evaluates the CEL of an admission webhook's `matchConditions` and of
 //! ValidatingAdmissionPolicies through their bindings. kubemock does not yet (admission and
 //! conversion webhooks are called: `webhook`, `dispatch`; CRDs' `x-kubernetes-validations` are
-//! enforced: `crd::rules`). A test that installs such an object would pass believing its rule
+//! enforced: `cel_rules`). A test that installs such an object would pass believing its rule
 //! held, so a write that asks for any of them is refused (422, one `Forbidden` cause per field)
 //! unless the server runs with `--accept-unenforced`; then it is stored and each write gets a
 //! `Warning` header saying what is not enforced (a webhook with `matchConditions` is then

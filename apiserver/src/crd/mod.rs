@@ -5,7 +5,6 @@
 //! kube-apiserver's apiextensions controllers do.
 
 pub(crate) mod controller;
-pub(crate) mod rules;
 pub(crate) mod schema;
 
 use std::sync::Arc;
@@ -100,14 +99,14 @@ fn cel_rule_errors(versions: &[Value], errors: &mut Vec<FieldError>) {
     let shared = !schemas.is_empty() && schemas.iter().all(|s| s.is_some() && *s == schemas[0]);
     if shared {
         if let Some(Some(schema)) = schemas.first() {
-            rules::compile(schema, "spec.validation.openAPIV3Schema", true, errors);
+            crate::cel_rules::compile(schema, "spec.validation.openAPIV3Schema", true, errors);
         }
         return;
     }
     for (index, schema) in schemas.iter().enumerate() {
         if let Some(schema) = schema {
             let at = format!("spec.versions[{index}].schema.openAPIV3Schema");
-            rules::compile(schema, &at, true, errors);
+            crate::cel_rules::compile(schema, &at, true, errors);
         }
     }
 }
@@ -555,7 +554,7 @@ pub(crate) fn resources_of(definition: &Object) -> Vec<Arc<Resource>> {
                 // Compiled once per served schema (this runs for each definition change);
                 // rules that fail to compile were refused when the definition was written.
                 rules: schema.as_ref().and_then(|s| {
-                    let rules = rules::compile(s, "", true, &mut Vec::new());
+                    let rules = crate::cel_rules::compile(s, "", true, &mut Vec::new());
                     rules.has_rules().then(|| Arc::new(rules))
                 }),
                 schema,

@@ -43,7 +43,7 @@ pub struct Custom {
     /// The version's `openAPIV3Schema`, if it has one.
     pub schema: Option<Value>,
     /// Its compiled `x-kubernetes-validations`, when it has any.
-    pub(crate) rules: Option<Arc<crate::crd::rules::Rules>>,
+    pub(crate) rules: Option<Arc<crate::cel_rules::Rules>>,
     /// The schema as server-side apply reads it.
     pub(crate) types: Arc<Types>,
     /// `subresources.scale`.

@@ -23,7 +23,7 @@ use kubemock_cel::{
 };
 use serde_json::Value;
 
-use crate::meta::FieldError;
+use crate::field_error::FieldError;
 
 /// The reasons a rule may name (upstream's `supportedValidationReason`).
 const REASONS: [&str; 4] = [
