@@ -1744,7 +1744,7 @@ async fn kubectl_shows_a_webhook_denial_and_controllers_writes_are_admitted() {
             )),
             _ => Answer::Json(admission_answer(
                 review,
-                json!({"allowed": false, "result": {"message": "labelled deny"}}),
+                json!({"allowed": false, "status": {"message": "labelled deny"}}),
             )),
         }),
     )

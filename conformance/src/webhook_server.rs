@@ -38,6 +38,9 @@ pub struct WebhookServer {
     pub address: SocketAddr,
     /// The CA's certificate, PEM, base64 (a `caBundle`).
     pub ca_bundle: String,
+    /// The serving certificate itself, PEM, base64: the `caBundle` envtest writes
+    /// (controller-runtime's `pkg/envtest/webhook.go`, `setupCA`).
+    pub serving_bundle: String,
     calls: Arc<AtomicUsize>,
     task: JoinHandle<()>,
 }
@@ -51,7 +54,7 @@ impl Drop for WebhookServer {
 impl WebhookServer {
     /// Starts a server on port 0 whose certificate also names `dns_names`.
     pub async fn start(dns_names: &[&str], handler: Handler) -> WebhookServer {
-        let (ca_pem, config) = tls_config(dns_names);
+        let (ca_pem, serving_pem, config) = tls_config(dns_names);
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let address = listener.local_addr().expect("an address");
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
@@ -110,6 +113,7 @@ impl WebhookServer {
         WebhookServer {
             address,
             ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca_pem),
+            serving_bundle: base64::engine::general_purpose::STANDARD.encode(serving_pem),
             calls,
             task,
         }
@@ -126,9 +130,9 @@ impl WebhookServer {
     }
 }
 
-/// A fresh CA and the server configuration of a certificate it signed for `127.0.0.1` and
-/// `dns_names`.
-fn tls_config(dns_names: &[&str]) -> (String, rustls::ServerConfig) {
+/// A fresh CA, and the certificate it signed for `127.0.0.1` and `dns_names` with the server
+/// configuration serving it.
+fn tls_config(dns_names: &[&str]) -> (String, String, rustls::ServerConfig) {
     let ca_key = rcgen::KeyPair::generate().expect("a key");
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
     ca_params
@@ -156,7 +160,7 @@ fn tls_config(dns_names: &[&str]) -> (String, rustls::ServerConfig) {
             rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
         )
         .expect("a server configuration");
-    (ca.pem(), config)
+    (ca.pem(), certificate.pem(), config)
 }
 
 /// An AdmissionReview v1 answer to `review` (the request's uid echoed).

@@ -105,7 +105,7 @@ async fn a_mutating_webhook_defaults_and_a_validating_one_denies_with_upstreams_
                 "/mutate" => Answer::Json(admission_answer(review, json!({"allowed": true}))),
                 _ if object["data"]["size"] == "huge" => Answer::Json(admission_answer(review, json!({
                     "allowed": false,
-                    "result": {"code": 403, "reason": "Forbidden", "message": "size huge is not allowed"},
+                    "status": {"code": 403, "reason": "Forbidden", "message": "size huge is not allowed"},
                 }))),
                 _ => Answer::Json(admission_answer(
                     review,
@@ -320,7 +320,7 @@ async fn namespace_and_object_selectors_choose_what_is_sent() {
         Arc::new(|_, review| {
             Answer::Json(admission_answer(
                 review,
-                json!({"allowed": false, "result": {"message": "selected"}}),
+                json!({"allowed": false, "status": {"message": "selected"}}),
             ))
         }),
     )
@@ -579,7 +579,7 @@ async fn a_service_reference_reaches_the_server_through_the_endpoints() {
         Arc::new(|_, review| {
             Answer::Json(admission_answer(
                 review,
-                json!({"allowed": false, "result": {"message": "through the service"}}),
+                json!({"allowed": false, "status": {"message": "through the service"}}),
             ))
         }),
     )
@@ -629,7 +629,7 @@ async fn a_service_reference_reaches_the_server_through_the_endpoints() {
     let refused = create_configmap(&h, &ns, configmap("b", json!({}))).await;
     assert_eq!(refused.status, 500, "{}", refused.body);
     let expected = format!(
-        "Internal error occurred: failed calling webhook \"no-port.example.com\": failed to call webhook: Post \"https://hooks.{ns}.svc:8443?timeout=10s\": no service port 8443 found for service \"hooks\""
+        "Internal error occurred: failed calling webhook \"no-port.example.com\": failed to call webhook: Post \"https://hooks.{ns}.svc:8443/?timeout=10s\": no service port 8443 found for service \"hooks\""
     );
     assert_eq!(message(&refused), expected);
 }
@@ -656,6 +656,73 @@ async fn a_certificate_from_another_ca_is_refused() {
         message(&refused)
     );
     assert_eq!(server.calls(), 0);
+}
+
+/// controller-runtime's envtest (`WebhookInstallOptions`, `pkg/envtest/webhook.go`) registers
+/// its webhook server as kube-apiserver accepts it: the `caBundle` is the serving certificate
+/// itself (Go's `crypto/x509` trusts a certificate found in its roots as it is), and the URL
+/// is `https://HOST:PORT/` followed by a path that starts with `/` (client-go's `path.Join`
+/// cleans it away).
+#[tokio::test]
+async fn envtests_registration_the_serving_certificate_as_ca_bundle_and_a_double_slash() {
+    let h = Harness::start().await;
+    let ns = h.namespace("webhooks-envtest").await;
+    let paths = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&paths);
+    let server = WebhookServer::start(
+        &[],
+        Arc::new(move |path, review| {
+            seen.lock().expect("paths").push(path.to_owned());
+            Answer::Json(admission_answer(
+                review,
+                json!({"allowed": false, "status": {"message": "reached"}}),
+            ))
+        }),
+    )
+    .await;
+    let config = json!({"url": format!("https://{}//validate-v1-configmap", server.address),
+                        "caBundle": server.serving_bundle});
+    validating(
+        &h,
+        "envtest",
+        vec![hook("envtest.example.com", config, json!({}))],
+    )
+    .await;
+    let refused = create_configmap(&h, &ns, configmap("a", json!({}))).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(
+        message(&refused),
+        "admission webhook \"envtest.example.com\" denied the request: reached"
+    );
+    assert_eq!(
+        *paths.lock().expect("paths"),
+        vec!["/validate-v1-configmap".to_owned()]
+    );
+    // The serving certificate of another server is no CA of this one.
+    let stranger = WebhookServer::start(&[], Arc::new(|_, _| Answer::Json(json!({})))).await;
+    assert_eq!(
+        h.delete(&format!("{VALIDATING}/envtest"), None)
+            .await
+            .status,
+        200
+    );
+    let config = json!({"url": server.url("/validate"), "caBundle": stranger.serving_bundle});
+    validating(
+        &h,
+        "stranger",
+        vec![hook("stranger.example.com", config, json!({}))],
+    )
+    .await;
+    let refused = create_configmap(&h, &ns, configmap("b", json!({}))).await;
+    assert_eq!(refused.status, 500, "{}", refused.body);
+    assert!(
+        message(&refused).ends_with(
+            "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+        ),
+        "{}",
+        message(&refused)
+    );
+    assert_eq!(server.calls(), 1);
 }
 
 /// The conversion webhook of the Widget tests: `spec.size` in v1 is `spec.replicas` in v2;

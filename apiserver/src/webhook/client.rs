@@ -279,30 +279,32 @@ fn request_uri(location: &Location, timeout: Duration) -> Result<hyper::Uri, Str
     text.parse::<hyper::Uri>().map_err(|err| err.to_string())
 }
 
-/// The rustls configuration verifying against `ca_bundle` (PEM), or the system roots.
+/// The rustls configuration verifying against `ca_bundle` (PEM, as Go trusts it: `trust`), or
+/// the system roots.
 fn tls_config(ca_bundle: Option<&[u8]>) -> Result<rustls::ClientConfig, String> {
     let builder = rustls::ClientConfig::builder_with_provider(crate::tls::provider())
         .with_safe_default_protocol_versions()
         .map_err(|err| err.to_string())?;
     let config = match ca_bundle {
         Some(bundle) => {
-            let mut roots = rustls::RootCertStore::empty();
             let blocks = pem::parse_many(bundle)
                 .map_err(|err| format!("unable to load root certificates: {err}"))?;
-            for block in blocks.iter().filter(|b| b.tag() == "CERTIFICATE") {
-                roots
-                    .add(rustls::pki_types::CertificateDer::from(
-                        block.contents().to_vec(),
-                    ))
-                    .map_err(|err| format!("unable to load root certificates: {err}"))?;
-            }
-            if roots.is_empty() {
+            let certificates: Vec<_> = blocks
+                .iter()
+                .filter(|b| b.tag() == "CERTIFICATE")
+                .map(|block| rustls::pki_types::CertificateDer::from(block.contents().to_vec()))
+                .collect();
+            if certificates.is_empty() {
                 return Err(
                     "unable to load root certificates: no certificates found in caBundle"
                         .to_owned(),
                 );
             }
-            builder.with_root_certificates(roots).with_no_client_auth()
+            let verifier = super::trust::BundleVerifier::new(certificates)?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(verifier))
+                .with_no_client_auth()
         }
         None => {
             use hyper_rustls::ConfigBuilderExt;

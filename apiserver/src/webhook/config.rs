@@ -205,7 +205,7 @@ pub(crate) fn endpoint_of(config: Option<&Value>) -> Result<Endpoint, String> {
         Location::Service {
             namespace: text("namespace"),
             name: text("name"),
-            path: text("path"),
+            path: rooted_clean(&text("path")),
             port: service
                 .get("port")
                 .and_then(Value::as_u64)
@@ -213,7 +213,7 @@ pub(crate) fn endpoint_of(config: Option<&Value>) -> Result<Endpoint, String> {
                 .unwrap_or(DEFAULT_SERVICE_PORT),
         }
     } else if let Some(url) = config.get("url").and_then(Value::as_str) {
-        Location::Url(url.to_owned())
+        Location::Url(clean_url_path(url))
     } else {
         return Err("webhook configuration must have either service or URL".to_owned());
     };
@@ -221,6 +221,45 @@ pub(crate) fn endpoint_of(config: Option<&Value>) -> Result<Endpoint, String> {
         location,
         ca_bundle,
     })
+}
+
+/// `path` as upstream's REST client sends it: `path.Join("/", path)` in Go, rooted and
+/// cleaned (`//a/./b/` is `/a/b`, empty is `/`). Upstream's webhook client puts the URL's or
+/// the service's path in `APIPath` (`staging/src/k8s.io/apiserver/pkg/util/webhook/
+/// client.go`), which client-go joins into the request's path (`DefaultVersionedAPIPath` and
+/// `NewRESTClient` in `staging/src/k8s.io/client-go/rest/`). envtest writes `https://HOST:PORT/`
+/// before a service's path that already starts with `/` (`updateClientConfig` in
+/// controller-runtime's `pkg/envtest/webhook.go`): the double slash never reaches the server.
+fn rooted_clean(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// `url` with its path cleaned as [`rooted_clean`] cleans it (the scheme, host and any query
+/// kept as they are).
+fn clean_url_path(url: &str) -> String {
+    let Some(authority_at) = url.find("://").map(|at| at + 3) else {
+        return url.to_owned();
+    };
+    let rest = &url[authority_at..];
+    let path_at = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, after) = rest.split_at(path_at);
+    let query_at = after.find(['?', '#']).unwrap_or(after.len());
+    let (path, query) = after.split_at(query_at);
+    format!(
+        "{}{authority}{}{query}",
+        &url[..authority_at],
+        rooted_clean(path)
+    )
 }
 
 fn rule_of(rule: &Value) -> Rule {
@@ -352,6 +391,35 @@ mod tests {
         assert!(matches!(
             endpoint.location,
             Location::Service { port: 443, .. }
+        ));
+    }
+
+    /// envtest's `https://HOST:PORT/` + `/path`, and a path-less URL or service, are called
+    /// at the path client-go's `path.Join` makes of them.
+    #[test]
+    fn paths_are_cleaned_as_upstreams_rest_client_cleans_them() {
+        let location = |config: Value| endpoint_of(Some(&config)).map(|e| e.location);
+        assert_eq!(
+            location(json!({"url": "https://127.0.0.1:9443//mutate-v1-x/"})),
+            Ok(Location::Url(
+                "https://127.0.0.1:9443/mutate-v1-x".to_owned()
+            ))
+        );
+        assert_eq!(
+            location(json!({"url": "https://127.0.0.1:9443"})),
+            Ok(Location::Url("https://127.0.0.1:9443/".to_owned()))
+        );
+        assert_eq!(
+            location(json!({"url": "https://h:1/a/./b/../c"})),
+            Ok(Location::Url("https://h:1/a/c".to_owned()))
+        );
+        assert!(matches!(
+            location(json!({"service": {"namespace": "ns", "name": "svc"}})),
+            Ok(Location::Service { path, .. }) if path == "/"
+        ));
+        assert!(matches!(
+            location(json!({"service": {"namespace": "ns", "name": "svc", "path": "//convert/"}})),
+            Ok(Location::Service { path, .. }) if path == "/convert"
         ));
     }
 }

@@ -13,10 +13,12 @@
 //! - `config`: the configurations' webhooks and the matching of rules and selectors.
 //! - `client`: the HTTPS client, pooled per client configuration.
 //! - `review`: AdmissionReview requests, the verification of answers, denial Statuses.
+//! - `trust`: the verification of a webhook's serving certificate against its `caBundle`.
 
 pub(crate) mod client;
 pub(crate) mod config;
 pub(crate) mod review;
+pub(crate) mod trust;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -132,7 +132,7 @@ pub(crate) fn build(version: &str, request: &ReviewRequest<'_>) -> Value {
 pub(crate) struct Verdict {
     /// `allowed`.
     pub(crate) allowed: bool,
-    /// `result`, the Status of a denial.
+    /// `status` (Go's `Result`), the Status of a denial.
     pub(crate) result: Option<Value>,
     /// `patch`, decoded; empty when none.
     pub(crate) patch: Vec<u8>,
@@ -161,6 +161,9 @@ struct Response {
     uid: String,
     #[serde(default)]
     allowed: bool,
+    /// `Result`, whose JSON name is `status` (`k8s.io/api/admission/v1/types.go`); a
+    /// `result` key is nobody's field and is ignored, as Go's decoder ignores it.
+    #[serde(rename = "status")]
     result: Option<Value>,
     patch: Option<String>,
     patch_type: Option<String>,
@@ -408,6 +411,25 @@ mod tests {
 
     fn review(response: Value) -> Value {
         json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+    }
+
+    /// The denial's Status is the response's `status` (Go's `Result`): controller-runtime's
+    /// `admission.Denied` sends it there, and a `result` key is ignored as Go ignores it.
+    #[test]
+    fn a_denials_status_is_read_from_status() {
+        let denied = |response: Value| {
+            let verdict = verify(&answer(review(response)), "v1", "u1", false).unwrap_or_default();
+            denial("hook", verdict.result.as_ref()).message
+        };
+        assert_eq!(
+            denied(json!({"uid": "u1", "allowed": false,
+                          "status": {"code": 403, "reason": "Forbidden", "message": "no"}})),
+            "admission webhook \"hook\" denied the request: no"
+        );
+        assert_eq!(
+            denied(json!({"uid": "u1", "allowed": false, "result": {"message": "no"}})),
+            "admission webhook \"hook\" denied the request without explanation"
+        );
     }
 
     /// The cases of `request/admissionreview_test.go` (`TestVerifyAdmissionResponse`).

@@ -15,6 +15,12 @@ type GuestbookSpec struct {
 	// +kubebuilder:default=1
 	// +optional
 	Size int32 `json:"size,omitempty"`
+
+	// Tier is where the guestbook is served from: "frontend" or "backend".
+	// The defaulting webhook sets "frontend"; it cannot change once set.
+	// +kubebuilder:validation:Enum=frontend;backend
+	// +optional
+	Tier string `json:"tier,omitempty"`
 }
 
 // GuestbookStatus defines the observed state of Guestbook.
