@@ -20,6 +20,8 @@
 //! - `config`: ConfigMaps and Secrets.
 //! - `events`: Events and Leases (§12).
 //! - `rbac`: Roles, ClusterRoles and their bindings.
+//! - `policies`: webhook configurations' `matchConditions`, ValidatingAdmissionPolicies and
+//!   their bindings (defaults, and CEL compiled when written).
 
 mod apiservices;
 pub(crate) mod certificates;
@@ -27,6 +29,7 @@ mod config;
 mod events;
 mod fields;
 mod pods;
+mod policies;
 mod rbac;
 mod services;
 mod unenforced;
@@ -91,6 +94,15 @@ pub(crate) async fn admit_create(
     validate(admission, object, &mut errors);
     if admission == Admission::Pod {
         pods::validate_pod_create(object, &mut errors);
+    }
+    match admission {
+        Admission::WebhookConfiguration => {
+            policies::validate_webhook_configuration(object, None, &mut errors);
+        }
+        Admission::ValidatingAdmissionPolicy => {
+            policies::validate_policy(object, None, &mut errors);
+        }
+        _ => {}
     }
     if !errors.is_empty() {
         return Err(invalid(resource, object, errors));
@@ -388,7 +400,9 @@ fn default(admission: Admission, object: &mut Object) -> ApiResult<()> {
         Admission::EventV1 => events::normalize_times("EventV1", "Event", object)?,
         Admission::Lease => events::normalize_times("Lease", "Lease", object)?,
         Admission::ApiService => apiservices::default(object),
-        Admission::CertificateSigningRequest => {}
+        Admission::CertificateSigningRequest | Admission::WebhookConfiguration => {}
+        Admission::ValidatingAdmissionPolicy => policies::default_policy(object),
+        Admission::ValidatingAdmissionPolicyBinding => policies::default_binding(object),
         Admission::Role
         | Admission::ClusterRole
         | Admission::RoleBinding
@@ -485,6 +499,9 @@ fn validate(admission: Admission, object: &Object, errors: &mut Vec<FieldError>)
                 rbac::validate(kind, object, errors);
             }
         }
+        Admission::ValidatingAdmissionPolicyBinding => policies::validate_binding(object, errors),
+        // Checked with the old object at hand (`admit_create`, `validate_update`).
+        Admission::WebhookConfiguration | Admission::ValidatingAdmissionPolicy => {}
         Admission::None | Admission::Namespace => {}
     }
 }
@@ -525,6 +542,12 @@ fn validate_update(
         Admission::Service => services::validate_service_update(existing, object, errors),
         Admission::ConfigMap => config::validate_update("ConfigMap", existing, object, errors),
         Admission::Secret => config::validate_update("Secret", existing, object, errors),
+        Admission::WebhookConfiguration => {
+            policies::validate_webhook_configuration(object, Some(existing), errors);
+        }
+        Admission::ValidatingAdmissionPolicy => {
+            policies::validate_policy(object, Some(existing), errors);
+        }
         _ => {
             if let Some(kind) = rbac_kind(admission) {
                 rbac::validate_update(kind, existing, object, errors);

@@ -219,7 +219,91 @@ async fn should_call(
             return Ok(None);
         }
     }
+    if !hook.match_conditions.is_empty() {
+        // The conditions see the object in the version the webhook matched.
+        let (object, old) = match &invocation.equivalent {
+            None => (object.cloned(), old.cloned()),
+            Some(target) => (
+                convert_for(state, object, target).await?,
+                convert_for(state, old, target).await?,
+            ),
+        };
+        if !conditions_match(hook, &invocation, request, object.as_ref(), old.as_ref())? {
+            return Ok(None);
+        }
+    }
     Ok(Some(invocation))
+}
+
+async fn convert_for(
+    state: &AppState,
+    object: Option<&Value>,
+    target: &Resource,
+) -> ApiResult<Option<Value>> {
+    match object {
+        None => Ok(None),
+        Some(object) => conversion::convert_value(state, object, target)
+            .await
+            .map(Some),
+    }
+}
+
+/// The AdmissionRequest admission expressions see as `request`.
+pub(crate) fn cel_request(request: &Request<'_>, matched: &Gvr) -> Value {
+    review::cel_request(&ReviewRequest {
+        uid: "",
+        matched,
+        requested: &requested(request.resource),
+        subresource: request.subresource.unwrap_or(""),
+        name: request.name,
+        namespace: request.namespace.unwrap_or(""),
+        operation: request.operation.as_str(),
+        user: request.user,
+        object: None,
+        old: None,
+        dry_run: request.dry_run,
+        options: &request.options,
+    })
+}
+
+/// A webhook's `matchConditions` (`ShouldCallHook` in
+/// `staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/generic/webhook.go`): whether
+/// they all hold; an evaluation error skips the webhook under `failurePolicy: Ignore` and
+/// refuses the request (403) under `Fail`. `namespaceObject` is null for webhooks, as
+/// upstream's matcher passes none.
+fn conditions_match(
+    hook: &Hook,
+    invocation: &Invocation,
+    request: &Request<'_>,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> ApiResult<bool> {
+    let cel_request = cel_request(request, &invocation.matched);
+    let inputs = kubemock_cel::admission::Inputs {
+        object,
+        old_object: old,
+        request: &cel_request,
+        namespace: None,
+        params: None,
+    };
+    let activation = kubemock_cel::admission::AdmissionActivation::new(&inputs, Arc::from([]));
+    match kubemock_cel::admission::match_conditions(&hook.match_conditions, &activation) {
+        Ok(matches) => Ok(matches),
+        Err(why) if hook.ignore_failures => {
+            warn!(webhook = %hook.name, error = %why, "failed evaluating match conditions, skipping the webhook");
+            Ok(false)
+        }
+        Err(why) => {
+            warn!(webhook = %hook.name, error = %why, "failed evaluating match conditions, failing closed");
+            let resource = request.resource;
+            Err(ApiError::forbidden_with(
+                &resource.group,
+                &resource.plural,
+                request.name,
+                &why,
+            ))
+        }
+    }
 }
 
 /// The mutating admission webhooks for `request`: each matching webhook is called and its
