@@ -1,12 +1,9 @@
-//! What kubemock does not enforce yet is refused, not stored and ignored:
-//! ValidatingAdmissionPolicies and their bindings (webhooks' `matchConditions` are evaluated:
-//! `vap.rs`). A test that
-//! installs one on a real cluster relies on it running; here it would silently not run.
-//! `--accept-unenforced` stores them with a `Warning` header instead.
-//! (`apiserver/src/admission/unenforced.rs`; the webhooks themselves are called: `webhooks.rs`;
-//! CRDs' CEL rules are enforced: `cel.rs`.)
+//! kubemock once refused what it stored but did not enforce (webhooks' `matchConditions`,
+//! ValidatingAdmissionPolicies and their bindings, CRDs' CEL rules, conversion webhooks),
+//! unless `--accept-unenforced`. All of it is enforced now (`vap.rs`, `cel.rs`,
+//! `webhooks.rs`): each is stored, with no `Warning` header. `--accept-unenforced` is still
+//! accepted by the binary, with no effect.
 
-use kubemock_apiserver::ServerConfig;
 use kubemock_conformance::{Harness, Reply};
 use serde_json::{Value, json};
 
@@ -41,38 +38,51 @@ fn gadget_definition(name: &str) -> Value {
     })
 }
 
-fn causes(reply: &Reply) -> Vec<(String, String)> {
-    reply.body["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            (
-                c["field"].as_str().unwrap_or("").to_owned(),
-                c["reason"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect()
-}
-
 #[tokio::test]
-async fn admission_policies_are_refused_and_cel_rules_and_conversion_webhooks_stored() {
+async fn what_used_to_be_refused_is_stored_without_warnings() {
     let h = Harness::start().await;
-    let refused = h
-        .post(
-            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+    let no_warning = |reply: &Reply| {
+        assert_eq!(reply.status, 201, "{}", reply.body);
+        assert!(
+            reply.headers.get("warning").is_none(),
+            "{:?}",
+            reply.headers
+        );
+    };
+    let admission = "/apis/admissionregistration.k8s.io/v1";
+    no_warning(
+        &h.post(
+            &format!("{admission}/validatingadmissionpolicies"),
             &policy(),
         )
-        .await;
-    assert_eq!(refused.status, 422, "{}", refused.body);
-    assert_eq!(
-        causes(&refused),
-        [("spec".to_owned(), "FieldValueForbidden".to_owned())]
+        .await,
+    );
+    no_warning(
+        &h.post(
+            &format!("{admission}/validatingadmissionpolicybindings"),
+            &json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                    "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "replicas"},
+                    "spec": {"policyName": "replicas", "validationActions": ["Deny"]}}),
+        )
+        .await,
+    );
+    no_warning(
+        &h.post(
+            &format!("{admission}/validatingwebhookconfigurations"),
+            &json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "checks"},
+                "webhooks": [{"name": "check.example.com",
+                    "matchConditions": [{"name": "some", "expression": "object.metadata.name != 'x'"}],
+                    "clientConfig": {"url": "https://127.0.0.1:9443/validate"},
+                    "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                               "resources": ["configmaps"]}],
+                    "sideEffects": "None", "admissionReviewVersions": ["v1"]}]}),
+        )
+        .await,
     );
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
     // CEL rules are enforced (`cel.rs`): stored.
-    let stored = h.post(crds, &gadget_definition("gadget")).await;
-    assert_eq!(stored.status, 201, "{}", stored.body);
+    no_warning(&h.post(crds, &gadget_definition("gadget")).await);
     let mut webhook = gadget_definition("widget");
     webhook["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
         .as_object_mut()
@@ -81,32 +91,5 @@ async fn admission_policies_are_refused_and_cel_rules_and_conversion_webhooks_st
     webhook["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
         "conversionReviewVersions": ["v1"],
         "clientConfig": {"url": "https://127.0.0.1:9443/convert"}}});
-    let stored = h.post(crds, &webhook).await;
-    assert_eq!(stored.status, 201, "{}", stored.body);
-}
-
-#[tokio::test]
-async fn accept_unenforced_stores_them_with_a_warning() {
-    let config = ServerConfig {
-        accept_unenforced: true,
-        ..ServerConfig::default()
-    };
-    let h = Harness::start_with(config).await;
-    let created = h
-        .post(
-            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
-            &policy(),
-        )
-        .await;
-    assert_eq!(created.status, 201, "{}", created.body);
-    let warning = created
-        .headers
-        .get("warning")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    assert!(
-        warning
-            .starts_with("299 - \"spec: Forbidden: ValidatingAdmissionPolicies are not evaluated"),
-        "{warning}"
-    );
+    no_warning(&h.post(crds, &webhook).await);
 }

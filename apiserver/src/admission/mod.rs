@@ -32,7 +32,6 @@ mod pods;
 mod policies;
 mod rbac;
 mod services;
-mod unenforced;
 mod workloads;
 
 use std::borrow::Cow;
@@ -335,23 +334,6 @@ pub(crate) fn to_storage<'a>(resource: &Resource, object: &'a Object) -> Cow<'a,
     } else {
         Cow::Borrowed(object)
     }
-}
-
-/// What `object` asks for that kubemock does not enforce yet (`unenforced`): the 422, or
-/// with `--accept-unenforced` the warnings to send with the accepted write.
-pub(crate) fn refuse_unenforced(
-    state: &AppState,
-    resource: &Resource,
-    object: &Object,
-) -> ApiResult<Vec<String>> {
-    let causes = unenforced::unenforced(resource, object);
-    if causes.is_empty() {
-        return Ok(Vec::new());
-    }
-    if state.config().accept_unenforced {
-        return Ok(unenforced::warnings(&causes));
-    }
-    Err(invalid(resource, object, causes))
 }
 
 /// The 422 for `object` of `resource` with these causes.

@@ -17,6 +17,9 @@
 //! - A `service` reference is resolved through the Service's Endpoints
 //!   (`staging/src/k8s.io/apiserver/pkg/util/proxy/proxy.go`, `ResolveEndpoint`).
 //!
+//! `policies` is the ValidatingAdmissionPolicy plugin, run by [`validate`] before the
+//! validating webhooks.
+//!
 //! `conversion` converts custom objects between the versions of their definition (`None`, or
 //! the definition's conversion webhook), for the handlers' reads and writes and for webhooks
 //! matched through an equivalent version.
@@ -33,6 +36,7 @@ use serde_json::{Value, json};
 use tracing::warn;
 
 pub(crate) mod conversion;
+mod policies;
 use crate::identity::UserInfo;
 use crate::object::Object;
 use crate::registry::Resource;
@@ -384,8 +388,9 @@ pub(crate) async fn mutate(
     Ok(())
 }
 
-/// The validating admission webhooks for `request` (`object` is none for a delete), called
-/// concurrently; the first failure in call order is the answer.
+/// The ValidatingAdmissionPolicies (`policies`), then the validating admission webhooks for
+/// `request` (`object` is none for a delete), called concurrently; the first failure in call
+/// order is the answer.
 pub(crate) async fn validate(
     state: &AppState,
     request: &Request<'_>,
@@ -393,12 +398,25 @@ pub(crate) async fn validate(
     old: Option<&Object>,
 ) -> ApiResult<()> {
     let current = state.webhooks().current();
-    if current.validating.is_empty() || exempt(request.resource) {
+    let nothing = current.validating.is_empty() && current.policies.is_empty();
+    if nothing || exempt(request.resource) {
         return Ok(());
     }
     let object = object.map(|o| Value::Object(o.clone()));
     let old = old.map(|o| Value::Object(o.clone()));
     let mut namespace_labels = NamespaceLabels(None);
+    // ValidatingAdmissionPolicy runs before ValidatingAdmissionWebhook (upstream's order).
+    if !current.policies.is_empty() {
+        policies::validate(
+            state,
+            &current,
+            request,
+            object.as_ref(),
+            old.as_ref(),
+            &mut namespace_labels,
+        )
+        .await?;
+    }
     let mut relevant = Vec::new();
     for (index, hook) in current.validating.iter().enumerate() {
         if let Some(invocation) = should_call(

@@ -266,7 +266,7 @@ pub(crate) fn endpoint_of(config: Option<&Value>) -> Result<Endpoint, String> {
     })
 }
 
-fn rule_of(rule: &Value) -> Rule {
+pub(crate) fn rule_of(rule: &Value) -> Rule {
     Rule {
         operations: strings(rule.get("operations")),
         api_groups: strings(rule.get("apiGroups")),
@@ -280,7 +280,7 @@ fn rule_of(rule: &Value) -> Rule {
     }
 }
 
-fn strings(value: Option<&Value>) -> Vec<String> {
+pub(crate) fn strings(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
         .into_iter()
@@ -313,7 +313,16 @@ pub(crate) fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool
 
 /// `MatchObjectSelector`: the selector matches the object's labels or the old object's.
 pub(crate) fn object_selected(hook: &Hook, object: Option<&Value>, old: Option<&Value>) -> bool {
-    let Some(selector) = &hook.object_selector else {
+    selected_by(hook.object_selector.as_ref(), object, old)
+}
+
+/// `MatchObjectSelector` for any selector (none selects everything).
+pub(crate) fn selected_by(
+    selector: Option<&Value>,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> bool {
+    let Some(selector) = selector else {
         return true;
     };
     let labels =
