@@ -192,10 +192,10 @@ struct ServeArgs {
     /// all; off by default: it costs a copy of every body).
     #[arg(long)]
     request_log_bodies: bool,
-    /// Store what kubemock does not enforce yet (admission webhook configurations with
-    /// webhooks, ValidatingAdmissionPolicies and their bindings, CRDs with CEL rules or a
-    /// conversion webhook) with a Warning on each write, instead of refusing it with a 422.
-    #[arg(long)]
+    /// No effect, kept so that scripts that pass it still start: it used to store what
+    /// kubemock did not enforce yet (webhook matchConditions, ValidatingAdmissionPolicies),
+    /// which it now enforces.
+    #[arg(long, hide = true)]
     accept_unenforced: bool,
     /// The IPv4 range Services get their cluster IPs from; the `kubernetes` Service has its
     /// first address.
@@ -875,6 +875,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .cloned()
         .unwrap_or_else(|| ServerConfig::default().service_account_issuer);
 
+    if args.accept_unenforced {
+        warn!("--accept-unenforced has no effect: everything it used to let through is enforced");
+    }
     let shutdown = CancellationToken::new();
     // `componentstatuses`: the controller manager (and its scheduler) run in this process
     // when they are enabled.
@@ -897,7 +900,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             service_cluster_ip_range: args.service_cluster_ip_range,
             service_node_port_range: args.service_node_port_range,
             components,
-            accept_unenforced: args.accept_unenforced,
             service_account_admission: args.security.service_account_admission(),
             security: security.clone(),
             authorization_mode,

@@ -1796,3 +1796,103 @@ async fn kubectl_shows_a_webhook_denial_and_controllers_writes_are_admitted() {
         .await;
     assert_eq!(labels, "webhook webhook");
 }
+
+/// A ValidatingAdmissionPolicy with a ConfigMap param and two bindings (`Deny` in one
+/// namespace, `Warn` in another), as `kubectl apply` installs them.
+const REPLICA_POLICY: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: strict, labels: {policy: deny}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: lenient, labels: {policy: warn}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: limits, namespace: default}
+data: {maxReplicas: "3"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: replica-limit}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [apps]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE]
+      resources: [deployments]
+  validations:
+  - expression: object.spec.replicas <= int(params.data.maxReplicas)
+    messageExpression: "'at most ' + params.data.maxReplicas + ' replicas'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: replica-limit-deny}
+spec:
+  policyName: replica-limit
+  validationActions: [Deny]
+  paramRef: {name: limits, namespace: default}
+  matchResources:
+    namespaceSelector: {matchLabels: {policy: deny}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: replica-limit-warn}
+spec:
+  policyName: replica-limit
+  validationActions: [Warn]
+  paramRef: {name: limits, namespace: default}
+  matchResources:
+    namespaceSelector: {matchLabels: {policy: warn}}
+"#;
+
+#[tokio::test]
+async fn kubectl_sees_a_validating_admission_policy_deny_and_warn() {
+    let cluster = Cluster::start_with(&["--no-controllers"]).await;
+    let file = cluster.dir.path().join("policy.yaml");
+    std::fs::write(&file, REPLICA_POLICY).expect("write the manifests");
+    let file = file.to_str().expect("a UTF-8 path");
+    let out = cluster.kubectl(&["apply", "-f", file]).await;
+    assert!(
+        out.contains(
+            "validatingadmissionpolicy.admissionregistration.k8s.io/replica-limit created"
+        ),
+        "{out}"
+    );
+    let create = |ns: &'static str| {
+        let kubeconfig = cluster.dir.path().join("kubeconfig");
+        let cache = cluster.dir.path().join("cache");
+        async move {
+            common::kubectl(
+                &kubeconfig,
+                &cache,
+                &[
+                    "create",
+                    "deployment",
+                    "web",
+                    "-n",
+                    ns,
+                    "--image=nginx",
+                    "--replicas=5",
+                ],
+            )
+            .await
+        }
+    };
+    let (ok, _, err) = create("strict").await;
+    assert!(!ok);
+    assert_eq!(
+        err.trim(),
+        "error: failed to create deployment: deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-deny' denied request: at most 3 replicas"
+    );
+    let (ok, out, err) = create("lenient").await;
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "deployment.apps/web created");
+    assert_eq!(
+        err.trim(),
+        "Warning: Validation failed for ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-warn': at most 3 replicas"
+    );
+}

@@ -57,10 +57,6 @@ pub struct ServerConfig {
     /// Which of the cluster's other components run in this process, for `componentstatuses`
     /// (the binary marks the controller manager and the scheduler when it runs them).
     pub components: ComponentHealth,
-    /// Store what kubemock does not enforce yet (admission webhooks, admission policies, CEL
-    /// rules and conversion webhooks of CRDs) with a `Warning`, instead of refusing it
-    /// (`--accept-unenforced`; `admission::unenforced`). Default false.
-    pub accept_unenforced: bool,
     /// Whether the ServiceAccount admission plugin acts (a created pod gets the account
     /// `default` and its token volume); false with `--disable-admission-plugins=ServiceAccount`,
     /// as envtest starts kube-apiserver. Default true (upstream's default plugins).
@@ -164,7 +160,6 @@ impl Default for ServerConfig {
             service_cluster_ip_range: ServiceCidr::default(),
             service_node_port_range: NodePortRange::default(),
             components: ComponentHealth::default(),
-            accept_unenforced: false,
             service_account_admission: true,
             security: None,
             pki: Arc::new(crate::pki::Pki::new()),

@@ -1,90 +1,487 @@
-//! Admission expressions: what webhooks' `matchConditions` (and later ValidatingAdmissionPolicy
-//! expressions) are compiled against (upstream's
-//! `staging/src/k8s.io/apiserver/pkg/admission/plugin/cel/compile.go`): the variables
-//! `object`, `oldObject`, `request` (the AdmissionRequest as JSON) and `params`, all `dyn`
-//! because the kinds they hold are not known when the configuration is written.
+//! Admission expressions: webhooks' `matchConditions` and ValidatingAdmissionPolicies'
+//! variables, match conditions, validations, message expressions and audit annotations, as
+//! upstream compiles and runs them (`staging/src/k8s.io/apiserver/pkg/admission/plugin/cel/`:
+//! `compile.go`, `activation.go`, `composition.go`, `condition.go`; the matcher of
+//! `plugin/webhook/matchconditions/matcher.go`).
 //!
-//! Use for a webhook's matchConditions: compile each with [`compile_match_condition`] when the
-//! configuration is written (a compile error refuses it: upstream's
-//! `webhooks[i].matchConditions[j].expression: Invalid value: "...": compilation failed: ...`),
-//! then for each request build [`admission_vars`] once and call [`evaluate_match_conditions`]:
-//! `Ok(false)` skips the webhook, `Err` applies its failurePolicy. The `authorizer` variable
-//! is not declared (README: CEL), so an expression using it does not compile.
+//! The variables: `object` and `oldObject` (`dyn`, null when absent), `request` (the
+//! AdmissionRequest without `uid`, `object` and `oldObject`, typed as upstream's
+//! `kubernetes.AdmissionRequest`), `namespaceObject` (typed as `kubernetes.Namespace`),
+//! `params` (`dyn`, only when a policy has a `paramKind`), `variables` (a policy's composited
+//! variables, each evaluated at most once per request, when first read) and `authorizer`.
+//!
+//! kubemock does not evaluate `authorizer` (upstream's authorization library): where
+//! upstream declares it, [`Compiler`] refuses an expression naming it with
+//! [`AUTHORIZER_REFUSED`], so that no expression is ever evaluated without the check it asks
+//! for.
+//!
+//! Use: compile each expression with a [`Compiler`] when the configuration is written (a
+//! compile error refuses the object, worded by [`Compiler::compile`] as upstream's
+//! validation words it) and keep the programs; per request, build one [`AdmissionActivation`]
+//! and run the expressions with [`evaluate`] (or [`match_conditions`]).
 
-use crate::env::{Env, Program, RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS};
-use crate::error::{CompileError, EvalError};
-use crate::eval::Vars;
-use crate::types::Type;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::check::VARIABLES;
+use crate::env::{Env, PER_CALL_LIMIT, Program, RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS};
+use crate::error::EvalError;
+use crate::eval::{Activation, Vars};
+use crate::types::{ObjectType, Type};
 use crate::value::Value;
 
-/// The environment of admission expressions.
-pub fn admission_env() -> Env {
-    Env::new()
-        .with_var("object", Type::Dyn)
-        .with_var("oldObject", Type::Dyn)
-        .with_var("request", Type::Dyn)
-        .with_var("params", Type::Dyn)
+/// Why an expression naming `authorizer` is refused (kubemock has no CEL authorizer library).
+pub const AUTHORIZER_REFUSED: &str = "kubemock does not evaluate the CEL authorizer library (the `authorizer` variable); refused so that no test passes believing the authorization check ran";
+/// The error of a set of expressions whose total cost passed the budget (upstream's
+/// `ErrOutOfBudget` detail): no further expression is run.
+pub const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
+
+/// Which optional variables are declared (upstream's `OptionalVariableDeclarations`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Declarations {
+    /// `params` (a policy with a `paramKind`).
+    pub params: bool,
+    /// `authorizer` (where upstream declares it; refused: see the module doc).
+    pub authorizer: bool,
 }
 
-/// Compiles one matchCondition; it must yield a bool.
-///
-/// # Errors
-/// cel-go's issues, or upstream's `cel expression must evaluate to a bool`.
-pub fn compile_match_condition(expression: &str) -> Result<Program, CompileError> {
-    let program = admission_env().compile(expression)?;
-    if !matches!(program.result_type, Type::Bool | Type::Dyn) {
-        return Err(CompileError {
-            text: "cel expression must evaluate to a bool".into(),
-            messages: vec!["cel expression must evaluate to a bool".into()],
-        });
-    }
-    Ok(program)
+/// What an expression must evaluate to (upstream's `ReturnTypes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Returns {
+    /// `bool`: match conditions and validations.
+    Bool,
+    /// `string`: message expressions.
+    String,
+    /// `string` or `null`: audit annotations' value expressions.
+    StringOrNull,
+    /// Anything: variables.
+    Any,
 }
 
-/// The variables of one admission request: `object` and `oldObject` (null when absent) and
-/// the AdmissionRequest (`request`), all as JSON.
-pub fn admission_vars(
-    object: Option<&serde_json::Value>,
-    old_object: Option<&serde_json::Value>,
-    request: &serde_json::Value,
-) -> Vars {
-    let or_null = |v: Option<&serde_json::Value>| v.map_or(Value::Null, Value::from_json);
-    Vars::new()
-        .with("object", or_null(object))
-        .with("oldObject", or_null(old_object))
-        .with("request", Value::from_json(request))
-        .with("params", Value::Null)
+/// A compiled expression: its source and its program, or the compile error's detail (a
+/// stored configuration written before a check existed still runs, failing as upstream's
+/// `compilation error: ...`).
+#[derive(Debug)]
+pub struct Expression {
+    /// The source as written.
+    pub source: String,
+    /// The program, or why there is none.
+    pub program: Result<Program, String>,
 }
 
-/// Evaluates matchConditions in order as upstream's matcher does: the first that is false
-/// means no match (`Ok(false)`); an error (or a non-bool) is returned after all are tried,
-/// unless one was false; all the conditions share upstream's match-condition budget.
-///
-/// # Errors
-/// The first condition's error, named by its index.
-pub fn evaluate_match_conditions(
-    conditions: &[Program],
-    vars: &Vars,
-) -> Result<bool, (usize, EvalError)> {
-    let mut budget = RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS;
-    let mut first_error = None;
-    for (i, condition) in conditions.iter().enumerate() {
-        let run = condition.eval(vars, budget);
-        budget = budget.saturating_sub(run.cost);
-        match run.result {
-            Ok(Value::Bool(false)) => return Ok(false),
-            Ok(Value::Bool(true)) => {}
-            Ok(_) => {
-                first_error.get_or_insert((i, EvalError::new("no such overload")));
-            }
-            Err(e) => {
-                first_error.get_or_insert((i, e));
-            }
+/// One composited variable of a policy.
+#[derive(Debug)]
+pub struct Variable {
+    /// `name`.
+    pub name: String,
+    /// Its expression.
+    pub expression: Expression,
+}
+
+/// Compiles the expressions of one configuration: the declarations, and the variables
+/// compiled so far (a variable may read the ones before it).
+#[derive(Debug, Default)]
+pub struct Compiler {
+    declarations: Declarations,
+    /// Whether `variables` is declared (a policy with variables: upstream's composition).
+    composition: bool,
+    variables: Vec<Variable>,
+    variable_types: BTreeMap<String, Type>,
+}
+
+/// `kubernetes.AdmissionRequest` (`BuildRequestType`).
+fn request_type() -> Type {
+    let object = |name: &str, fields: &[(&str, Type)]| {
+        Type::Object(Arc::new(ObjectType {
+            name: name.to_owned(),
+            fields: fields
+                .iter()
+                .map(|(n, t)| ((*n).to_owned(), t.clone()))
+                .collect(),
+        }))
+    };
+    let gvk = object(
+        "kubernetes.GroupVersionKind",
+        &[
+            ("group", Type::String),
+            ("version", Type::String),
+            ("kind", Type::String),
+        ],
+    );
+    let gvr = object(
+        "kubernetes.GroupVersionResource",
+        &[
+            ("group", Type::String),
+            ("version", Type::String),
+            ("resource", Type::String),
+        ],
+    );
+    let user = object(
+        "kubernetes.UserInfo",
+        &[
+            ("username", Type::String),
+            ("uid", Type::String),
+            ("groups", Type::list(Type::String)),
+            ("extra", Type::map(Type::String, Type::list(Type::String))),
+        ],
+    );
+    object(
+        "kubernetes.AdmissionRequest",
+        &[
+            ("kind", gvk.clone()),
+            ("resource", gvr.clone()),
+            ("subResource", Type::String),
+            ("requestKind", gvk),
+            ("requestResource", gvr),
+            ("requestSubResource", Type::String),
+            ("name", Type::String),
+            ("namespace", Type::String),
+            ("operation", Type::String),
+            ("userInfo", user),
+            ("dryRun", Type::Bool),
+            ("options", Type::Dyn),
+        ],
+    )
+}
+
+/// `kubernetes.Namespace` (`BuildNamespaceType`).
+fn namespace_type() -> Type {
+    let object = |name: &str, fields: Vec<(&str, Type)>| {
+        Type::Object(Arc::new(ObjectType {
+            name: name.to_owned(),
+            fields: fields.into_iter().map(|(n, t)| (n.to_owned(), t)).collect(),
+        }))
+    };
+    let strings = || Type::list(Type::String);
+    let condition = object(
+        "kubernetes.NamespaceCondition",
+        vec![
+            ("status", Type::String),
+            ("type", Type::String),
+            ("lastTransitionTime", Type::Timestamp),
+            ("message", Type::String),
+            ("reason", Type::String),
+        ],
+    );
+    let metadata = object(
+        "kubernetes.NamespaceMetadata",
+        vec![
+            ("name", Type::String),
+            ("generateName", Type::String),
+            ("namespace", Type::String),
+            ("labels", Type::map(Type::String, Type::String)),
+            ("annotations", Type::map(Type::String, Type::String)),
+            ("UID", Type::String),
+            ("creationTimestamp", Type::Timestamp),
+            ("deletionGracePeriodSeconds", Type::Int),
+            ("deletionTimestamp", Type::Timestamp),
+            ("generation", Type::Int),
+            ("resourceVersion", Type::String),
+            ("finalizers", strings()),
+        ],
+    );
+    object(
+        "kubernetes.Namespace",
+        vec![
+            ("metadata", metadata),
+            (
+                "spec",
+                object("kubernetes.NamespaceSpec", vec![("finalizers", strings())]),
+            ),
+            (
+                "status",
+                object(
+                    "kubernetes.NamespaceStatus",
+                    vec![
+                        ("conditions", Type::list(condition)),
+                        ("phase", Type::String),
+                    ],
+                ),
+            ),
+        ],
+    )
+}
+
+impl Compiler {
+    /// A compiler for expressions with these declarations; `composition` declares
+    /// `variables` (a policy with variables).
+    pub fn new(declarations: Declarations, composition: bool) -> Compiler {
+        Compiler {
+            declarations,
+            composition,
+            variables: Vec::new(),
+            variable_types: BTreeMap::new(),
         }
     }
-    match first_error {
-        Some(e) => Err(e),
-        None => Ok(true),
+
+    /// The environment; `authorizer` is never declared (see [`Compiler::compile_program`]).
+    fn env(&self) -> Env {
+        let mut env = Env::new()
+            .with_var("object", Type::Dyn)
+            .with_var("oldObject", Type::Dyn)
+            .with_var("namespaceObject", namespace_type())
+            .with_var("request", request_type());
+        if self.declarations.params {
+            env = env.with_var("params", Type::Dyn);
+        }
+        if self.composition {
+            env = env.with_var(
+                VARIABLES,
+                Type::Object(Arc::new(ObjectType {
+                    name: "kubernetes.variables".to_owned(),
+                    fields: self.variable_types.clone(),
+                })),
+            );
+        }
+        env
+    }
+
+    /// Compiles `source` (upstream's `CompileCELExpression`), with `authorizer` declared or
+    /// not (message expressions do not see it).
+    ///
+    /// # Errors
+    /// Upstream's detail: `compilation failed: <cel-go's issues>`, `must evaluate to bool
+    /// but got int`, or [`AUTHORIZER_REFUSED`].
+    pub fn compile(&self, source: &str, returns: Returns, authorizer: bool) -> Expression {
+        let program = self.compile_program(source, returns, authorizer);
+        Expression {
+            source: source.to_owned(),
+            program,
+        }
+    }
+
+    fn compile_program(
+        &self,
+        source: &str,
+        returns: Returns,
+        authorizer: bool,
+    ) -> Result<Program, String> {
+        let program = self.env().compile(source).map_err(|err| {
+            // Where upstream declares `authorizer`, an expression naming it is refused as
+            // kubemock cannot evaluate it (rather than with cel-go's undeclared reference).
+            let names_authorizer = err
+                .messages
+                .iter()
+                .any(|m| m.starts_with("undeclared reference to 'authorizer'"));
+            if names_authorizer && authorizer && self.declarations.authorizer {
+                AUTHORIZER_REFUSED.to_owned()
+            } else {
+                format!("compilation failed: {}", err.text)
+            }
+        })?;
+        let t = &program.result_type;
+        let (fits, wanted) = match returns {
+            Returns::Bool => (*t == Type::Bool, "bool"),
+            Returns::String => (*t == Type::String, "string"),
+            Returns::StringOrNull => (
+                matches!(t, Type::String | Type::Null),
+                "one of [string null_type]",
+            ),
+            Returns::Any => (true, ""),
+        };
+        if !fits {
+            return Err(format!("must evaluate to {wanted} but got {t}"));
+        }
+        Ok(program)
+    }
+
+    /// Compiles a variable and adds it to those later expressions may read
+    /// (`CompileAndStoreVariable`); its error detail, if it does not compile.
+    pub fn add_variable(&mut self, name: &str, source: &str) -> Option<String> {
+        let expression = self.compile(source, Returns::Any, true);
+        let (t, error) = match &expression.program {
+            Ok(program) => (program.result_type.clone(), None),
+            Err(e) => (Type::Dyn, Some(e.clone())),
+        };
+        self.variable_types.insert(name.to_owned(), t);
+        self.variables.push(Variable {
+            name: name.to_owned(),
+            expression,
+        });
+        error
+    }
+
+    /// The variables compiled so far.
+    pub fn into_variables(self) -> Arc<[Variable]> {
+        self.variables.into()
+    }
+}
+
+/// The values of one admission request, for [`AdmissionActivation::new`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Inputs<'a> {
+    /// The object (none for a delete).
+    pub object: Option<&'a serde_json::Value>,
+    /// The old object (none for a create).
+    pub old_object: Option<&'a serde_json::Value>,
+    /// The AdmissionRequest as JSON (no `uid`, `object`, `oldObject`).
+    pub request: &'a serde_json::Value,
+    /// The namespace of a namespaced request (its metadata, spec and status).
+    pub namespace: Option<&'a serde_json::Value>,
+    /// The param of a policy binding.
+    pub params: Option<&'a serde_json::Value>,
+}
+
+/// The variables of one evaluation (upstream's `evaluationActivation`): a policy's variables
+/// are evaluated when first read and kept, their cost counted apart (`compositionContext`).
+pub struct AdmissionActivation {
+    vars: Vars,
+    variables: Arc<[Variable]>,
+    /// Each variable's value once evaluated, by index.
+    cache: RefCell<Vec<Option<Result<Value, EvalError>>>>,
+    /// The cost of the variables evaluated since the last [`AdmissionActivation::take_cost`].
+    composition_cost: Cell<u64>,
+}
+
+impl AdmissionActivation {
+    /// The activation of `inputs` with a policy's `variables` (empty for a webhook).
+    pub fn new(inputs: &Inputs<'_>, variables: Arc<[Variable]>) -> AdmissionActivation {
+        let or_null = |v: Option<&serde_json::Value>| v.map_or(Value::Null, Value::from_json);
+        let vars = Vars::new()
+            .with("object", or_null(inputs.object))
+            .with("oldObject", or_null(inputs.old_object))
+            .with("request", Value::from_json(inputs.request))
+            .with("namespaceObject", or_null(inputs.namespace))
+            .with("params", or_null(inputs.params));
+        let cache = RefCell::new(vec![None; variables.len()]);
+        AdmissionActivation {
+            vars,
+            variables,
+            cache,
+            composition_cost: Cell::new(0),
+        }
+    }
+
+    /// The cost the variables have reached since the last call, reset.
+    fn take_cost(&self) -> u64 {
+        self.composition_cost.replace(0)
+    }
+}
+
+impl Activation for AdmissionActivation {
+    fn resolve(&self, name: &str) -> Option<Value> {
+        self.vars.resolve(name)
+    }
+
+    fn variable(&self, name: &str) -> Option<Result<Value, EvalError>> {
+        let index = self.variables.iter().position(|v| v.name == name)?;
+        if let Some(done) = self.cache.borrow().get(index).cloned().flatten() {
+            return Some(done);
+        }
+        let variable = &self.variables[index];
+        // The borrow is released: the variable may read earlier variables.
+        let result = match &variable.expression.program {
+            Err(e) => Err(EvalError::new(format!(
+                "composited variable {name:?} fails to compile: {e}"
+            ))),
+            Ok(program) => {
+                let run = program.eval(self, PER_CALL_LIMIT);
+                self.composition_cost
+                    .set(self.composition_cost.get().saturating_add(run.cost));
+                run.result.map_err(|e| {
+                    EvalError::new(format!(
+                        "composited variable {name:?} fails to evaluate: {e}"
+                    ))
+                })
+            }
+        };
+        if let Some(slot) = self.cache.borrow_mut().get_mut(index) {
+            *slot = Some(result.clone());
+        }
+        Some(result)
+    }
+}
+
+/// One expression's outcome: its value, or upstream's error detail (`expression '...'
+/// resulted in error: ...`, `compilation error: ...`).
+pub type Outcome = Result<Value, String>;
+
+/// Runs `expressions` in order within `budget` (upstream's `ForInput`): each is limited to
+/// [`PER_CALL_LIMIT`]; `None` entries (a validation without a messageExpression) give
+/// `None`. Returns the outcomes and the budget left.
+///
+/// # Errors
+/// [`OUT_OF_BUDGET`] once the expressions (and the variables they read) together pass
+/// `budget`: upstream then discards every outcome.
+pub fn evaluate(
+    expressions: &[Option<&Expression>],
+    activation: &AdmissionActivation,
+    budget: u64,
+) -> Result<(Vec<Option<Outcome>>, u64), String> {
+    let mut remaining = budget;
+    let mut outcomes = Vec::with_capacity(expressions.len());
+    for expression in expressions {
+        let Some(expression) = expression else {
+            outcomes.push(None);
+            continue;
+        };
+        let program = match &expression.program {
+            Ok(program) => program,
+            Err(e) => {
+                outcomes.push(Some(Err(format!("compilation error: {e}"))));
+                continue;
+            }
+        };
+        let run = program.eval(activation, PER_CALL_LIMIT);
+        let composition = activation.take_cost();
+        remaining = remaining
+            .checked_sub(composition)
+            .ok_or_else(|| OUT_OF_BUDGET.to_owned())?;
+        remaining = remaining
+            .checked_sub(run.cost)
+            .ok_or_else(|| OUT_OF_BUDGET.to_owned())?;
+        outcomes.push(Some(run.result.map_err(|e| {
+            format!(
+                "expression '{}' resulted in error: {}",
+                expression.source, e.message
+            )
+        })));
+    }
+    Ok((outcomes, remaining))
+}
+
+/// `utilerrors.NewAggregate(errs).Error()`: one message as is, several (duplicates once)
+/// in brackets, comma-separated.
+pub fn aggregate(errors: &[String]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for e in errors {
+        if !seen.contains(&e.as_str()) {
+            seen.push(e);
+        }
+    }
+    match seen.as_slice() {
+        [one] => (*one).to_owned(),
+        many => format!("[{}]", many.join(", ")),
+    }
+}
+
+/// Evaluates match conditions as upstream's matcher does (`matchconditions/matcher.go`):
+/// any false means no match (`Ok(false)`) whatever else failed; otherwise any error is the
+/// aggregate error (the caller applies its failurePolicy: Fail refuses, Ignore skips); all
+/// true is a match. All share upstream's match-condition budget.
+///
+/// # Errors
+/// The aggregated error details, or [`OUT_OF_BUDGET`].
+pub fn match_conditions(
+    conditions: &[Expression],
+    activation: &AdmissionActivation,
+) -> Result<bool, String> {
+    let refs: Vec<Option<&Expression>> = conditions.iter().map(Some).collect();
+    let (outcomes, _) = evaluate(&refs, activation, RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS)?;
+    let mut errors = Vec::new();
+    for outcome in outcomes.into_iter().flatten() {
+        match outcome {
+            Ok(Value::Bool(false)) => return Ok(false),
+            Ok(_) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(true)
+    } else {
+        Err(aggregate(&errors))
     }
 }
 
@@ -93,35 +490,192 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn webhook_compiler() -> Compiler {
+        Compiler::new(
+            Declarations {
+                params: false,
+                authorizer: true,
+            },
+            false,
+        )
+    }
+
+    /// Cases after upstream's `matchconditions/matcher_test.go`.
     #[test]
     fn a_false_condition_skips_and_an_error_reports() {
-        let skip_system =
-            compile_match_condition("!(request.userInfo.username.startsWith('system:'))")
-                .expect("compiles");
-        let has_label =
-            compile_match_condition("'team' in object.metadata.labels").expect("compiles");
+        let compiler = webhook_compiler();
+        let condition = |source: &str| compiler.compile(source, Returns::Bool, true);
+        let conditions = [
+            condition("!(request.userInfo.username.startsWith('system:'))"),
+            condition("'team' in object.metadata.labels"),
+        ];
+        assert!(conditions.iter().all(|c| c.program.is_ok()));
         let object = json!({"metadata": {"labels": {"team": "a"}}});
-        let by_user = |name: &str| {
-            admission_vars(
-                Some(&object),
-                None,
-                &json!({"userInfo": {"username": name}}),
+        let by_user = |name: &str| json!({"userInfo": {"username": name}});
+        let run = |conditions: &[Expression], user: &str| {
+            let request = by_user(user);
+            let inputs = Inputs {
+                object: Some(&object),
+                request: &request,
+                ..Inputs::default()
+            };
+            match_conditions(
+                conditions,
+                &AdmissionActivation::new(&inputs, Arc::from([])),
             )
         };
-        let conditions = [skip_system, has_label];
+        assert_eq!(run(&conditions, "alice"), Ok(true));
+        assert_eq!(run(&conditions, "system:kube-scheduler"), Ok(false));
+        let broken = [condition("object.spec.replicas > 1")];
         assert_eq!(
-            evaluate_match_conditions(&conditions, &by_user("alice")),
-            Ok(true)
+            run(&broken, "alice"),
+            Err(
+                "expression 'object.spec.replicas > 1' resulted in error: no such key: spec"
+                    .to_owned()
+            )
+        );
+        // A false condition wins over an error.
+        let mixed = [
+            condition("object.spec.replicas > 1"),
+            condition("request.userInfo.username == 'bob'"),
+        ];
+        assert_eq!(run(&mixed, "alice"), Ok(false));
+        let two_errors = [
+            condition("object.spec.replicas > 1"),
+            condition("object.status.ready == true"),
+        ];
+        assert_eq!(
+            run(&two_errors, "alice"),
+            Err("[expression 'object.spec.replicas > 1' resulted in error: no such key: spec, expression 'object.status.ready == true' resulted in error: no such key: status]".to_owned())
+        );
+    }
+
+    #[test]
+    fn compile_errors_read_as_upstreams() {
+        let compiler = webhook_compiler();
+        let error = |source: &str| {
+            compiler
+                .compile(source, Returns::Bool, true)
+                .program
+                .expect_err("refused")
+        };
+        assert_eq!(error("1 + 1"), "must evaluate to bool but got int");
+        assert_eq!(
+            error("object.metadata.labels['x']"),
+            "must evaluate to bool but got dyn"
+        );
+        assert!(
+            error("request.nope == 'x'")
+                .starts_with("compilation failed: ERROR: <input>:1:8: undefined field 'nope'"),
+            "{}",
+            error("request.nope == 'x'")
+        );
+        assert!(error("params.x == 1").contains("undeclared reference to 'params'"));
+        assert_eq!(
+            error("authorizer.group('').resource('pods').check('get').allowed()"),
+            AUTHORIZER_REFUSED
+        );
+        // Message expressions do not see the authorizer at all.
+        let message = compiler
+            .compile("authorizer.group('') == 'x'", Returns::String, false)
+            .program
+            .expect_err("refused");
+        assert!(
+            message.contains("undeclared reference to 'authorizer'"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn variables_are_lazy_memoized_and_typed() {
+        let mut compiler = Compiler::new(
+            Declarations {
+                params: true,
+                authorizer: true,
+            },
+            true,
         );
         assert_eq!(
-            evaluate_match_conditions(&conditions, &by_user("system:kube-scheduler")),
-            Ok(false)
+            compiler.add_variable("replicas", "object.spec.replicas"),
+            None
         );
-        let broken = [compile_match_condition("object.spec.replicas > 1").expect("compiles")];
-        let err = evaluate_match_conditions(&broken, &by_user("alice")).expect_err("no spec");
-        assert_eq!(err.0, 0);
-        assert_eq!(err.1.message, "no such key: spec");
-        assert!(compile_match_condition("1 + 1").is_err());
-        assert!(compile_match_condition("authorizer.group('') != null").is_err());
+        assert_eq!(
+            compiler.add_variable("limit", "params.max * 2"),
+            None,
+            "params are declared"
+        );
+        assert_eq!(compiler.add_variable("broken", "object.nope.deeper"), None);
+        let validation =
+            compiler.compile("variables.replicas <= variables.limit", Returns::Bool, true);
+        let unused = compiler.compile("variables.replicas > 0", Returns::Bool, true);
+        let using_broken = compiler.compile("variables.broken == 1", Returns::Bool, true);
+        let undefined = compiler.compile("variables.other == 1", Returns::Bool, true);
+        assert!(
+            undefined
+                .program
+                .as_ref()
+                .expect_err("undefined")
+                .contains("undefined field 'other'")
+        );
+        let variables = compiler.into_variables();
+        let object = json!({"spec": {"replicas": 7}});
+        let params = json!({"max": 3});
+        let request = json!({});
+        let inputs = Inputs {
+            object: Some(&object),
+            request: &request,
+            params: Some(&params),
+            ..Inputs::default()
+        };
+        let activation = AdmissionActivation::new(&inputs, variables);
+        let (outcomes, _) = evaluate(
+            &[Some(&validation), Some(&unused), Some(&using_broken)],
+            &activation,
+            crate::RUNTIME_CEL_COST_BUDGET,
+        )
+        .expect("within budget");
+        let values: Vec<String> = outcomes
+            .into_iter()
+            .flatten()
+            .map(|o| match o {
+                Ok(v) => v.to_string(),
+                Err(e) => e,
+            })
+            .collect();
+        assert_eq!(
+            values,
+            [
+                "false",
+                "true",
+                "expression 'variables.broken == 1' resulted in error: composited variable \"broken\" fails to evaluate: no such key: nope"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_budget_is_shared_and_its_end_is_fatal() {
+        let compiler = webhook_compiler();
+        let costly = compiler.compile(
+            "[1,2,3,4,5,6,7,8,9,10].all(x, [1,2,3,4,5,6,7,8,9,10].all(y, true))",
+            Returns::Bool,
+            true,
+        );
+        let request = json!({});
+        let inputs = Inputs {
+            request: &request,
+            ..Inputs::default()
+        };
+        let activation = AdmissionActivation::new(&inputs, Arc::from([]));
+        let (_, left) = evaluate(&[Some(&costly)], &activation, 1_000).expect("fits");
+        assert!(left < 1_000);
+        assert_eq!(
+            evaluate(
+                &[Some(&costly), Some(&costly)],
+                &activation,
+                1_000 - left + 1
+            )
+            .err(),
+            Some(OUT_OF_BUDGET.to_owned())
+        );
     }
 }

@@ -50,6 +50,9 @@ pub(crate) enum Node {
         entries: Vec<(Node, Node, bool)>,
     },
     Comprehension(Box<Comprehension>),
+    /// `variables.<name>` of an admission policy: evaluated lazily, once per request, by the
+    /// activation ([`crate::Activation::variable`]).
+    Variable(Arc<str>),
 }
 
 #[derive(Debug)]
@@ -62,6 +65,10 @@ pub(crate) struct Comprehension {
     pub(crate) step: Node,
     pub(crate) result: Node,
 }
+
+/// The variable holding an admission policy's composited variables (upstream's
+/// `VariableVarName`).
+pub(crate) const VARIABLES: &str = "variables";
 
 /// The names that are types when used as values (`type(x) == int`).
 const TYPE_NAMES: [&str; 11] = [
@@ -164,6 +171,22 @@ impl<'a> Checker<'a> {
                     if !root_is_var && LIBRARY_TYPE_NAMES.contains(&q.as_str()) {
                         return (Node::Const(Value::Type(q.into())), Type::Type);
                     }
+                }
+                // `variables.x` of an admission policy: lazily evaluated by the activation.
+                if let Expr::Ident(root_name) = &s.operand.expr
+                    && root_name == VARIABLES
+                    && !self.scopes.iter().any(|(n, _)| n == VARIABLES)
+                    && let Some(t @ Type::Object(_)) = self.lookup(VARIABLES)
+                {
+                    if !self.referenced.iter().any(|r| r == VARIABLES) {
+                        self.referenced.push(VARIABLES.to_string());
+                    }
+                    let field_t = self.field_type(e.id, &t, &s.field);
+                    if s.test {
+                        // Every declared variable is present (upstream's lazy map).
+                        return (Node::Const(Value::Bool(true)), Type::Bool);
+                    }
+                    return (Node::Variable(s.field.as_str().into()), field_t);
                 }
                 let (operand, t) = self.check(&s.operand);
                 let field_t = self.field_type(e.id, &t, &s.field);

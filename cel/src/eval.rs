@@ -23,6 +23,12 @@ const AGGREGATE_CREATE_COST: u64 = 10;
 pub trait Activation {
     /// The value of `name`, if bound.
     fn resolve(&self, name: &str) -> Option<Value>;
+
+    /// The value of the composited variable `variables.<name>` of an admission policy,
+    /// evaluated when first read (`None`: no such variable).
+    fn variable(&self, _name: &str) -> Option<Result<Value, EvalError>> {
+        None
+    }
 }
 
 impl Activation for HashMap<String, Value> {
@@ -272,6 +278,12 @@ impl<'a> Interpreter<'a> {
                     }
                 }
                 Ok(Value::Map(Arc::new(out)))
+            }
+            Node::Variable(name) => {
+                self.charge(1)?;
+                self.vars
+                    .variable(name)
+                    .unwrap_or_else(|| Err(EvalError::new(format!("no such key: {name}"))))
             }
             Node::Comprehension(c) => {
                 let range = self.eval(&c.range)?;

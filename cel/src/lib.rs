@@ -19,7 +19,8 @@
 //!   quantity, format, IP, CIDR, optional).
 //! - `env`: compile and run; `schema`: OpenAPI schemas as CEL types and JSON as values.
 //! - `formats`: the schema `format`s upstream validates.
-//! - `admission`: matchConditions (object, oldObject, request, params) for webhooks.
+//! - `admission`: admission expressions (webhooks' matchConditions, ValidatingAdmissionPolicy
+//!   variables, validations, messages, audit annotations), their variables and budget.
 
 pub mod admission;
 pub mod env;

@@ -22,6 +22,8 @@
 //!   the protection finalizers).
 //! - `events`: Events and Leases (§12).
 //! - `rbac`: Roles, ClusterRoles and their bindings.
+//! - `policies`: webhook configurations' `matchConditions`, ValidatingAdmissionPolicies and
+//!   their bindings (defaults, and CEL compiled when written).
 
 mod apiservices;
 pub(crate) mod certificates;
@@ -29,10 +31,10 @@ mod config;
 mod events;
 mod fields;
 mod pods;
+mod policies;
 mod rbac;
 mod services;
 mod storage;
-mod unenforced;
 mod workloads;
 
 use std::borrow::Cow;
@@ -97,6 +99,15 @@ pub(crate) async fn admit_create(
     validate(admission, object, &mut errors);
     if admission == Admission::Pod {
         pods::validate_pod_create(object, &mut errors);
+    }
+    match admission {
+        Admission::WebhookConfiguration => {
+            policies::validate_webhook_configuration(object, None, &mut errors);
+        }
+        Admission::ValidatingAdmissionPolicy => {
+            policies::validate_policy(object, None, &mut errors);
+        }
+        _ => {}
     }
     if !errors.is_empty() {
         return Err(invalid(resource, object, errors));
@@ -358,23 +369,6 @@ pub(crate) fn to_storage<'a>(resource: &Resource, object: &'a Object) -> Cow<'a,
     }
 }
 
-/// What `object` asks for that kubemock does not enforce yet (`unenforced`): the 422, or
-/// with `--accept-unenforced` the warnings to send with the accepted write.
-pub(crate) fn refuse_unenforced(
-    state: &AppState,
-    resource: &Resource,
-    object: &Object,
-) -> ApiResult<Vec<String>> {
-    let causes = unenforced::unenforced(resource, object);
-    if causes.is_empty() {
-        return Ok(Vec::new());
-    }
-    if state.config().accept_unenforced {
-        return Ok(unenforced::warnings(&causes));
-    }
-    Err(invalid(resource, object, causes))
-}
-
 /// The 422 for `object` of `resource` with these causes.
 fn invalid(resource: &Resource, object: &Object, errors: Vec<FieldError>) -> ApiError {
     meta::invalid(
@@ -424,7 +418,9 @@ fn default(admission: Admission, object: &mut Object) -> ApiResult<()> {
         Admission::EventV1 => events::normalize_times("EventV1", "Event", object)?,
         Admission::Lease => events::normalize_times("Lease", "Lease", object)?,
         Admission::ApiService => apiservices::default(object),
-        Admission::CertificateSigningRequest => {}
+        Admission::CertificateSigningRequest | Admission::WebhookConfiguration => {}
+        Admission::ValidatingAdmissionPolicy => policies::default_policy(object),
+        Admission::ValidatingAdmissionPolicyBinding => policies::default_binding(object),
         Admission::Role
         | Admission::ClusterRole
         | Admission::RoleBinding
@@ -528,6 +524,9 @@ fn validate(admission: Admission, object: &Object, errors: &mut Vec<FieldError>)
                 rbac::validate(kind, object, errors);
             }
         }
+        Admission::ValidatingAdmissionPolicyBinding => policies::validate_binding(object, errors),
+        // Checked with the old object at hand (`admit_create`, `validate_update`).
+        Admission::WebhookConfiguration | Admission::ValidatingAdmissionPolicy => {}
         Admission::None | Admission::Namespace => {}
     }
 }
@@ -573,6 +572,12 @@ fn validate_update(
         }
         Admission::PersistentVolume => storage::validate_volume_update(existing, object, errors),
         Admission::StorageClass => storage::validate_class_update(existing, object, errors),
+        Admission::WebhookConfiguration => {
+            policies::validate_webhook_configuration(object, Some(existing), errors);
+        }
+        Admission::ValidatingAdmissionPolicy => {
+            policies::validate_policy(object, Some(existing), errors);
+        }
         _ => {
             if let Some(kind) = rbac_kind(admission) {
                 rbac::validate_update(kind, existing, object, errors);

@@ -223,7 +223,7 @@ fn validate_aggregation(rule: Option<&Value>, errors: &mut Vec<FieldError>) {
 }
 
 /// `ValidateLabelSelector` (`apimachinery/pkg/apis/meta/v1/validation`), without its options.
-fn validate_label_selector(selector: &Value, path: &str, errors: &mut Vec<FieldError>) {
+pub(super) fn validate_label_selector(selector: &Value, path: &str, errors: &mut Vec<FieldError>) {
     if let Some(Value::Object(labels)) = selector.get("matchLabels") {
         let labels_path = format!("{path}.matchLabels");
         for (key, value) in labels {

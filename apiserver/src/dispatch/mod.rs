@@ -17,6 +17,9 @@
 //! - A `service` reference is resolved through the Service's Endpoints
 //!   (`staging/src/k8s.io/apiserver/pkg/util/proxy/proxy.go`, `ResolveEndpoint`).
 //!
+//! `policies` is the ValidatingAdmissionPolicy plugin, run by [`validate`] before the
+//! validating webhooks.
+//!
 //! `conversion` converts custom objects between the versions of their definition (`None`, or
 //! the definition's conversion webhook), for the handlers' reads and writes and for webhooks
 //! matched through an equivalent version.
@@ -33,6 +36,7 @@ use serde_json::{Value, json};
 use tracing::warn;
 
 pub(crate) mod conversion;
+mod policies;
 use crate::identity::UserInfo;
 use crate::object::Object;
 use crate::registry::Resource;
@@ -219,7 +223,91 @@ async fn should_call(
             return Ok(None);
         }
     }
+    if !hook.match_conditions.is_empty() {
+        // The conditions see the object in the version the webhook matched.
+        let (object, old) = match &invocation.equivalent {
+            None => (object.cloned(), old.cloned()),
+            Some(target) => (
+                convert_for(state, object, target).await?,
+                convert_for(state, old, target).await?,
+            ),
+        };
+        if !conditions_match(hook, &invocation, request, object.as_ref(), old.as_ref())? {
+            return Ok(None);
+        }
+    }
     Ok(Some(invocation))
+}
+
+async fn convert_for(
+    state: &AppState,
+    object: Option<&Value>,
+    target: &Resource,
+) -> ApiResult<Option<Value>> {
+    match object {
+        None => Ok(None),
+        Some(object) => conversion::convert_value(state, object, target)
+            .await
+            .map(Some),
+    }
+}
+
+/// The AdmissionRequest admission expressions see as `request`.
+pub(crate) fn cel_request(request: &Request<'_>, matched: &Gvr) -> Value {
+    review::cel_request(&ReviewRequest {
+        uid: "",
+        matched,
+        requested: &requested(request.resource),
+        subresource: request.subresource.unwrap_or(""),
+        name: request.name,
+        namespace: request.namespace.unwrap_or(""),
+        operation: request.operation.as_str(),
+        user: request.user,
+        object: None,
+        old: None,
+        dry_run: request.dry_run,
+        options: &request.options,
+    })
+}
+
+/// A webhook's `matchConditions` (`ShouldCallHook` in
+/// `staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/generic/webhook.go`): whether
+/// they all hold; an evaluation error skips the webhook under `failurePolicy: Ignore` and
+/// refuses the request (403) under `Fail`. `namespaceObject` is null for webhooks, as
+/// upstream's matcher passes none.
+fn conditions_match(
+    hook: &Hook,
+    invocation: &Invocation,
+    request: &Request<'_>,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> ApiResult<bool> {
+    let cel_request = cel_request(request, &invocation.matched);
+    let inputs = kubemock_cel::admission::Inputs {
+        object,
+        old_object: old,
+        request: &cel_request,
+        namespace: None,
+        params: None,
+    };
+    let activation = kubemock_cel::admission::AdmissionActivation::new(&inputs, Arc::from([]));
+    match kubemock_cel::admission::match_conditions(&hook.match_conditions, &activation) {
+        Ok(matches) => Ok(matches),
+        Err(why) if hook.ignore_failures => {
+            warn!(webhook = %hook.name, error = %why, "failed evaluating match conditions, skipping the webhook");
+            Ok(false)
+        }
+        Err(why) => {
+            warn!(webhook = %hook.name, error = %why, "failed evaluating match conditions, failing closed");
+            let resource = request.resource;
+            Err(ApiError::forbidden_with(
+                &resource.group,
+                &resource.plural,
+                request.name,
+                &why,
+            ))
+        }
+    }
 }
 
 /// The mutating admission webhooks for `request`: each matching webhook is called and its
@@ -300,8 +388,9 @@ pub(crate) async fn mutate(
     Ok(())
 }
 
-/// The validating admission webhooks for `request` (`object` is none for a delete), called
-/// concurrently; the first failure in call order is the answer.
+/// The ValidatingAdmissionPolicies (`policies`), then the validating admission webhooks for
+/// `request` (`object` is none for a delete), called concurrently; the first failure in call
+/// order is the answer.
 pub(crate) async fn validate(
     state: &AppState,
     request: &Request<'_>,
@@ -309,12 +398,25 @@ pub(crate) async fn validate(
     old: Option<&Object>,
 ) -> ApiResult<()> {
     let current = state.webhooks().current();
-    if current.validating.is_empty() || exempt(request.resource) {
+    let nothing = current.validating.is_empty() && current.policies.is_empty();
+    if nothing || exempt(request.resource) {
         return Ok(());
     }
     let object = object.map(|o| Value::Object(o.clone()));
     let old = old.map(|o| Value::Object(o.clone()));
     let mut namespace_labels = NamespaceLabels(None);
+    // ValidatingAdmissionPolicy runs before ValidatingAdmissionWebhook (upstream's order).
+    if !current.policies.is_empty() {
+        policies::validate(
+            state,
+            &current,
+            request,
+            object.as_ref(),
+            old.as_ref(),
+            &mut namespace_labels,
+        )
+        .await?;
+    }
     let mut relevant = Vec::new();
     for (index, hook) in current.validating.iter().enumerate() {
         if let Some(invocation) = should_call(

@@ -11,7 +11,6 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::{create, delete, get, list, patch, update, watch};
-use crate::admission;
 use crate::fieldvalidation::{self, FieldValidation, Refusal};
 use crate::identity::{self, UserInfo};
 use crate::managedfields::Writer;
@@ -103,13 +102,7 @@ impl Call {
         object: &mut Object,
         origin: Origin<'_>,
     ) -> ApiResult<Vec<String>> {
-        let mut warnings = self.decode_typed(object, origin)?;
-        warnings.extend(admission::refuse_unenforced(
-            &self.state,
-            &self.target.resource,
-            object,
-        )?);
-        Ok(warnings)
+        self.decode_typed(object, origin)
     }
 
     /// [`Call::decode_object`]'s typed decoding.

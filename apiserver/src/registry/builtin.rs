@@ -357,16 +357,19 @@ const ENTRIES: &[Entry] = &[
     // admissionregistration.k8s.io/v1
     entry(ADMISSIONREGISTRATION, V1, "mutatingwebhookconfigurations",
         "MutatingWebhookConfiguration", CLUSTER).categories(API_EXTENSIONS)
-        .generation(GenerationPolicy::Webhooks).printer(Printer::WebhookConfiguration),
+        .generation(GenerationPolicy::Webhooks).printer(Printer::WebhookConfiguration)
+        .admit(Admission::WebhookConfiguration),
     entry(ADMISSIONREGISTRATION, V1, "validatingadmissionpolicies", "ValidatingAdmissionPolicy",
         CLUSTER).categories(API_EXTENSIONS).sub(&["status"]).generation(SPEC)
-        .printer(Printer::ValidatingAdmissionPolicy),
+        .printer(Printer::ValidatingAdmissionPolicy).admit(Admission::ValidatingAdmissionPolicy),
     entry(ADMISSIONREGISTRATION, V1, "validatingadmissionpolicybindings",
         "ValidatingAdmissionPolicyBinding", CLUSTER).categories(API_EXTENSIONS).generation(SPEC)
-        .printer(Printer::ValidatingAdmissionPolicyBinding),
+        .printer(Printer::ValidatingAdmissionPolicyBinding)
+        .admit(Admission::ValidatingAdmissionPolicyBinding),
     entry(ADMISSIONREGISTRATION, V1, "validatingwebhookconfigurations",
         "ValidatingWebhookConfiguration", CLUSTER).categories(API_EXTENSIONS)
-        .generation(GenerationPolicy::Webhooks).printer(Printer::WebhookConfiguration),
+        .generation(GenerationPolicy::Webhooks).printer(Printer::WebhookConfiguration)
+        .admit(Admission::WebhookConfiguration),
     // apiextensions.k8s.io/v1
     entry("apiextensions.k8s.io", V1, "customresourcedefinitions", "CustomResourceDefinition",
         CLUSTER).short(&["crd", "crds"]).categories(API_EXTENSIONS).sub(&["status"])

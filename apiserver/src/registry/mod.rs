@@ -253,6 +253,13 @@ pub enum Admission {
     RoleBinding,
     /// rbac.authorization.k8s.io/v1 ClusterRoleBinding.
     ClusterRoleBinding,
+    /// admissionregistration.k8s.io/v1 Mutating/ValidatingWebhookConfiguration (their
+    /// `matchConditions`).
+    WebhookConfiguration,
+    /// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy.
+    ValidatingAdmissionPolicy,
+    /// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding.
+    ValidatingAdmissionPolicyBinding,
 }
 
 /// How a resource behaves under the generic verbs, where kinds differ.

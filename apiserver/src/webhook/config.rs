@@ -4,11 +4,14 @@
 //! rules.go`), `namespaceSelector` and `objectSelector` (`predicates/namespace/matcher.go`,
 //! `predicates/object/matcher.go`), with the v1 defaults (`pkg/apis/admissionregistration/v1/
 //! defaults.go`: failurePolicy Fail, matchPolicy Equivalent, timeoutSeconds 10, scope `*`,
-//! reinvocationPolicy Never, service port 443).
+//! reinvocationPolicy Never, service port 443), and the webhooks' `matchConditions`, compiled
+//! here once per configuration version.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
+use kubemock_cel::admission::{Compiler, Declarations, Expression, Returns};
 use serde_json::Value;
 
 use super::client::{DEFAULT_SERVICE_PORT, Endpoint, Location};
@@ -136,6 +139,8 @@ pub(crate) struct Hook {
     pub(crate) review_versions: Vec<String>,
     /// `reinvocationPolicy: IfNeeded`.
     pub(crate) reinvoke: bool,
+    /// `matchConditions`, compiled once per configuration version.
+    pub(crate) match_conditions: Arc<[Expression]>,
 }
 
 /// The webhooks of a stored configuration `object` of `kind`.
@@ -178,9 +183,47 @@ pub(crate) fn hooks_of(kind: Kind, object: &Value) -> Vec<Hook> {
                     .map_or(DEFAULT_TIMEOUT, Duration::from_secs),
                 review_versions: strings(hook.get("admissionReviewVersions")),
                 reinvoke: text("reinvocationPolicy").as_deref() == Some("IfNeeded"),
+                match_conditions: compile_match_conditions(hook.get("matchConditions")),
             }
         })
         .collect()
+}
+
+/// The compiler of webhooks' match conditions (`GetCompiledMatcher` in
+/// `staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/accessors.go`: no params, the
+/// authorizer declared).
+pub(crate) fn match_condition_compiler() -> Compiler {
+    Compiler::new(
+        Declarations {
+            params: false,
+            authorizer: true,
+        },
+        false,
+    )
+}
+
+/// A webhook's (or a policy's) `matchConditions` compiled; one that does not compile (stored
+/// before it was checked) fails when evaluated, as upstream's.
+pub(crate) fn compile_conditions(
+    compiler: &Compiler,
+    conditions: Option<&Value>,
+) -> Arc<[Expression]> {
+    conditions
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|condition| {
+            let expression = condition
+                .get("expression")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            compiler.compile(expression, Returns::Bool, true)
+        })
+        .collect()
+}
+
+fn compile_match_conditions(conditions: Option<&Value>) -> Arc<[Expression]> {
+    compile_conditions(&match_condition_compiler(), conditions)
 }
 
 /// A `clientConfig` (a webhook's, or a CRD conversion's `webhook.clientConfig`).
@@ -262,7 +305,7 @@ fn clean_url_path(url: &str) -> String {
     )
 }
 
-fn rule_of(rule: &Value) -> Rule {
+pub(crate) fn rule_of(rule: &Value) -> Rule {
     Rule {
         operations: strings(rule.get("operations")),
         api_groups: strings(rule.get("apiGroups")),
@@ -276,7 +319,7 @@ fn rule_of(rule: &Value) -> Rule {
     }
 }
 
-fn strings(value: Option<&Value>) -> Vec<String> {
+pub(crate) fn strings(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
         .into_iter()
@@ -309,7 +352,16 @@ pub(crate) fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool
 
 /// `MatchObjectSelector`: the selector matches the object's labels or the old object's.
 pub(crate) fn object_selected(hook: &Hook, object: Option<&Value>, old: Option<&Value>) -> bool {
-    let Some(selector) = &hook.object_selector else {
+    selected_by(hook.object_selector.as_ref(), object, old)
+}
+
+/// `MatchObjectSelector` for any selector (none selects everything).
+pub(crate) fn selected_by(
+    selector: Option<&Value>,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> bool {
+    let Some(selector) = selector else {
         return true;
     };
     let labels =

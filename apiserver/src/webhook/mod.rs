@@ -11,12 +11,15 @@
 //!
 //! # Layout
 //! - `config`: the configurations' webhooks and the matching of rules and selectors.
+//! - `policies`: ValidatingAdmissionPolicies and their bindings, compiled (the same index
+//!   follows them: they live under the same key prefix).
 //! - `client`: the HTTPS client, pooled per client configuration.
 //! - `review`: AdmissionReview requests, the verification of answers, denial Statuses.
 //! - `trust`: the verification of a webhook's serving certificate against its `caBundle`.
 
 pub(crate) mod client;
 pub(crate) mod config;
+pub(crate) mod policies;
 pub(crate) mod review;
 pub(crate) mod trust;
 
@@ -36,6 +39,15 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
 use config::{Hook, Kind};
+use policies::{Binding, Policy};
+
+/// The webhooks of a stored configuration.
+fn hooks(kind: Kind, object: &Value) -> Vec<Arc<Hook>> {
+    config::hooks_of(kind, object)
+        .into_iter()
+        .map(Arc::new)
+        .collect()
+}
 
 use crate::status::{ApiError, ApiResult};
 
@@ -50,6 +62,11 @@ const MUTATING_PREFIX: &str =
 /// The key prefix of the validating configurations.
 const VALIDATING_PREFIX: &str =
     "/registry/admissionregistration.k8s.io/validatingwebhookconfigurations/";
+/// The key prefix of the ValidatingAdmissionPolicies.
+const POLICY_PREFIX: &str = "/registry/admissionregistration.k8s.io/validatingadmissionpolicies/";
+/// The key prefix of their bindings.
+const BINDING_PREFIX: &str =
+    "/registry/admissionregistration.k8s.io/validatingadmissionpolicybindings/";
 
 /// How long a configuration write waits for the index to catch up before answering anyway
 /// (as `authz::rbac`'s `SYNC_WAIT`).
@@ -66,21 +83,36 @@ pub(crate) const MUTATION_FAILED_OPEN: &str = "failed-open.mutation.webhook.admi
 /// The audit annotation prefix of a validating webhook that failed open.
 pub(crate) const VALIDATION_FAILED_OPEN: &str = "failed-open.validating.webhook.admission.k8s.io/";
 
-/// The webhooks in use, in call order.
+/// The webhooks and policies in use, in call order.
 #[derive(Debug, Default)]
 pub(crate) struct Current {
     /// The mutating webhooks.
     pub(crate) mutating: Vec<Arc<Hook>>,
     /// The validating webhooks.
     pub(crate) validating: Vec<Arc<Hook>>,
+    /// The ValidatingAdmissionPolicies that have bindings, in name order, each with its
+    /// bindings in name order.
+    pub(crate) policies: Vec<(Arc<Policy>, Vec<Arc<Binding>>)>,
+}
+
+/// What one stored object of the index holds.
+#[derive(Debug)]
+enum Stored {
+    /// A webhook configuration's webhooks.
+    Hooks(Vec<Arc<Hook>>),
+    /// A policy, compiled.
+    Policy(Arc<Policy>),
+    /// A binding.
+    Binding(Arc<Binding>),
 }
 
 /// The index of webhook configurations, and the clients that call them.
 #[derive(Debug)]
 pub(crate) struct Webhooks {
-    /// Each stored configuration's webhooks, by storage key (so in name order per kind):
-    /// written by [`start`]'s task only, held for one event's span, never across `.await`.
-    stored: RwLock<BTreeMap<Vec<u8>, Vec<Arc<Hook>>>>,
+    /// Each stored configuration's webhooks, policy or binding, by storage key (so in name
+    /// order per kind): written by [`start`]'s task only, held for one event's span, never
+    /// across `.await`.
+    stored: RwLock<BTreeMap<Vec<u8>, Stored>>,
     /// What `stored` amounts to, rebuilt on each change: a request clones the `Arc`.
     current: RwLock<Arc<Current>>,
     /// The store revision the index reflects every change up to.
@@ -109,37 +141,50 @@ impl Webhooks {
         Arc::clone(&self.current.read())
     }
 
-    /// Applies a stored configuration (a put) or its removal.
+    /// Applies a stored configuration, policy or binding (a put) or its removal.
     fn apply(&self, key: &[u8], value: Option<&[u8]>) {
-        let kind = if key.starts_with(MUTATING_PREFIX.as_bytes()) {
-            Kind::Mutating
+        let object = value.and_then(|v| serde_json::from_slice::<Value>(v).ok());
+        let entry = if key.starts_with(MUTATING_PREFIX.as_bytes()) {
+            object.map(|o| Stored::Hooks(hooks(Kind::Mutating, &o)))
         } else if key.starts_with(VALIDATING_PREFIX.as_bytes()) {
-            Kind::Validating
+            object.map(|o| Stored::Hooks(hooks(Kind::Validating, &o)))
+        } else if key.starts_with(POLICY_PREFIX.as_bytes()) {
+            object.map(|o| Stored::Policy(Arc::new(policies::policy_of(&o))))
+        } else if key.starts_with(BINDING_PREFIX.as_bytes()) {
+            object.map(|o| Stored::Binding(Arc::new(policies::binding_of(&o))))
+        } else if key.is_empty() {
+            None
         } else {
             return;
         };
-        let hooks = value
-            .and_then(|v| serde_json::from_slice::<Value>(v).ok())
-            .map(|object| {
-                config::hooks_of(kind, &object)
-                    .into_iter()
-                    .map(Arc::new)
-                    .collect::<Vec<_>>()
-            });
         let mut stored = self.stored.write();
-        match hooks {
-            Some(hooks) => stored.insert(key.to_vec(), hooks),
+        match entry {
+            Some(entry) => stored.insert(key.to_vec(), entry),
             None => stored.remove(key),
         };
         let mut current = Current::default();
-        for (key, hooks) in stored.iter() {
-            let list = if key.starts_with(MUTATING_PREFIX.as_bytes()) {
-                &mut current.mutating
-            } else {
-                &mut current.validating
-            };
-            list.extend(hooks.iter().cloned());
+        let mut bindings: Vec<&Arc<Binding>> = Vec::new();
+        for (key, entry) in stored.iter() {
+            match entry {
+                Stored::Hooks(hooks) if key.starts_with(MUTATING_PREFIX.as_bytes()) => {
+                    current.mutating.extend(hooks.iter().cloned());
+                }
+                Stored::Hooks(hooks) => current.validating.extend(hooks.iter().cloned()),
+                Stored::Policy(policy) => current.policies.push((Arc::clone(policy), Vec::new())),
+                Stored::Binding(binding) => bindings.push(binding),
+            }
         }
+        for (policy, policy_bindings) in &mut current.policies {
+            policy_bindings.extend(
+                bindings
+                    .iter()
+                    .filter(|b| b.policy_name == policy.name)
+                    .map(|b| Arc::clone(b)),
+            );
+        }
+        current
+            .policies
+            .retain(|(_, bindings)| !bindings.is_empty());
         *self.current.write() = Arc::new(current);
     }
 

@@ -127,6 +127,23 @@ pub(crate) fn build(version: &str, request: &ReviewRequest<'_>) -> Value {
     })
 }
 
+/// The AdmissionRequest CEL expressions see as `request` (`CreateAdmissionRequest` of
+/// `staging/src/k8s.io/apiserver/pkg/admission/plugin/cel/condition.go`): the review's
+/// request without `uid`, `object` and `oldObject`.
+pub(crate) fn cel_request(request: &ReviewRequest<'_>) -> Value {
+    let mut review = build("v1", request);
+    let mut body = review
+        .get_mut("request")
+        .map(Value::take)
+        .unwrap_or_default();
+    if let Some(fields) = body.as_object_mut() {
+        for key in ["uid", "object", "oldObject"] {
+            fields.remove(key);
+        }
+    }
+    body
+}
+
 /// A verified answer (`AdmissionResponse`).
 #[derive(Debug, Default)]
 pub(crate) struct Verdict {

@@ -1,0 +1,586 @@
+//! CEL in admission: webhooks' `matchConditions` and ValidatingAdmissionPolicies with their
+//! bindings, over real sockets. Upstream's behaviour is the reference:
+//! `staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions/matcher.go` and
+//! `.../webhook/generic/webhook.go` (`ShouldCallHook`), `.../policy/validating/dispatcher.go`
+//! and `validator.go`, `.../policy/generic/policy_dispatcher.go` (`CollectParams`), and
+//! `pkg/apis/admissionregistration/validation/validation.go`; the cases follow upstream's
+//! `test/integration/apiserver/admissionwebhook/match_conditions_test.go` and
+//! `test/integration/apiserver/cel/validatingadmissionpolicy_test.go`.
+//!
+//! In-process only: the servers must reach the test's webhook servers on 127.0.0.1.
+
+use std::sync::Arc;
+
+use kubemock_conformance::webhook_server::{Answer, WebhookServer, admission_answer};
+use kubemock_conformance::{Harness, Reply, configmap};
+use serde_json::{Value, json};
+
+const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+
+/// A webhook server that allows everything, counting calls.
+async fn allowing_server() -> WebhookServer {
+    WebhookServer::start(
+        &[],
+        Arc::new(|_, review| Answer::Json(admission_answer(review, json!({"allowed": true})))),
+    )
+    .await
+}
+
+/// A configuration of `kind` with one webhook on configmaps and these `extra` fields.
+fn configuration(kind: &str, name: &str, server: &WebhookServer, extra: Value) -> Value {
+    let mut hook = json!({
+        "name": format!("{name}.example.com"),
+        "clientConfig": {"url": server.url("/admit"), "caBundle": server.ca_bundle},
+        "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                   "resources": ["configmaps"]}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    if let (Value::Object(hook), Value::Object(extra)) = (&mut hook, extra) {
+        hook.extend(extra);
+    }
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+           "metadata": {"name": name}, "webhooks": [hook]})
+}
+
+async fn create_configmap(h: &Harness, ns: &str, body: Value) -> Reply {
+    h.post(&format!("/api/v1/namespaces/{ns}/configmaps"), &body)
+        .await
+}
+
+fn message(reply: &Reply) -> &str {
+    reply.body["message"].as_str().unwrap_or("")
+}
+
+#[tokio::test]
+async fn match_conditions_decide_whether_a_webhook_is_called() {
+    let h = Harness::start().await;
+    let ns = h.namespace("vap-conditions").await;
+    let validating = allowing_server().await;
+    let mutating = allowing_server().await;
+    let conditions = json!({"matchConditions": [
+        {"name": "not-skipped", "expression": "object.metadata.name != 'skip-me'"},
+        {"name": "is-create-or-update", "expression": "request.operation in ['CREATE', 'UPDATE']"},
+        {"name": "no-old-object-on-create",
+         "expression": "request.operation != 'CREATE' || oldObject == null"},
+    ]});
+    let created = h
+        .post(
+            VALIDATING,
+            &configuration(
+                "ValidatingWebhookConfiguration",
+                "checks",
+                &validating,
+                conditions.clone(),
+            ),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let created = h
+        .post(
+            MUTATING,
+            &configuration(
+                "MutatingWebhookConfiguration",
+                "defaults",
+                &mutating,
+                conditions,
+            ),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+
+    let skipped = create_configmap(&h, &ns, configmap("skip-me", json!({}))).await;
+    assert_eq!(skipped.status, 201, "{}", skipped.body);
+    assert_eq!((validating.calls(), mutating.calls()), (0, 0));
+    let checked = create_configmap(&h, &ns, configmap("check-me", json!({}))).await;
+    assert_eq!(checked.status, 201, "{}", checked.body);
+    assert_eq!((validating.calls(), mutating.calls()), (1, 1));
+}
+
+#[tokio::test]
+async fn a_failing_match_condition_follows_the_failure_policy() {
+    let h = Harness::start().await;
+    let ns = h.namespace("vap-condition-errors").await;
+    let server = allowing_server().await;
+    // `object.data.size` is missing from a configmap without it: an evaluation error.
+    let failing = |policy: &str| {
+        json!({"failurePolicy": policy, "matchConditions": [
+            {"name": "small", "expression": "object.data.size == 'small'"}]})
+    };
+    let created = h
+        .post(
+            VALIDATING,
+            &configuration(
+                "ValidatingWebhookConfiguration",
+                "fail-closed",
+                &server,
+                failing("Fail"),
+            ),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let refused = create_configmap(&h, &ns, configmap("no-size", json!({"a": "b"}))).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(refused.body["reason"], "Forbidden");
+    assert_eq!(
+        message(&refused),
+        "configmaps \"no-size\" is forbidden: expression 'object.data.size == 'small'' resulted in error: no such key: size"
+    );
+    assert_eq!(server.calls(), 0);
+    // A false condition wins over the error of another.
+    let sized = create_configmap(&h, &ns, configmap("sized", json!({"size": "big"}))).await;
+    assert_eq!(sized.status, 201, "{}", sized.body);
+    assert_eq!(server.calls(), 0);
+
+    let removed = h.delete(&format!("{VALIDATING}/fail-closed"), None).await;
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    let created = h
+        .post(
+            VALIDATING,
+            &configuration(
+                "ValidatingWebhookConfiguration",
+                "fail-open",
+                &server,
+                failing("Ignore"),
+            ),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let ignored = create_configmap(&h, &ns, configmap("no-size-2", json!({"a": "b"}))).await;
+    assert_eq!(ignored.status, 201, "{}", ignored.body);
+    assert_eq!(
+        server.calls(),
+        0,
+        "an evaluation error under Ignore skips the webhook"
+    );
+    let small = create_configmap(&h, &ns, configmap("small", json!({"size": "small"}))).await;
+    assert_eq!(small.status, 201, "{}", small.body);
+    assert_eq!(server.calls(), 1);
+}
+
+#[tokio::test]
+async fn bad_match_conditions_are_refused_with_upstreams_messages() {
+    let h = Harness::start().await;
+    let server = allowing_server().await;
+    let with = |conditions: Value| {
+        configuration(
+            "ValidatingWebhookConfiguration",
+            "bad",
+            &server,
+            json!({"matchConditions": conditions}),
+        )
+    };
+    let not_bool = h
+        .post(
+            VALIDATING,
+            &with(json!([{"name": "a", "expression": "object.metadata.name"}])),
+        )
+        .await;
+    assert_eq!(not_bool.status, 422, "{}", not_bool.body);
+    assert_eq!(
+        message(&not_bool),
+        "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"bad\" is invalid: webhooks[0].matchConditions[0].expression: Invalid value: \"object.metadata.name\": must evaluate to bool but got dyn"
+    );
+    let duplicate = h
+        .post(
+            VALIDATING,
+            &with(json!([{"name": "a", "expression": "true"},
+                         {"name": "a", "expression": "request.nope == 'x'"}])),
+        )
+        .await;
+    assert_eq!(duplicate.status, 422, "{}", duplicate.body);
+    let text = message(&duplicate);
+    assert!(
+        text.contains("webhooks[0].matchConditions[1].expression: Invalid value: \"request.nope == 'x'\": compilation failed: ERROR: <input>:1:8: undefined field 'nope'"),
+        "{text}"
+    );
+    assert!(
+        text.contains("webhooks[0].matchConditions[1].name: Duplicate value: \"a\""),
+        "{text}"
+    );
+    let authorizer = h
+        .post(
+            VALIDATING,
+            &with(json!([{"name": "a",
+                "expression": "authorizer.group('').resource('pods').check('create').allowed()"}])),
+        )
+        .await;
+    assert_eq!(authorizer.status, 422, "{}", authorizer.body);
+    assert!(
+        message(&authorizer).contains("kubemock does not evaluate the CEL authorizer library"),
+        "{}",
+        authorizer.body
+    );
+    // Nothing was stored.
+    assert_eq!(h.get(&format!("{VALIDATING}/bad")).await.status, 404);
+}
+
+const POLICIES: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+const BINDINGS: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+
+/// A policy on deployments' creates and updates with this `spec` (merged over the rules).
+fn policy(name: &str, spec: Value) -> Value {
+    let mut full = json!({
+        "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+    });
+    if let (Value::Object(full), Value::Object(spec)) = (&mut full, spec) {
+        full.extend(spec);
+    }
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+           "metadata": {"name": name}, "spec": full})
+}
+
+fn binding(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1",
+           "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name}, "spec": spec})
+}
+
+async fn install(h: &Harness, policy: Value, binding: Value) {
+    let created = h.post(POLICIES, &policy).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let created = h.post(BINDINGS, &binding).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+}
+
+async fn create_deployment(h: &Harness, ns: &str, name: &str, replicas: i64) -> Reply {
+    h.post(
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        &kubemock_conformance::deployment(name, replicas, "nginx"),
+    )
+    .await
+}
+
+fn warnings(reply: &Reply) -> Vec<String> {
+    reply
+        .headers
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The acceptance case: a policy with a ConfigMap param, bound with `Deny`, refuses a
+/// Deployment with more replicas than the param allows (upstream's
+/// `TestValidatingAdmissionPolicy` with params, `validatingadmissionpolicy_test.go`).
+#[tokio::test]
+async fn a_policy_with_a_configmap_param_refuses_a_deployment_with_too_many_replicas() {
+    let h = Harness::start().await;
+    let ns = h.namespace("vap-replicas").await;
+    let limits = h
+        .post(
+            &format!("/api/v1/namespaces/{ns}/configmaps"),
+            &configmap("limits", json!({"maxReplicas": "3"})),
+        )
+        .await;
+    assert_eq!(limits.status, 201, "{}", limits.body);
+    install(
+        &h,
+        policy(
+            "replica-limit",
+            json!({
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConditions": [{"name": "not-exempt",
+                    "expression": "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"}],
+                "variables": [{"name": "replicas", "expression": "object.spec.replicas"},
+                              {"name": "limit", "expression": "int(params.data.maxReplicas)"}],
+                "validations": [{
+                    "expression": "variables.replicas <= variables.limit",
+                    "messageExpression": "'replicas ' + string(variables.replicas) + ' exceed ' + string(variables.limit)",
+                }],
+            }),
+        ),
+        binding(
+            "replica-limit-binding",
+            json!({"policyName": "replica-limit", "validationActions": ["Deny"],
+                   "paramRef": {"name": "limits", "parameterNotFoundAction": "Deny"}}),
+        ),
+    )
+    .await;
+    let stored = h.get(&format!("{POLICIES}/replica-limit")).await;
+    assert_eq!(
+        stored.body["spec"]["failurePolicy"], "Fail",
+        "{}",
+        stored.body
+    );
+    assert_eq!(
+        stored.body["spec"]["matchConstraints"]["matchPolicy"],
+        "Equivalent"
+    );
+
+    let refused = create_deployment(&h, &ns, "web", 5).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(refused.body["reason"], "Invalid");
+    let expected = "ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-binding' denied request: replicas 5 exceed 3";
+    assert_eq!(
+        message(&refused),
+        format!("deployments.apps \"web\" is forbidden: {expected}")
+    );
+    assert_eq!(
+        refused.body["details"],
+        json!({"name": "web", "group": "apps", "kind": "deployments",
+               "causes": [{"message": expected}]})
+    );
+    let allowed = create_deployment(&h, &ns, "small", 2).await;
+    assert_eq!(allowed.status, 201, "{}", allowed.body);
+    // An update is checked too.
+    let mut bigger = allowed.body.clone();
+    bigger["spec"]["replicas"] = json!(4);
+    let refused = h
+        .put(
+            &format!("/apis/apps/v1/namespaces/{ns}/deployments/small"),
+            &bigger,
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    // The match condition exempts labelled objects.
+    let mut exempt = kubemock_conformance::deployment("exempt", 9, "nginx");
+    exempt["metadata"]["labels"]["exempt"] = json!("yes");
+    let created = h
+        .post(
+            &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+            &exempt,
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    // The param is read on each request.
+    let raised = h
+        .patch(
+            &format!("/api/v1/namespaces/{ns}/configmaps/limits"),
+            "application/merge-patch+json",
+            &json!({"data": {"maxReplicas": "10"}}),
+        )
+        .await;
+    assert_eq!(raised.status, 200, "{}", raised.body);
+    assert_eq!(create_deployment(&h, &ns, "web", 5).await.status, 201);
+    // No param in another namespace: `Deny` makes it a configuration error, and the policy's
+    // failurePolicy (Fail) refuses.
+    let other = h.namespace("vap-replicas-other").await;
+    let refused = create_deployment(&h, &other, "web", 1).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(
+        message(&refused),
+        "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-binding' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+    );
+}
+
+#[tokio::test]
+async fn parameter_not_found_action_allow_admits_without_params() {
+    let h = Harness::start().await;
+    let ns = h.namespace("vap-allow").await;
+    install(
+        &h,
+        policy(
+            "needs-params",
+            json!({"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                   "validations": [{"expression": "object.spec.replicas < int(params.data.max)"}]}),
+        ),
+        binding(
+            "needs-params",
+            json!({"policyName": "needs-params", "validationActions": ["Deny"],
+                   "paramRef": {"selector": {"matchLabels": {"limits": "yes"}},
+                                "parameterNotFoundAction": "Allow"}}),
+        ),
+    )
+    .await;
+    assert_eq!(create_deployment(&h, &ns, "any", 50).await.status, 201);
+    // Once a param is selected it applies; the default message names the expression.
+    let mut limits = configmap("limits", json!({"max": "3"}));
+    limits["metadata"]["labels"] = json!({"limits": "yes"});
+    let created = h
+        .post(&format!("/api/v1/namespaces/{ns}/configmaps"), &limits)
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let refused = create_deployment(&h, &ns, "big", 50).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        message(&refused).ends_with(
+            "denied request: failed expression: object.spec.replicas < int(params.data.max)"
+        ),
+        "{}",
+        refused.body
+    );
+}
+
+#[tokio::test]
+async fn evaluation_errors_follow_the_failure_policy_and_reasons_set_the_code() {
+    let h = Harness::start().await;
+    let ns = h.namespace("vap-failures").await;
+    install(
+        &h,
+        policy(
+            "strict",
+            json!({"validations": [{"expression": "object.spec.nope > 1"}]}),
+        ),
+        binding(
+            "strict",
+            json!({"policyName": "strict", "validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    let refused = create_deployment(&h, &ns, "web", 1).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(
+        message(&refused),
+        "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'strict' with binding 'strict' denied request: expression 'object.spec.nope > 1' resulted in error: no such key: nope"
+    );
+    let relaxed = h
+        .patch(
+            &format!("{POLICIES}/strict"),
+            "application/merge-patch+json",
+            &json!({"spec": {"failurePolicy": "Ignore"}}),
+        )
+        .await;
+    assert_eq!(relaxed.status, 200, "{}", relaxed.body);
+    assert_eq!(create_deployment(&h, &ns, "web", 1).await.status, 201);
+    // A reason picks the code.
+    install(
+        &h,
+        policy(
+            "forbidden-name",
+            json!({"validations": [{"expression": "object.metadata.name != 'banned'",
+                                    "message": "that name is banned", "reason": "Forbidden"}]}),
+        ),
+        binding(
+            "forbidden-name",
+            json!({"policyName": "forbidden-name", "validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    let refused = create_deployment(&h, &ns, "banned", 1).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(refused.body["reason"], "Forbidden");
+    assert!(message(&refused).ends_with("denied request: that name is banned"));
+}
+
+#[tokio::test]
+async fn warn_and_audit_actions_admit_with_a_warning_and_audit_annotations() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (audit_policy, _) = kubemock_apiserver::AuditPolicy::parse(
+        b"apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
+    )
+    .expect("a valid policy");
+    let log = dir.path().join("audit.log");
+    let audit = kubemock_apiserver::AuditConfig::start(
+        audit_policy,
+        &kubemock_apiserver::AuditLog::File(log.clone()),
+    )
+    .expect("open the log");
+    let h = Harness::start_with(kubemock_apiserver::ServerConfig {
+        audit: Some(audit),
+        ..kubemock_apiserver::ServerConfig::default()
+    })
+    .await;
+    let ns = h.namespace("vap-warn").await;
+    install(
+        &h,
+        policy(
+            "replicas",
+            json!({"validations": [{"expression": "object.spec.replicas <= 2",
+                                    "message": "at most 2 replicas"}],
+                   "auditAnnotations": [{"key": "replicas",
+                       "valueExpression": "'replicas: ' + string(object.spec.replicas)"}]}),
+        ),
+        binding(
+            "replicas-warn",
+            json!({"policyName": "replicas", "validationActions": ["Warn", "Audit"]}),
+        ),
+    )
+    .await;
+    let created = create_deployment(&h, &ns, "web", 5).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(
+        warnings(&created),
+        [
+            "299 - \"Validation failed for ValidatingAdmissionPolicy 'replicas' with binding 'replicas-warn': at most 2 replicas\""
+        ]
+    );
+    let audit_id = created
+        .headers
+        .get("audit-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let annotations = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let found = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .find(|e| e["auditID"] == audit_id.as_str() && e["stage"] == "ResponseComplete");
+        if let Some(event) = found {
+            break event["annotations"].clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no event for {audit_id}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(
+        annotations["replicas/replicas"], "replicas: 5",
+        "{annotations}"
+    );
+    let failure: Value = serde_json::from_str(
+        annotations["validation.policy.admission.k8s.io/validation_failure"]
+            .as_str()
+            .unwrap_or("null"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        failure,
+        json!([{"message": "at most 2 replicas", "policy": "replicas", "binding": "replicas-warn",
+                "expressionIndex": 0, "validationActions": ["Warn", "Audit"]}])
+    );
+    // Within the limit: no warning.
+    let quiet = create_deployment(&h, &ns, "small", 1).await;
+    assert_eq!(quiet.status, 201, "{}", quiet.body);
+    assert!(warnings(&quiet).is_empty());
+}
+
+#[tokio::test]
+async fn bad_policies_and_bindings_are_refused_with_upstreams_messages() {
+    let h = Harness::start().await;
+    let refused = h
+        .post(
+            POLICIES,
+            &policy(
+                "bad",
+                json!({"validations": [{"expression": "params.max > 1"},
+                                       {"expression": "object.spec.replicas",
+                                        "messageExpression": "1"}]}),
+            ),
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    let text = message(&refused);
+    assert!(
+        text.starts_with("ValidatingAdmissionPolicy.admissionregistration.k8s.io \"bad\" is invalid: [spec.validations[0].expression: Invalid value: \"params.max > 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'params' (in container '')"),
+        "{text}"
+    );
+    assert!(
+        text.contains("spec.validations[1].expression: Invalid value: \"object.spec.replicas\": must evaluate to bool but got dyn"),
+        "{text}"
+    );
+    assert!(
+        text.contains("spec.validations[1].messageExpression: Invalid value: \"1\": must evaluate to string but got int"),
+        "{text}"
+    );
+    let empty = h.post(POLICIES, &policy("empty", json!({}))).await;
+    assert_eq!(empty.status, 422, "{}", empty.body);
+    assert!(
+        message(&empty).contains("spec.validations: Required value: validations or auditAnnotations must contain at least one item"),
+        "{}",
+        empty.body
+    );
+    let no_actions = h
+        .post(BINDINGS, &binding("b", json!({"policyName": "p"})))
+        .await;
+    assert_eq!(no_actions.status, 422, "{}", no_actions.body);
+    assert_eq!(
+        message(&no_actions),
+        "ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io \"b\" is invalid: spec.validationActions: Required value: at least one validation action is required"
+    );
+}
