@@ -52,7 +52,8 @@
 //!   webhooks (admission and CRD conversion) are called with, and AdmissionReviews;
 //!   `dispatch`: the admission webhooks' dispatch on writes and CRD conversion on reads and
 //!   writes; `requestlog`: the request log of `testing.kubemock.dev/v1` `requests`
-//!   (the layer that records every request, the ring it keeps them in).
+//!   (the layer that records every request, the ring it keeps them in); `faults`: the
+//!   `Fault`s of that group (their index, the pipeline step that injects them).
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
@@ -84,6 +85,7 @@ mod bootstrap;
 mod codec;
 mod crd;
 mod dispatch;
+mod faults;
 mod fieldvalidation;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -174,7 +176,7 @@ pub mod protobuf {
 /// impersonation is applied (`authenticate::ImpersonationLayer`), then logged in the request
 /// log unless it is off (`requestlog`), then held to the in-flight
 /// limit (`limits`), then authorized unless the mode is plain `AlwaysAllow` and nothing is
-/// audited (`authorize`), then routed.
+/// audited (`authorize`), then matched against the Faults (`faults::layer`), then routed.
 ///
 /// The pipeline wraps the router rather than being its layers: axum layers a router by
 /// wrapping each route, and clones a route per request, so every layer there cost a boxed
@@ -214,6 +216,7 @@ fn app(
         )
         .layer(from_fn_with_state(in_flight, limits::limit))
         .option_layer(authorize)
+        .layer(faults::layer::FaultLayer::new(state.clone()))
         .service(routes)
 }
 
@@ -254,6 +257,14 @@ pub async fn serve(
     )
     .await
     .map_err(|err| std::io::Error::other(format!("loading the webhook configurations: {err}")))?;
+    faults::start(
+        state.faults(),
+        state.store(),
+        state.shutdown(),
+        state.tasks(),
+    )
+    .await
+    .map_err(|err| std::io::Error::other(format!("loading the faults: {err}")))?;
     crd::controller::start(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("serving the custom resources: {err}")))?;

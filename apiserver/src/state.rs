@@ -229,6 +229,9 @@ struct Inner {
     /// The request log (`requestlog`), `None` when it is off; pushed to by the pipeline's
     /// layer, read and cleared by `handlers::testing`.
     request_log: Option<crate::requestlog::RequestLog>,
+    /// The Faults in force (`faults`), loaded and followed by `faults::start`; read by the
+    /// pipeline's fault step.
+    faults: Arc<crate::faults::Faults>,
 }
 
 impl AppState {
@@ -262,6 +265,7 @@ impl AppState {
                 rbac,
                 webhooks: Arc::default(),
                 request_log,
+                faults: Arc::default(),
             }),
         }
     }
@@ -279,6 +283,11 @@ impl AppState {
     /// The RBAC authorizer, when the authorization mode has one.
     pub(crate) fn rbac(&self) -> Option<&Arc<crate::authz::rbac::Rbac>> {
         self.inner.rbac.as_ref()
+    }
+
+    /// The Faults in force.
+    pub(crate) fn faults(&self) -> &Arc<crate::faults::Faults> {
+        &self.inner.faults
     }
 
     /// The admission webhooks and the webhook clients.

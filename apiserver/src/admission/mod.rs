@@ -388,7 +388,7 @@ fn default(admission: Admission, object: &mut Object) -> ApiResult<()> {
         Admission::EventV1 => events::normalize_times("EventV1", "Event", object)?,
         Admission::Lease => events::normalize_times("Lease", "Lease", object)?,
         Admission::ApiService => apiservices::default(object),
-        Admission::CertificateSigningRequest => {}
+        Admission::CertificateSigningRequest | Admission::Fault => {}
         Admission::Role
         | Admission::ClusterRole
         | Admission::RoleBinding
@@ -437,6 +437,11 @@ fn prepare_create(
             certificates::prepare_create(object, user);
             return;
         }
+        // The status is the server's (`faults::flush`).
+        Admission::Fault => {
+            object.shift_remove("status");
+            return;
+        }
         Admission::Job => {
             workloads::generate_job_selector(object);
             "Job"
@@ -483,6 +488,11 @@ fn validate(admission: Admission, object: &Object, errors: &mut Vec<FieldError>)
         | Admission::ClusterRoleBinding => {
             if let Some(kind) = rbac_kind(admission) {
                 rbac::validate(kind, object, errors);
+            }
+        }
+        Admission::Fault => {
+            if let Err(found) = crate::faults::spec::compile(object) {
+                errors.extend(found);
             }
         }
         Admission::None | Admission::Namespace => {}

@@ -247,6 +247,8 @@ pub enum Admission {
     RoleBinding,
     /// rbac.authorization.k8s.io/v1 ClusterRoleBinding.
     ClusterRoleBinding,
+    /// testing.kubemock.dev/v1 Fault (`faults::spec`).
+    Fault,
 }
 
 /// How a resource behaves under the generic verbs, where kinds differ.
