@@ -54,6 +54,8 @@
 //!   writes; `requestlog`: the request log of `testing.kubemock.dev/v1` `requests`
 //!   (the layer that records every request, the ring it keeps them in); `faults`: the
 //!   `Fault`s of that group (their index, the pipeline step that injects them).
+//! - [`fixtures`]: the objects `--load` creates at startup, in dependency order;
+//!   [`reset`]: the startup state, resets to it, snapshots and their restore.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
@@ -87,6 +89,7 @@ mod crd;
 mod dispatch;
 mod faults;
 mod fieldvalidation;
+pub mod fixtures;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handlers;
@@ -106,6 +109,7 @@ mod query;
 mod rbac;
 mod registry;
 mod requestlog;
+pub mod reset;
 mod routes;
 pub mod security;
 mod selector;
@@ -230,6 +234,12 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let state = AppState::new(store, config, shutdown.clone());
+    if let Some(snapshot) = &state.config().restore {
+        let written = reset::restore(state.store().as_ref(), snapshot)
+            .await
+            .map_err(|err| std::io::Error::other(format!("restoring the snapshot: {err}")))?;
+        tracing::info!(keys = written, "snapshot restored");
+    }
     // The RBAC policy is read and reconciled on a task of its own, in parallel with the
     // namespaces (on a durable store their writes share group commits).
     let rbac_state = state.clone();
@@ -277,7 +287,19 @@ pub async fn serve(
     // do not need them (generating them alongside slowed a durable start by as much).
     tokio::task::spawn_blocking(|| std::sync::LazyLock::force(&openapi::SCHEMAS));
     let routes = routes::routes().with_state(state.clone());
+    fixtures::create(&state, &routes, &state.config().fixtures)
+        .await
+        .map_err(|err| std::io::Error::other(format!("loading the fixtures: {err}")))?;
+    // What a reset goes back to: the store with the bootstrap objects, the restored
+    // snapshot and the fixtures.
+    let baseline = reset::capture(state.store().as_ref())
+        .await
+        .map_err(|err| std::io::Error::other(format!("reading the startup state: {err}")))?;
+    state.set_baseline(baseline);
     let service = app(state.clone(), routes);
+    if let Some(ready) = &state.config().ready {
+        ready.notify_one();
+    }
     let result = match &state.config().security {
         // The audit log's `sourceIPs` want the peer's address.
         None if state.config().audit.is_some() => {

@@ -40,6 +40,20 @@ pub(crate) async fn serve(call: &Call, method: Method) -> ApiResult<Response> {
     match call.target.resource.plural.as_str() {
         "requests" => requests(call, method).await,
         "compactions" => compaction(call, method).await,
+        "resets" => {
+            require_create(call, &method)?;
+            let baseline = call
+                .state
+                .baseline()
+                .ok_or_else(|| ApiError::unavailable("the server is starting"))?;
+            let report = crate::reset::reset(&call.state, &baseline).await?;
+            Ok(call.respond(StatusCode::CREATED, &report.to_object(&baseline)))
+        }
+        "snapshots" => {
+            require_create(call, &method)?;
+            let snapshot = crate::reset::snapshot(call.state.store().as_ref()).await?;
+            Ok(call.respond(StatusCode::CREATED, &snapshot))
+        }
         _ => Err(ApiError::route_method_not_allowed()),
     }
 }

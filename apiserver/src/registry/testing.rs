@@ -10,6 +10,9 @@
 //! - `faults` (`Fault`, cluster-scoped, stored): faults injected into matching requests
 //!   (`faults`), with a `status` subresource the server writes.
 //! - `compactions` (`Compaction`, create only): compacts the store now.
+//! - `resets` (`Reset`, create only): brings the store back to its startup state (`reset`).
+//! - `snapshots` (`Snapshot`, create only): answers the whole store as one object
+//!   (`reset::snapshot`), for `kubemock snapshot save` and `serve --restore`.
 
 use std::sync::Arc;
 
@@ -35,7 +38,13 @@ pub(super) fn group() -> Group {
 
 /// The group's resources, in discovery order.
 pub(super) fn resources() -> Vec<Resource> {
-    vec![requests(), faults(), action("compactions", "Compaction")]
+    vec![
+        requests(),
+        faults(),
+        action("compactions", "Compaction"),
+        action("resets", "Reset"),
+        action("snapshots", "Snapshot"),
+    ]
 }
 
 /// `faults`: stored, with the `status` subresource the server writes its counters to.
@@ -283,6 +292,12 @@ pub(crate) fn schema(resource: &Resource) -> Option<Value> {
     match resource.kind.as_str() {
         "Request" => Some(request_schema()),
         "Fault" => Some(fault_schema()),
+        "Reset" => Some(json!({"type": "object",
+            "description": "A reset of the cluster to its startup state, done when created (POST); its status counts what changed.",
+            "x-kubernetes-preserve-unknown-fields": true})),
+        "Snapshot" => Some(json!({"type": "object",
+            "description": "The whole store at one resourceVersion, answered when created (POST): items of key and object.",
+            "x-kubernetes-preserve-unknown-fields": true})),
         "Compaction" => Some(json!({"type": "object",
             "description": "A compaction of the store, done when created (POST); its status says up to which resourceVersion.",
             "x-kubernetes-preserve-unknown-fields": true})),
