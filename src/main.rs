@@ -1204,6 +1204,29 @@ fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()>> {
     })
 }
 
+/// `kubemock snapshot save FILE`: the server's `POST .../snapshots`, written to FILE.
+async fn snapshot_save(args: SnapshotSaveArgs) -> anyhow::Result<()> {
+    let config = match (&args.server, &args.kubeconfig) {
+        (Some(url), _) => kubemock_client::Config::new(url),
+        (None, Some(path)) => kubemock_client::Config::from_kubeconfig_file(path)
+            .with_context(|| format!("reading {}", path.display()))?,
+        (None, None) => kubemock_client::Config::infer().context("reading the kubeconfig")?,
+    };
+    let client = kubemock_client::Client::new(config).context("creating the client")?;
+    let request = kubemock_client::request::RequestBuilder::new(
+        "/apis/testing.kubemock.dev/v1/snapshots".to_owned(),
+    )
+    .create(&Default::default(), b"{}".to_vec());
+    let bytes = client
+        .request_bytes(&request)
+        .await
+        .context("asking the server for a snapshot")?;
+    std::fs::write(&args.file, &bytes)
+        .with_context(|| format!("writing {}", args.file.display()))?;
+    info!(file = %args.file.display(), bytes = bytes.len(), "snapshot saved");
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1231,27 +1254,4 @@ mod tests {
         assert!(parse_bytes("12MB").is_err());
         assert!(parse_bytes("Mi").is_err());
     }
-}
-
-/// `kubemock snapshot save FILE`: the server's `POST .../snapshots`, written to FILE.
-async fn snapshot_save(args: SnapshotSaveArgs) -> anyhow::Result<()> {
-    let config = match (&args.server, &args.kubeconfig) {
-        (Some(url), _) => kubemock_client::Config::new(url),
-        (None, Some(path)) => kubemock_client::Config::from_kubeconfig_file(path)
-            .with_context(|| format!("reading {}", path.display()))?,
-        (None, None) => kubemock_client::Config::infer().context("reading the kubeconfig")?,
-    };
-    let client = kubemock_client::Client::new(config).context("creating the client")?;
-    let request = kubemock_client::request::RequestBuilder::new(
-        "/apis/testing.kubemock.dev/v1/snapshots".to_owned(),
-    )
-    .create(&Default::default(), b"{}".to_vec());
-    let bytes = client
-        .request_bytes(&request)
-        .await
-        .context("asking the server for a snapshot")?;
-    std::fs::write(&args.file, &bytes)
-        .with_context(|| format!("writing {}", args.file.display()))?;
-    info!(file = %args.file.display(), bytes = bytes.len(), "snapshot saved");
-    Ok(())
 }

@@ -15,19 +15,19 @@ use tokio::process::{Child, Command};
 /// A CRD, a custom object of it and a ConfigMap in a namespace, written so that each
 /// depends on what comes after it in file order.
 fn write_fixtures(dir: &Path) {
-    std::fs::create_dir_all(dir.join("z")).unwrap();
+    std::fs::create_dir_all(dir.join("z")).expect("as the test set it up");
     std::fs::write(
         dir.join("a-objects.yaml"),
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: team\nspec:\n  size: 3\n\
          ---\n\
          apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: settings, namespace: team}\n  data: {mode: fast}\n",
     )
-    .unwrap();
+    .expect("as the test set it up");
     std::fs::write(
         dir.join("b-namespace.json"),
         r#"{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}"#,
     )
-    .unwrap();
+    .expect("as the test set it up");
     std::fs::write(
         dir.join("z").join("crd.yaml"),
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n\
@@ -35,7 +35,7 @@ fn write_fixtures(dir: &Path) {
          \x20 versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n\
          \x20       type: object\n        x-kubernetes-preserve-unknown-fields: true\n",
     )
-    .unwrap();
+    .expect("as the test set it up");
 }
 
 fn serve(args: &[&str]) -> Child {
@@ -63,20 +63,23 @@ async fn stop(mut child: Child) {
         .args(["-TERM", &pid])
         .status()
         .await
-        .unwrap();
+        .expect("as the test set it up");
     assert!(status.success());
     let exit = tokio::time::timeout(WAIT, child.wait())
         .await
         .expect("stops")
-        .unwrap();
+        .expect("as the test set it up");
     assert!(exit.success(), "{exit:?}");
 }
 
 #[tokio::test]
 async fn fixtures_are_created_in_dependency_order_before_the_server_is_ready() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("as the test set it up");
     write_fixtures(dir.path());
-    let mut child = serve(&["--load", dir.path().to_str().unwrap()]);
+    let mut child = serve(&[
+        "--load",
+        dir.path().to_str().expect("as the test set it up"),
+    ]);
     let url = ready_url(&mut child).await;
     let (code, widget) = get(&url, "/apis/example.com/v1/namespaces/team/widgets/w1").await;
     assert_eq!(code, 200, "{widget}");
@@ -89,19 +92,19 @@ async fn fixtures_are_created_in_dependency_order_before_the_server_is_ready() {
 
 #[tokio::test]
 async fn a_bad_fixture_stops_the_start_naming_its_file_and_document() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("as the test set it up");
     let bad = dir.path().join("bad.yaml");
     std::fs::write(
         &bad,
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good}\n---\n\
          apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Not_A_Name}\n",
     )
-    .unwrap();
-    let child = serve(&["--load", bad.to_str().unwrap()]);
+    .expect("as the test set it up");
+    let child = serve(&["--load", bad.to_str().expect("as the test set it up")]);
     let output = tokio::time::timeout(WAIT, child.wait_with_output())
         .await
         .expect("exits")
-        .unwrap();
+        .expect("as the test set it up");
     assert!(!output.status.success());
     assert!(output.stdout.is_empty(), "no ready line");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -113,12 +116,12 @@ async fn a_bad_fixture_stops_the_start_naming_its_file_and_document() {
         "{stderr}"
     );
     // A document that is not YAML: named too.
-    std::fs::write(&bad, "kind: [\n").unwrap();
-    let child = serve(&["--load", bad.to_str().unwrap()]);
+    std::fs::write(&bad, "kind: [\n").expect("as the test set it up");
+    let child = serve(&["--load", bad.to_str().expect("as the test set it up")]);
     let output = tokio::time::timeout(WAIT, child.wait_with_output())
         .await
         .expect("exits")
-        .unwrap();
+        .expect("as the test set it up");
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -131,11 +134,14 @@ async fn a_bad_fixture_stops_the_start_naming_its_file_and_document() {
 fn by_key(snapshot: &Value) -> Vec<(String, Value)> {
     let mut items: Vec<(String, Value)> = snapshot["items"]
         .as_array()
-        .unwrap()
+        .expect("as the test set it up")
         .iter()
         .map(|item| {
             (
-                item["key"].as_str().unwrap().to_owned(),
+                item["key"]
+                    .as_str()
+                    .expect("as the test set it up")
+                    .to_owned(),
                 item["object"].clone(),
             )
         })
@@ -146,9 +152,12 @@ fn by_key(snapshot: &Value) -> Vec<(String, Value)> {
 
 #[tokio::test]
 async fn a_saved_snapshot_restores_the_same_objects_with_their_uids() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("as the test set it up");
     write_fixtures(dir.path());
-    let mut first = serve(&["--load", dir.path().to_str().unwrap()]);
+    let mut first = serve(&[
+        "--load",
+        dir.path().to_str().expect("as the test set it up"),
+    ]);
     let url = ready_url(&mut first).await;
     let client = reqwest::Client::new();
     let created = client
@@ -156,20 +165,28 @@ async fn a_saved_snapshot_restores_the_same_objects_with_their_uids() {
         .json(&json!({"metadata": {"name": "later", "labels": {"a": "b"}}, "data": {"k": "v"}}))
         .send()
         .await
-        .unwrap();
+        .expect("as the test set it up");
     assert_eq!(created.status(), 201);
     let file = dir.path().join("snapshot.json");
     let saved = Command::new(BINARY)
-        .args(["snapshot", "save", file.to_str().unwrap(), "--server", &url])
+        .args([
+            "snapshot",
+            "save",
+            file.to_str().expect("as the test set it up"),
+            "--server",
+            &url,
+        ])
         .status()
         .await
-        .unwrap();
+        .expect("as the test set it up");
     assert!(saved.success());
     stop(first).await;
-    let original: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let original: Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("as the test set it up"))
+            .expect("as the test set it up");
     assert_eq!(original["kind"], "Snapshot");
 
-    let mut second = serve(&["--restore", file.to_str().unwrap()]);
+    let mut second = serve(&["--restore", file.to_str().expect("as the test set it up")]);
     let url = ready_url(&mut second).await;
     let (code, later) = get(&url, "/api/v1/namespaces/default/configmaps/later").await;
     assert_eq!(code, 200);
@@ -180,10 +197,10 @@ async fn a_saved_snapshot_restores_the_same_objects_with_their_uids() {
         .json(&json!({}))
         .send()
         .await
-        .unwrap()
+        .expect("as the test set it up")
         .json()
         .await
-        .unwrap();
+        .expect("as the test set it up");
     let (before, after) = (by_key(&original), by_key(&restored));
     let keys = |items: &[(String, Value)]| items.iter().map(|i| i.0.clone()).collect::<Vec<_>>();
     assert_eq!(keys(&before), keys(&after));
@@ -203,9 +220,12 @@ async fn a_saved_snapshot_restores_the_same_objects_with_their_uids() {
 
 #[tokio::test]
 async fn kubectl_applies_a_fault_and_gets_it_with_its_columns() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("as the test set it up");
     let kubeconfig = dir.path().join("kubeconfig");
-    let mut child = serve(&["--kubeconfig-out", kubeconfig.to_str().unwrap()]);
+    let mut child = serve(&[
+        "--kubeconfig-out",
+        kubeconfig.to_str().expect("as the test set it up"),
+    ]);
     let url = ready_url(&mut child).await;
     let fault = dir.path().join("fault.yaml");
     std::fs::write(
@@ -214,12 +234,16 @@ async fn kubectl_applies_a_fault_and_gets_it_with_its_columns() {
          spec:\n  match:\n    verbs: [update, patch]\n    resource: deployments\n    name: web\n\
          \x20 action:\n    status: {code: 409}\n  count: 1\n",
     )
-    .unwrap();
+    .expect("as the test set it up");
     let cache = dir.path().join("cache");
     let (ok, out, err) = kubectl(
         &kubeconfig,
         &cache,
-        &["apply", "-f", fault.to_str().unwrap()],
+        &[
+            "apply",
+            "-f",
+            fault.to_str().expect("as the test set it up"),
+        ],
     )
     .await;
     assert!(ok, "{out}{err}");
@@ -253,7 +277,12 @@ async fn kubectl_applies_a_fault_and_gets_it_with_its_columns() {
             ]
         );
         if out.lines().nth(1).is_some_and(|row| row.contains("409")) {
-            let row: Vec<&str> = out.lines().nth(1).unwrap().split_whitespace().collect();
+            let row: Vec<&str> = out
+                .lines()
+                .nth(1)
+                .expect("as the test set it up")
+                .split_whitespace()
+                .collect();
             assert_eq!(
                 &row[..8],
                 [

@@ -43,9 +43,14 @@ async fn state(h: &Harness) -> Vec<(String, Value)> {
     assert_eq!(snapshot.status, 201, "{:?}", snapshot.body);
     snapshot.body["items"]
         .as_array()
-        .unwrap()
+        .expect("as the test set it up")
         .iter()
-        .map(|i| (i["key"].as_str().unwrap().to_owned(), i["object"].clone()))
+        .map(|i| {
+            (
+                i["key"].as_str().expect("as the test set it up").to_owned(),
+                i["object"].clone(),
+            )
+        })
         .collect()
 }
 
@@ -63,7 +68,7 @@ async fn a_reset_restores_the_startup_state_and_watchers_see_it_as_events() {
     let listed = h.get("/api/v1/namespaces/app/configmaps").await;
     let rv = listed.body["metadata"]["resourceVersion"]
         .as_str()
-        .unwrap()
+        .expect("as the test set it up")
         .to_owned();
     let keep_uid =
         h.get("/api/v1/namespaces/app/configmaps/keep").await.body["metadata"]["uid"].clone();
@@ -111,8 +116,18 @@ async fn a_reset_restores_the_startup_state_and_watchers_see_it_as_events() {
     assert_eq!(reset.body["kind"], "Reset");
     assert_eq!(reset.body["status"]["differing"], 0);
     assert_eq!(reset.body["status"]["created"], 1);
-    assert!(reset.body["status"]["updated"].as_u64().unwrap() >= 1);
-    assert!(reset.body["status"]["deleted"].as_u64().unwrap() >= 3);
+    assert!(
+        reset.body["status"]["updated"]
+            .as_u64()
+            .expect("as the test set it up")
+            >= 1
+    );
+    assert!(
+        reset.body["status"]["deleted"]
+            .as_u64()
+            .expect("as the test set it up")
+            >= 3
+    );
     assert_eq!(state(&h).await, startup);
     // Forward resourceVersions, the startup uid and content.
     let restored = h.get("/api/v1/namespaces/app/configmaps/keep").await.body;
@@ -120,10 +135,10 @@ async fn a_reset_restores_the_startup_state_and_watchers_see_it_as_events() {
     assert_eq!(restored["data"]["v"], "1");
     let after: u64 = reset.body["status"]["resourceVersion"]
         .as_str()
-        .unwrap()
+        .expect("as the test set it up")
         .parse()
-        .unwrap();
-    assert!(after > rv.parse::<u64>().unwrap());
+        .expect("as the test set it up");
+    assert!(after > rv.parse::<u64>().expect("as the test set it up"));
     assert_eq!(h.get(&format!("/api/v1/namespaces/{ns}")).await.status, 404);
     assert_eq!(
         h.get("/apis/testing.kubemock.dev/v1/faults/f").await.status,
@@ -135,8 +150,10 @@ async fn a_reset_restores_the_startup_state_and_watchers_see_it_as_events() {
         let event = watch.next_event().await.expect("an event");
         seen.push(format!(
             "{} {}",
-            event["type"].as_str().unwrap(),
-            event["object"]["metadata"]["name"].as_str().unwrap()
+            event["type"].as_str().expect("as the test set it up"),
+            event["object"]["metadata"]["name"]
+                .as_str()
+                .expect("as the test set it up")
         ));
     }
     assert_eq!(
@@ -157,7 +174,7 @@ async fn a_reset_restores_the_startup_state_and_watchers_see_it_as_events() {
     assert_eq!(again.body["status"]["updated"], 0);
     // Only create is served.
     assert_eq!(h.get(RESETS).await.status, 405);
-    server.stop().await.unwrap();
+    server.stop().await.expect("as the test set it up");
 }
 
 /// The reset's cost (README, "Test-backend powers"): a cluster of 10,000 ConfigMaps loaded
@@ -202,7 +219,10 @@ async fn reset_of_a_ten_thousand_object_cluster() {
             println!(
                 "{label}: request {:.1} ms, server {:.1} ms (deleted {}, created {}, updated {})",
                 took.as_secs_f64() * 1000.0,
-                s["durationMicroseconds"].as_f64().unwrap() / 1000.0,
+                s["durationMicroseconds"]
+                    .as_f64()
+                    .expect("as the test set it up")
+                    / 1000.0,
                 s["deleted"],
                 s["created"],
                 s["updated"]
@@ -239,10 +259,10 @@ async fn reset_of_a_ten_thousand_object_cluster() {
         started.elapsed().as_secs_f64() * 1000.0,
         reset.body["status"]["durationMicroseconds"]
             .as_f64()
-            .unwrap()
+            .expect("as the test set it up")
             / 1000.0,
         reset.body["status"]["deleted"]
     );
-    server2.stop().await.unwrap();
-    server.stop().await.unwrap();
+    server2.stop().await.expect("as the test set it up");
+    server.stop().await.expect("as the test set it up");
 }

@@ -98,7 +98,7 @@ impl Matcher {
             .is_none_or(|manager| query.get("fieldManager") == Some(manager))
             && self
                 .dry_run
-                .is_none_or(|dry_run| !query.all("dryRun").is_empty() == dry_run)
+                .is_none_or(|dry_run| query.all("dryRun").is_empty() != dry_run)
     }
 }
 
