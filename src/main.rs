@@ -43,6 +43,27 @@ enum Command {
     /// `kube-apiserver` and `etcd` (links to this binary, which acts as each by the name it
     /// is started under) and `kubectl` (a link to the machine's); prints DIR, absolute.
     EnvtestAssets(EnvtestAssetsArgs),
+    /// Save or inspect a running server's state (`testing.kubemock.dev/v1` `snapshots`).
+    #[command(subcommand)]
+    Snapshot(SnapshotCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum SnapshotCommand {
+    /// Write the whole state of a running server to FILE (JSON), for `serve --restore FILE`.
+    Save(SnapshotSaveArgs),
+}
+
+#[derive(Debug, Args)]
+struct SnapshotSaveArgs {
+    /// The file to write.
+    file: PathBuf,
+    /// The server's URL (open mode); without it, the server of `--kubeconfig`.
+    #[arg(long)]
+    server: Option<String>,
+    /// The kubeconfig to connect with (default: `KUBECONFIG`, then `~/.kube/config`).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -192,6 +213,16 @@ struct ServeArgs {
     /// all; off by default: it costs a copy of every body).
     #[arg(long)]
     request_log_bodies: bool,
+    /// Create the objects of PATH at startup (a YAML or JSON file, multi-document, Lists
+    /// included, or a folder of them, read recursively): CustomResourceDefinitions first,
+    /// waited for until Established, then Namespaces, then the rest. Repeatable. The server
+    /// does not start if one cannot be read or created.
+    #[arg(long = "load", value_name = "PATH")]
+    load: Vec<PathBuf>,
+    /// Start from a snapshot written by `kubemock snapshot save` (the store must be empty):
+    /// objects keep their uids and timestamps, not their resourceVersions.
+    #[arg(long, value_name = "FILE")]
+    restore: Option<PathBuf>,
     /// No effect, kept so that scripts that pass it still start: it used to store what
     /// kubemock did not enforce yet (webhook matchConditions, ValidatingAdmissionPolicies),
     /// which it now enforces.
@@ -707,6 +738,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => Personality::Serve(args),
             Command::ControllerManager(args) => Personality::ControllerManager(args),
             Command::EnvtestAssets(args) => return envtest_assets(&args),
+            Command::Snapshot(SnapshotCommand::Save(args)) => Personality::SnapshotSave(args),
         },
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -723,6 +755,7 @@ fn main() -> ExitCode {
         Personality::Serve(args) => runtime.block_on(serve(*args)),
         Personality::ControllerManager(args) => runtime.block_on(controller_manager(args)),
         Personality::Etcd(args) => runtime.block_on(etcd(args)),
+        Personality::SnapshotSave(args) => runtime.block_on(snapshot_save(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -741,6 +774,8 @@ enum Personality {
     ControllerManager(ControllerManagerArgs),
     /// kubemock as `etcd`: envtest's health check, nothing stored.
     Etcd(envtest::EtcdArgs),
+    /// `kubemock snapshot save`.
+    SnapshotSave(SnapshotSaveArgs),
 }
 
 /// `serve`'s arguments from kube-apiserver's command line, with the drop-in's defaults:
@@ -878,6 +913,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if args.accept_unenforced {
         warn!("--accept-unenforced has no effect: everything it used to let through is enforced");
     }
+    let fixtures =
+        kubemock_apiserver::fixtures::read(&args.load).context("reading the fixtures")?;
+    let restore = match &args.restore {
+        Some(path) => {
+            let text = std::fs::read(path)
+                .with_context(|| format!("reading the snapshot {}", path.display()))?;
+            let snapshot: serde_json::Value = serde_json::from_slice(&text)
+                .with_context(|| format!("reading the snapshot {}", path.display()))?;
+            Some(Arc::new(snapshot))
+        }
+        None => None,
+    };
+    let ready = Arc::new(tokio::sync::Notify::new());
     let shutdown = CancellationToken::new();
     // `componentstatuses`: the controller manager (and its scheduler) run in this process
     // when they are enabled.
@@ -911,9 +959,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 size: args.request_log_size,
                 bodies: args.request_log_bodies,
             },
+            fixtures,
+            restore,
+            ready: Some(Arc::clone(&ready)),
         },
         shutdown.clone(),
     ));
+    // The server accepts connections once the bootstrap, the restore and the fixtures are
+    // done; if one of them fails, it ends, and so does the start.
+    let mut server = server;
+    tokio::select! {
+        () = ready.notified() => {}
+        result = &mut server => {
+            result.context("the server task failed")?.context("starting")?;
+            anyhow::bail!("the server stopped while starting");
+        }
+    }
     let stop_controllers = CancellationToken::new();
     let manager = match controllers {
         Some(config) => {
@@ -1158,6 +1219,29 @@ fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()>> {
             _ = terminate.recv() => {}
         }
     })
+}
+
+/// `kubemock snapshot save FILE`: the server's `POST .../snapshots`, written to FILE.
+async fn snapshot_save(args: SnapshotSaveArgs) -> anyhow::Result<()> {
+    let config = match (&args.server, &args.kubeconfig) {
+        (Some(url), _) => kubemock_client::Config::new(url),
+        (None, Some(path)) => kubemock_client::Config::from_kubeconfig_file(path)
+            .with_context(|| format!("reading {}", path.display()))?,
+        (None, None) => kubemock_client::Config::infer().context("reading the kubeconfig")?,
+    };
+    let client = kubemock_client::Client::new(config).context("creating the client")?;
+    let request = kubemock_client::request::RequestBuilder::new(
+        "/apis/testing.kubemock.dev/v1/snapshots".to_owned(),
+    )
+    .create(&Default::default(), b"{}".to_vec());
+    let bytes = client
+        .request_bytes(&request)
+        .await
+        .context("asking the server for a snapshot")?;
+    std::fs::write(&args.file, &bytes)
+        .with_context(|| format!("writing {}", args.file.display()))?;
+    info!(file = %args.file.display(), bytes = bytes.len(), "snapshot saved");
+    Ok(())
 }
 
 #[cfg(test)]

@@ -55,7 +55,10 @@
 //!   webhooks (admission and CRD conversion) are called with, and AdmissionReviews;
 //!   `dispatch`: the admission webhooks' dispatch on writes and CRD conversion on reads and
 //!   writes; `requestlog`: the request log of `testing.kubemock.dev/v1` `requests`
-//!   (the layer that records every request, the ring it keeps them in).
+//!   (the layer that records every request, the ring it keeps them in); `faults`: the
+//!   `Fault`s of that group (their index, the pipeline step that injects them).
+//! - [`fixtures`]: the objects `--load` creates at startup, in dependency order;
+//!   [`reset`]: the startup state, resets to it, snapshots and their restore.
 //! - `testing`: [`TestServer`], an in-process server on port 0 for tests.
 //! - `fuzzing` (hidden): thin public wrappers over the private code the fuzz targets in
 //!   `fuzz/` exercise (selectors, patches, server-side apply, body decoding); not an API.
@@ -88,8 +91,12 @@ mod cel_rules;
 mod codec;
 mod crd;
 mod dispatch;
+mod fault_layer;
+mod faults;
 mod field_error;
 mod fieldvalidation;
+mod fixture_load;
+pub mod fixtures;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handlers;
@@ -109,6 +116,7 @@ mod query;
 mod rbac;
 mod registry;
 mod requestlog;
+pub mod reset;
 mod routes;
 pub mod security;
 mod selector;
@@ -179,7 +187,7 @@ pub mod protobuf {
 /// impersonation is applied (`authenticate::ImpersonationLayer`), then logged in the request
 /// log unless it is off (`requestlog`), then held to the in-flight
 /// limit (`limits`), then authorized unless the mode is plain `AlwaysAllow` and nothing is
-/// audited (`authorize`), then routed.
+/// audited (`authorize`), then matched against the Faults (`fault_layer`), then routed.
 ///
 /// The pipeline wraps the router rather than being its layers: axum layers a router by
 /// wrapping each route, and clones a route per request, so every layer there cost a boxed
@@ -219,6 +227,7 @@ fn app(
         )
         .layer(from_fn_with_state(in_flight, limits::limit))
         .option_layer(authorize)
+        .layer(fault_layer::FaultLayer::new(state.clone()))
         .service(routes)
 }
 
@@ -232,6 +241,12 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let state = AppState::new(store, config, shutdown.clone());
+    if let Some(snapshot) = &state.config().restore {
+        let written = reset::restore(state.store().as_ref(), snapshot)
+            .await
+            .map_err(|err| std::io::Error::other(format!("restoring the snapshot: {err}")))?;
+        tracing::info!(keys = written, "snapshot restored");
+    }
     // The RBAC policy is read and reconciled on a task of its own, in parallel with the
     // namespaces (on a durable store their writes share group commits).
     let rbac_state = state.clone();
@@ -259,6 +274,14 @@ pub async fn serve(
     )
     .await
     .map_err(|err| std::io::Error::other(format!("loading the webhook configurations: {err}")))?;
+    faults::start(
+        state.faults(),
+        state.store(),
+        state.shutdown(),
+        state.tasks(),
+    )
+    .await
+    .map_err(|err| std::io::Error::other(format!("loading the faults: {err}")))?;
     crd::controller::start(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("serving the custom resources: {err}")))?;
@@ -271,7 +294,19 @@ pub async fn serve(
     // do not need them (generating them alongside slowed a durable start by as much).
     tokio::task::spawn_blocking(|| std::sync::LazyLock::force(&openapi::SCHEMAS));
     let routes = routes::routes().with_state(state.clone());
+    fixture_load::create(&state, &routes, &state.config().fixtures)
+        .await
+        .map_err(|err| std::io::Error::other(format!("loading the fixtures: {err}")))?;
+    // What a reset goes back to: the store with the bootstrap objects, the restored
+    // snapshot and the fixtures.
+    let baseline = reset::capture(state.store().as_ref())
+        .await
+        .map_err(|err| std::io::Error::other(format!("reading the startup state: {err}")))?;
+    state.set_baseline(baseline);
     let service = app(state.clone(), routes);
+    if let Some(ready) = &state.config().ready {
+        ready.notify_one();
+    }
     let result = match &state.config().security {
         // The audit log's `sourceIPs` want the peer's address.
         None if state.config().audit.is_some() => {

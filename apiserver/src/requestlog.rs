@@ -402,28 +402,7 @@ impl Entry {
     /// `deletecollection`); for non-resource requests the method in lower case, as
     /// upstream's `RequestInfo` has it.
     pub(crate) fn verb(&self) -> &'static str {
-        let item = self.target.as_ref().is_some_and(|t| t.name.is_some());
-        match (self.verb_label, &self.target) {
-            ("GET", Some(_)) => "get",
-            ("LIST", _) => "list",
-            ("WATCH", _) => "watch",
-            ("POST", Some(_)) => "create",
-            ("PUT", Some(_)) => "update",
-            ("PATCH" | "APPLY", Some(_)) => "patch",
-            ("DELETE", Some(_)) if item => "delete",
-            ("DELETE", Some(_)) => "deletecollection",
-            ("CONNECT", _) => "connect",
-            _ => match self.method {
-                Method::GET => "get",
-                Method::HEAD => "head",
-                Method::POST => "post",
-                Method::PUT => "put",
-                Method::PATCH => "patch",
-                Method::DELETE => "delete",
-                Method::OPTIONS => "options",
-                _ => "other",
-            },
-        }
+        kubernetes_verb(self.verb_label, self.target.as_deref(), &self.method)
     }
 
     fn field_manager(&self) -> Option<String> {
@@ -540,6 +519,39 @@ impl Entry {
 fn body_value(content_type: Option<&str>, body: &Bytes) -> Value {
     crate::audit::decode(content_type, body)
         .unwrap_or_else(|| Value::String(String::from_utf8_lossy(body).into_owned()))
+}
+
+/// The Kubernetes verb of a request the pipeline labelled `verb_label` (`GET`, `LIST`,
+/// `APPLY`, ...): `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
+/// `deletecollection`; for non-resource requests the method in lower case, as upstream's
+/// `RequestInfo` has it. The request log and the faults (`fault_layer`) name verbs so.
+pub(crate) fn kubernetes_verb(
+    verb_label: &str,
+    target: Option<&Target>,
+    method: &Method,
+) -> &'static str {
+    let item = target.is_some_and(|t| t.name.is_some());
+    match (verb_label, target) {
+        ("GET", Some(_)) => "get",
+        ("LIST", _) => "list",
+        ("WATCH", _) => "watch",
+        ("POST", Some(_)) => "create",
+        ("PUT", Some(_)) => "update",
+        ("PATCH" | "APPLY", Some(_)) => "patch",
+        ("DELETE", Some(_)) if item => "delete",
+        ("DELETE", Some(_)) => "deletecollection",
+        ("CONNECT", _) => "connect",
+        _ => match *method {
+            Method::GET => "get",
+            Method::HEAD => "head",
+            Method::POST => "post",
+            Method::PUT => "put",
+            Method::PATCH => "patch",
+            Method::DELETE => "delete",
+            Method::OPTIONS => "options",
+            _ => "other",
+        },
+    }
 }
 
 /// An entry with its sequence, as field and label selectors read it.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kubemock_storage::{KeyValue, Kv, Revision};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::{Notify, watch};
 use tracing::warn;
 
@@ -85,6 +85,15 @@ pub struct ServerConfig {
     /// (`--request-log-size`, 0 turns it off) and whether it keeps bodies
     /// (`--request-log-bodies`). Default: 100,000 entries, no bodies.
     pub request_log: crate::requestlog::RequestLogConfig,
+    /// Objects created at startup (`--load`, `fixtures`), before the first connection is
+    /// accepted. Default none.
+    pub fixtures: Vec<crate::fixtures::Fixture>,
+    /// A snapshot (`kubemock snapshot save`, `reset::snapshot`) written into the store before
+    /// the bootstrap (`--restore`); the store must be empty. Default none.
+    pub restore: Option<Arc<serde_json::Value>>,
+    /// Notified once the server accepts connections (after the bootstrap, the restore and the
+    /// fixtures), so that the binary announces itself only then. Default none.
+    pub ready: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// Which components (`controller-manager`, `scheduler`) run alongside this server, as
@@ -168,6 +177,9 @@ impl Default for ServerConfig {
             authorization_mode: crate::authz::AuthorizationMode::default(),
             audit: None,
             request_log: crate::requestlog::RequestLogConfig::default(),
+            fixtures: Vec::new(),
+            restore: None,
+            ready: None,
         }
     }
 }
@@ -205,7 +217,7 @@ struct Inner {
     in_flight: InFlight,
     /// Who holds which Service cluster IP and node port: loaded from the stored Services on
     /// first use (by the first Service write or delete), then kept by admission.
-    service_allocator: tokio::sync::OnceCell<Arc<ServiceAllocator>>,
+    service_allocator: parking_lot::RwLock<Arc<tokio::sync::OnceCell<Arc<ServiceAllocator>>>>,
     /// Whether each namespace admission has read is Terminating, with the mod revision of the
     /// namespace it was read from: a create checks the revision (an index lookup) instead of
     /// reading and parsing the namespace every time.
@@ -224,6 +236,12 @@ struct Inner {
     /// The request log (`requestlog`), `None` when it is off; pushed to by the pipeline's
     /// layer, read and cleared by `handlers::testing`.
     request_log: Option<crate::requestlog::RequestLog>,
+    /// The Faults in force (`faults`), loaded and followed by `faults::start`; read by the
+    /// pipeline's fault step.
+    faults: Arc<crate::faults::Faults>,
+    /// The store as it was once the server started (`reset`), what a reset goes back to;
+    /// written once by `serve`.
+    baseline: RwLock<Option<Arc<crate::reset::Baseline>>>,
 }
 
 impl AppState {
@@ -250,13 +268,15 @@ impl AppState {
                 crd_sync_timeouts: AtomicU64::new(0),
                 metrics: Metrics::new(),
                 in_flight,
-                service_allocator: tokio::sync::OnceCell::new(),
+                service_allocator: parking_lot::RwLock::new(Arc::default()),
                 namespace_phases: Mutex::new(HashMap::new()),
                 pki,
                 authorizer,
                 rbac,
                 webhooks: Arc::default(),
                 request_log,
+                faults: Arc::default(),
+                baseline: RwLock::new(None),
             }),
         }
     }
@@ -274,6 +294,21 @@ impl AppState {
     /// The RBAC authorizer, when the authorization mode has one.
     pub(crate) fn rbac(&self) -> Option<&Arc<crate::authz::rbac::Rbac>> {
         self.inner.rbac.as_ref()
+    }
+
+    /// The startup state a reset goes back to (`None` until the server has started).
+    pub(crate) fn baseline(&self) -> Option<Arc<crate::reset::Baseline>> {
+        self.inner.baseline.read().clone()
+    }
+
+    /// Records the startup state.
+    pub(crate) fn set_baseline(&self, baseline: crate::reset::Baseline) {
+        *self.inner.baseline.write() = Some(Arc::new(baseline));
+    }
+
+    /// The Faults in force.
+    pub(crate) fn faults(&self) -> &Arc<crate::faults::Faults> {
+        &self.inner.faults
     }
 
     /// The admission webhooks and the webhook clients.
@@ -418,18 +453,23 @@ impl AppState {
     /// The Service address allocator, loaded from the store on first use.
     pub(crate) async fn service_allocator(&self) -> ApiResult<Arc<ServiceAllocator>> {
         let inner = &self.inner;
-        inner
-            .service_allocator
-            .get_or_try_init(|| async {
-                ServiceAllocator::load(
-                    &inner.store,
-                    inner.config.service_cluster_ip_range,
-                    inner.config.service_node_port_range,
-                )
-                .await
-                .map(Arc::new)
-            })
+        let cell = Arc::clone(&inner.service_allocator.read());
+        cell.get_or_try_init(|| async {
+            ServiceAllocator::load(
+                &inner.store,
+                inner.config.service_cluster_ip_range,
+                inner.config.service_node_port_range,
+            )
             .await
-            .cloned()
+            .map(Arc::new)
+        })
+        .await
+        .cloned()
+    }
+
+    /// Forgets the Service allocator, so that the next Service write loads it again from
+    /// the store (after a reset rewrote the store under it: `reset`).
+    pub(crate) fn reload_service_allocator(&self) {
+        *self.inner.service_allocator.write() = Arc::default();
     }
 }

@@ -418,7 +418,9 @@ fn default(admission: Admission, object: &mut Object) -> ApiResult<()> {
         Admission::EventV1 => events::normalize_times("EventV1", "Event", object)?,
         Admission::Lease => events::normalize_times("Lease", "Lease", object)?,
         Admission::ApiService => apiservices::default(object),
-        Admission::CertificateSigningRequest | Admission::WebhookConfiguration => {}
+        Admission::CertificateSigningRequest
+        | Admission::WebhookConfiguration
+        | Admission::Fault => {}
         Admission::ValidatingAdmissionPolicy => policies::default_policy(object),
         Admission::ValidatingAdmissionPolicyBinding => policies::default_binding(object),
         Admission::Role
@@ -471,6 +473,11 @@ fn prepare_create(
         }
         Admission::PersistentVolumeClaim | Admission::PersistentVolume => {
             storage::prepare_create(object, admission == Admission::PersistentVolume);
+            return;
+        }
+        // The status is the server's (`faults::flush`).
+        Admission::Fault => {
+            object.shift_remove("status");
             return;
         }
         Admission::Job => {
@@ -527,6 +534,11 @@ fn validate(admission: Admission, object: &Object, errors: &mut Vec<FieldError>)
         Admission::ValidatingAdmissionPolicyBinding => policies::validate_binding(object, errors),
         // Checked with the old object at hand (`admit_create`, `validate_update`).
         Admission::WebhookConfiguration | Admission::ValidatingAdmissionPolicy => {}
+        Admission::Fault => {
+            if let Err(found) = crate::faults::spec::compile(object) {
+                errors.extend(found);
+            }
+        }
         Admission::None | Admission::Namespace => {}
     }
 }

@@ -360,6 +360,10 @@ async fn answer(
             .cloned();
         // A webhook configuration's write answers once admission sees it (`webhook`).
         let webhooks = writes && target.resource.group == crate::webhook::GROUP;
+        // A Fault's write answers once the pipeline sees it (`faults`).
+        let faults = writes
+            && target.resource.plural == "faults"
+            && target.resource.group == crate::registry::testing::GROUP;
         let call = Call {
             state: state.clone(),
             target,
@@ -388,6 +392,12 @@ async fn answer(
         {
             state.webhooks().synced(revision).await;
         }
+        if faults
+            && response.as_ref().is_ok_and(|r| r.status().is_success())
+            && let Ok(revision) = state.store().current_revision().await
+        {
+            state.faults().synced(revision).await;
+        }
         response
     };
     let (result, notes) = crate::webhook::collecting(request_future).await;
@@ -401,7 +411,9 @@ async fn answer(
 }
 
 async fn dispatch(call: Call, method: Method) -> ApiResult<Response> {
-    if call.target.resource.group == crate::registry::testing::GROUP {
+    if call.target.resource.group == crate::registry::testing::GROUP
+        && call.target.resource.behaviour.storage == crate::registry::Storage::Virtual
+    {
         return super::testing::serve(&call, method).await;
     }
     if call.target.resource.behaviour.storage == crate::registry::Storage::Virtual {

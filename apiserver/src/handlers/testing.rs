@@ -39,8 +39,101 @@ const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
 pub(crate) async fn serve(call: &Call, method: Method) -> ApiResult<Response> {
     match call.target.resource.plural.as_str() {
         "requests" => requests(call, method).await,
+        "compactions" => compaction(call, method).await,
+        "resets" => {
+            require_create(call, &method)?;
+            let baseline = call
+                .state
+                .baseline()
+                .ok_or_else(|| ApiError::unavailable("the server is starting"))?;
+            let report = crate::reset::reset(call.state.store().as_ref(), &baseline).await?;
+            // The Service address allocator is memory over the stored Services: read again.
+            call.state.reload_service_allocator();
+            Ok(call.respond(StatusCode::CREATED, &report.to_object(&baseline)))
+        }
+        "snapshots" => {
+            require_create(call, &method)?;
+            let snapshot = crate::reset::snapshot(call.state.store().as_ref()).await?;
+            Ok(call.respond(StatusCode::CREATED, &snapshot))
+        }
         _ => Err(ApiError::route_method_not_allowed()),
     }
+}
+
+/// The verb of a POST to a create-only resource, refused otherwise.
+fn require_create(call: &Call, method: &Method) -> ApiResult<()> {
+    if call.target.subresource.is_some() || call.target.name.is_some() || method != Method::POST {
+        let verb = match (method, call.target.name.is_some()) {
+            (&Method::GET, true) => "get",
+            (&Method::GET, false) => "list",
+            (&Method::PUT, _) => "update",
+            (&Method::PATCH, _) => "patch",
+            (&Method::DELETE, true) => "delete",
+            (&Method::DELETE, false) => "deletecollection",
+            _ => return Err(ApiError::route_method_not_allowed()),
+        };
+        return Err(ApiError::verb_not_supported(&call.target.resource, verb));
+    }
+    Ok(())
+}
+
+/// The body of a POST as a JSON object (empty: `{}`).
+fn body_object(call: &Call) -> ApiResult<serde_json::Map<String, Value>> {
+    if call.body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(serde_json::Map::new());
+    }
+    crate::object::decode_body(&call.headers, &call.body, &call.target.resource)
+}
+
+/// The answer of an action: `kind` with `spec` as asked and `status` as done.
+fn action_object(kind: &str, name: String, spec: Value, status: Value) -> Value {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    json!({
+        "kind": kind,
+        "apiVersion": format!("{GROUP}/{VERSION}"),
+        "metadata": {"name": name, "creationTimestamp": kubemock_apimachinery::time::rfc3339(now)},
+        "spec": spec,
+        "status": status,
+    })
+}
+
+/// `POST compactions`: compacts the store up to `spec.resourceVersion` (default: the
+/// current one), so that a list, get or watch from an older resourceVersion is answered 410
+/// Expired, as after etcd's compaction. Live watches go on.
+async fn compaction(call: &Call, method: Method) -> ApiResult<Response> {
+    require_create(call, &method)?;
+    let body = body_object(call)?;
+    let spec = body.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let store = call.state.store();
+    let current = store
+        .current_revision()
+        .await
+        .map_err(ApiError::from_storage)?;
+    let revision = match spec.get("resourceVersion").and_then(Value::as_str) {
+        None | Some("") => current,
+        Some(text) => {
+            let asked = meta::parse_uint(text).ok_or_else(|| {
+                ApiError::bad_request(format!("invalid spec.resourceVersion: {text}"))
+            })?;
+            if asked > current {
+                return Err(ApiError::too_large_resource_version(asked, current));
+            }
+            asked
+        }
+    };
+    let compacted = store
+        .compact(revision)
+        .await
+        .map_err(ApiError::from_storage)?;
+    let object = action_object(
+        "Compaction",
+        format!("compaction-{compacted}"),
+        spec,
+        json!({"resourceVersion": compacted.to_string()}),
+    );
+    Ok(call.respond(StatusCode::CREATED, &object))
 }
 
 async fn requests(call: &Call, method: Method) -> ApiResult<Response> {

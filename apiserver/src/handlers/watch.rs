@@ -185,9 +185,14 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
         wait_for_revision(&state, revision).await?;
     }
     let tasks = state.tasks().clone();
+    let fault = crate::fault_layer::watch_fault().map(|action| FaultState {
+        action,
+        sent: std::sync::atomic::AtomicU64::new(0),
+    });
     tasks.spawn(async move {
         let shutdown = state.shutdown().clone();
         let feed = Feed {
+            fault,
             converting: crate::dispatch::conversion::by_webhook(&resource).then(|| state.clone()),
             sender,
             buffered,
@@ -223,8 +228,17 @@ enum EventConversion {
     Partial(&'static str),
 }
 
+/// A fault's watch action on one watch (`faults`), and the events it has counted.
+struct FaultState {
+    action: Arc<crate::faults::spec::WatchAction>,
+    /// Events (not bookmarks or errors) sent so far.
+    sent: std::sync::atomic::AtomicU64,
+}
+
 /// The task side of one watch.
 struct Feed {
+    /// The fault acting on this watch, if one does.
+    fault: Option<FaultState>,
     /// The state to convert objects with, when the definition converts by webhook.
     converting: Option<crate::state::AppState>,
     sender: mpsc::Sender<(Bytes, OwnedSemaphorePermit)>,
@@ -258,8 +272,50 @@ impl Feed {
         self.send_plain(kind, object).await
     }
 
-    /// Sends one event line as it is; false once the client has gone.
-    async fn send_plain(&self, kind: &str, mut object: Value) -> bool {
+    /// Sends one event line as it is; false once the client has gone or a fault ended the
+    /// watch.
+    async fn send_plain(&self, kind: &str, object: Value) -> bool {
+        let Some(fault) = &self.fault else {
+            return self.send_encoded(kind, object).await;
+        };
+        let action = &fault.action;
+        match kind {
+            "BOOKMARK" if action.hold_bookmarks => return true,
+            "BOOKMARK" | "ERROR" => return self.send_encoded(kind, object).await,
+            _ => {}
+        }
+        if let Some(delay) = action.delay_events {
+            tokio::time::sleep(delay).await;
+        }
+        let revision = object
+            .get("metadata")
+            .and_then(|m| m.get("resourceVersion"))
+            .and_then(Value::as_str)
+            .unwrap_or("0")
+            .to_owned();
+        if !self.send_encoded(kind, object).await {
+            return false;
+        }
+        let sent = fault.sent.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1;
+        if action.end_after_events.is_some_and(|n| sent >= n) {
+            self.end_by_fault(&revision).await;
+            return false;
+        }
+        true
+    }
+
+    /// Ends the watch as its fault says: an ERROR 410 when it expires watches, else a plain
+    /// end of the stream.
+    async fn end_by_fault(&self, revision: &str) {
+        if self.fault.as_ref().is_some_and(|f| f.action.expire) {
+            let error =
+                ApiError::expired(format!("too old resource version: {revision} ({revision})"));
+            self.send_encoded("ERROR", error.to_json()).await;
+        }
+    }
+
+    /// Sends one event line as it is, encoded; false once the client has gone.
+    async fn send_encoded(&self, kind: &str, mut object: Value) -> bool {
         // §11.3: a custom object reads in the version watched (conversion `None`).
         if self.resource.is_custom()
             && kind != "ERROR"
@@ -330,6 +386,19 @@ impl Feed {
 
     async fn run(self, state: &crate::state::AppState, prefix: String) {
         let store = state.store();
+        // A fault that ends the watch before any event (`endAfterEvents: 0`, or `expire`
+        // alone).
+        if let Some(fault) = &self.fault {
+            let action = &fault.action;
+            if action.end_after_events == Some(0)
+                || (action.expire
+                    && action.end_after_events.is_none()
+                    && action.end_after.is_none())
+            {
+                let revision = meta::resource_version(self.request.after);
+                return self.end_by_fault(&revision).await;
+            }
+        }
         // Phase 1: the current objects, from one snapshot.
         let mut after = self.request.after;
         if self.request.initial_events {
@@ -395,12 +464,18 @@ impl Feed {
         };
         let deadline = tokio::time::sleep(self.request.timeout);
         tokio::pin!(deadline);
+        let fault_end = self.fault.as_ref().and_then(|f| f.action.end_after);
+        let fault_deadline = tokio::time::sleep(fault_end.unwrap_or(self.request.timeout));
+        tokio::pin!(fault_deadline);
         let mut ticker = tokio::time::interval(state.config().bookmark_interval);
         ticker.tick().await;
         let mut last_sent = after;
         loop {
             let item = tokio::select! {
                 () = &mut deadline => return,
+                () = &mut fault_deadline, if fault_end.is_some() => {
+                    return self.end_by_fault(&meta::resource_version(last_sent)).await;
+                }
                 // The client went away: stop now, not at the next event or the deadline.
                 () = self.sender.closed() => return,
                 _ = ticker.tick(), if self.request.bookmarks => {

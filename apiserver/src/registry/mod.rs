@@ -260,6 +260,8 @@ pub enum Admission {
     ValidatingAdmissionPolicy,
     /// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding.
     ValidatingAdmissionPolicyBinding,
+    /// testing.kubemock.dev/v1 Fault (`faults::spec`).
+    Fault,
 }
 
 /// How a resource behaves under the generic verbs, where kinds differ.

@@ -7,12 +7,21 @@
 //! - `requests` (`Request`, cluster-scoped, read-only): the request log (`requestlog`), every
 //!   API request the server answered, listed and watched from memory; `DELETE` of the
 //!   collection clears it.
+//! - `faults` (`Fault`, cluster-scoped, stored): faults injected into matching requests
+//!   (`faults`), with a `status` subresource the server writes.
+//! - `compactions` (`Compaction`, create only): compacts the store now.
+//! - `resets` (`Reset`, create only): brings the store back to its startup state (`reset`).
+//! - `snapshots` (`Snapshot`, create only): answers the whole store as one object
+//!   (`reset::snapshot`), for `kubemock snapshot save` and `serve --restore`.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Behaviour, Group, Printer, PrinterColumn, Resource, Storage};
+use super::{
+    Admission, Behaviour, GenerationPolicy, Group, Printer, PrinterColumn, Resource, Storage,
+    Subresource,
+};
 
 /// The group's name.
 pub(crate) const GROUP: &str = "testing.kubemock.dev";
@@ -29,7 +38,159 @@ pub(super) fn group() -> Group {
 
 /// The group's resources, in discovery order.
 pub(super) fn resources() -> Vec<Resource> {
-    vec![requests()]
+    vec![
+        requests(),
+        faults(),
+        action("compactions", "Compaction"),
+        action("resets", "Reset"),
+        action("snapshots", "Snapshot"),
+    ]
+}
+
+/// `faults`: stored, with the `status` subresource the server writes its counters to.
+fn faults() -> Resource {
+    Resource {
+        group: GROUP.to_owned(),
+        version: VERSION.to_owned(),
+        plural: "faults".to_owned(),
+        singular: "fault".to_owned(),
+        kind: "Fault".to_owned(),
+        namespaced: false,
+        verbs: [
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        subresources: vec![Subresource {
+            name: "status".to_owned(),
+            response: None,
+            verbs: ["get", "patch", "update"].map(str::to_owned).to_vec(),
+            printer: None,
+        }],
+        behaviour: Behaviour {
+            generation: GenerationPolicy::Spec,
+            admission: Admission::Fault,
+            ..Behaviour::default()
+        },
+        printer: Printer::Columns(Arc::from(fault_columns())),
+        custom: None,
+    }
+}
+
+/// A create-only virtual resource: each POST does something now and answers what it did.
+fn action(plural: &str, kind: &str) -> Resource {
+    Resource {
+        group: GROUP.to_owned(),
+        version: VERSION.to_owned(),
+        plural: plural.to_owned(),
+        singular: plural.trim_end_matches('s').to_owned(),
+        kind: kind.to_owned(),
+        namespaced: false,
+        verbs: vec!["create".to_owned()],
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        subresources: Vec::new(),
+        behaviour: Behaviour {
+            storage: Storage::Virtual,
+            ..Behaviour::default()
+        },
+        printer: Printer::Default,
+        custom: None,
+    }
+}
+
+/// `kubectl get faults`: what each fault matches and does, and how often it did.
+fn fault_columns() -> Vec<PrinterColumn> {
+    let column =
+        |name: &str, kind: &str, path: &str, priority: i64, description: &str| PrinterColumn {
+            name: name.to_owned(),
+            kind: kind.to_owned(),
+            format: String::new(),
+            description: description.to_owned(),
+            priority,
+            json_path: path.to_owned(),
+        };
+    vec![
+        column(
+            "Verbs",
+            "string",
+            ".spec.match.verbs",
+            0,
+            "The verbs matched.",
+        ),
+        column(
+            "Resource",
+            "string",
+            ".spec.match.resource",
+            0,
+            "The resource matched.",
+        ),
+        column(
+            "Object",
+            "string",
+            ".spec.match.name",
+            0,
+            "The object names matched (a glob).",
+        ),
+        column(
+            "Action",
+            "string",
+            ".status.action",
+            0,
+            "What the fault does.",
+        ),
+        column(
+            "Matched",
+            "integer",
+            ".status.matched",
+            0,
+            "Requests that matched.",
+        ),
+        column(
+            "Applied",
+            "integer",
+            ".status.applied",
+            0,
+            "Requests the fault acted on.",
+        ),
+        column(
+            "Exhausted",
+            "boolean",
+            ".status.exhausted",
+            0,
+            "The count is used up.",
+        ),
+        column(
+            "Namespace",
+            "string",
+            ".spec.match.namespace",
+            1,
+            "The namespace matched.",
+        ),
+        column(
+            "User",
+            "string",
+            ".spec.match.user",
+            1,
+            "The user matched (substring).",
+        ),
+        column(
+            "Age",
+            "date",
+            ".metadata.creationTimestamp",
+            0,
+            "When the fault was created.",
+        ),
+    ]
 }
 
 /// `requests`: the request log, read-only (`deletecollection` clears it).
@@ -130,6 +291,16 @@ pub(crate) fn schema(resource: &Resource) -> Option<Value> {
     }
     match resource.kind.as_str() {
         "Request" => Some(request_schema()),
+        "Fault" => Some(fault_schema()),
+        "Reset" => Some(json!({"type": "object",
+            "description": "A reset of the cluster to its startup state, done when created (POST); its status counts what changed.",
+            "x-kubernetes-preserve-unknown-fields": true})),
+        "Snapshot" => Some(json!({"type": "object",
+            "description": "The whole store at one resourceVersion, answered when created (POST): items of key and object.",
+            "x-kubernetes-preserve-unknown-fields": true})),
+        "Compaction" => Some(json!({"type": "object",
+            "description": "A compaction of the store, done when created (POST); its status says up to which resourceVersion.",
+            "x-kubernetes-preserve-unknown-fields": true})),
         _ => None,
     }
 }
@@ -171,6 +342,70 @@ fn request_schema() -> Value {
             "responseBody": {"description": "The response body, with --request-log-bodies.",
                 "x-kubernetes-preserve-unknown-fields": true},
             "responseBodyTruncated": {"type": "boolean", "description": "The response body was longer than the log keeps."},
+        },
+    })
+}
+
+/// `Fault`: a fault injected into matching requests (`faults`).
+fn fault_schema() -> Value {
+    let string = |description: &str| json!({"type": "string", "description": description});
+    let answer = |description: &str| {
+        json!({"type": "object", "description": description, "required": ["code"], "properties": {
+            "code": {"type": "integer", "description": "The HTTP code: 400, 403, 404, 409, 410, 429, 500, 503 or 504 (a Status with upstream's reason and message for it)."},
+            "reason": string("The Status reason, instead of the code's."),
+            "message": string("The Status message, instead of upstream's for the code."),
+            "retryAfterSeconds": {"type": "integer", "description": "Retry-After of a 429, 503 or 504 (default 1)."},
+        }})
+    };
+    json!({
+        "type": "object",
+        "description": "A fault injected into the requests it matches (the testing.kubemock.dev group itself is never affected).",
+        "properties": {
+            "spec": {"type": "object", "required": ["action"], "properties": {
+                "match": {"type": "object", "description": "What requests the fault matches; every field given must match.", "properties": {
+                    "verbs": {"type": "array", "items": {"type": "string"}, "description": "get, list, watch, create, update, patch, delete, deletecollection."},
+                    "group": string("The API group (empty: core)."),
+                    "resource": string("The resource (plural)."),
+                    "subresource": string("The subresource (empty: the resource itself only)."),
+                    "namespace": string("The namespace."),
+                    "name": string("The object name, exactly or as a glob (*, ?, [a-z], [!a-z], \\ escapes)."),
+                    "labelSelector": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                        "description": "Labels of the object as stored (requests naming an existing object only)."},
+                    "user": string("A substring of the username."),
+                    "userAgent": string("A substring of the User-Agent header."),
+                    "fieldManager": string("The fieldManager query parameter."),
+                    "dryRun": {"type": "boolean", "description": "Dry-run requests only (true) or real ones only (false)."},
+                }},
+                "action": {"type": "object", "description": "What the fault does to a request it acts on.", "properties": {
+                    "status": answer("Answer this Status instead of running the request."),
+                    "failAfterCommit": answer("Run the request, then answer this Status if it succeeded: the write is committed, the client is told it failed."),
+                    "latency": {"type": "object", "properties": {
+                        "before": string("A delay before the request runs (a duration: 200ms, 2s)."),
+                        "after": string("A delay after it ran, before the answer."),
+                    }},
+                    "watch": {"type": "object", "description": "For watches (verbs: [watch]).", "properties": {
+                        "endAfterEvents": {"type": "integer", "description": "End the stream once this many events went out."},
+                        "endAfterSeconds": {"type": "integer", "description": "End the stream after this long."},
+                        "expire": {"type": "boolean", "description": "End it with an ERROR event carrying 410 Expired (alone: at once)."},
+                        "delayEvents": string("Wait this long before each event."),
+                        "holdBookmarks": {"type": "boolean", "description": "Send no BOOKMARK event."},
+                    }},
+                    "compact": {"type": "boolean", "description": "Compact the store up to its current revision before the request runs."},
+                }},
+                "count": {"type": "integer", "description": "Act this many times, then the fault is exhausted."},
+                "after": {"type": "integer", "description": "Skip the first this many matches."},
+                "probability": {"type": "number", "description": "Act on a match with this probability (0 to 1)."},
+                "seed": {"type": "integer", "description": "The seed of the probability rolls: the same seed and request order give the same decisions."},
+                "startTime": {"type": "string", "format": "date-time", "description": "The fault matches nothing before this time."},
+                "expiryTime": {"type": "string", "format": "date-time", "description": "The fault matches nothing from this time."},
+            }},
+            "status": {"type": "object", "description": "Written by the server (at most every 200 ms).", "properties": {
+                "matched": {"type": "integer", "description": "Requests that matched inside the time window, before exhaustion."},
+                "applied": {"type": "integer", "description": "Requests the fault acted on."},
+                "exhausted": {"type": "boolean", "description": "The count is used up."},
+                "action": string("What the fault does, in words."),
+                "lastAppliedTime": {"type": "string", "format": "date-time", "description": "When it last acted."},
+            }},
         },
     })
 }

@@ -1,0 +1,595 @@
+//! Faults on demand (`testing.kubemock.dev/v1` `faults`): a test makes the next update of a
+//! Deployment fail with a 409, drops every watch, or slows a verb down, through the API,
+//! and checks that its controller recovers. No real cluster offers that.
+//!
+//! `Fault` objects live in the store like any object (so they survive a durable restart and
+//! a reset takes them away with the rest of a test's objects). This module keeps an
+//! in-memory index of them, loaded at startup and followed by a watch of their keys, as
+//! `webhook` and `authz::rbac` follow theirs; a write of a Fault answers once the index has
+//! caught up with it ([`Faults::synced`]), so the very next request sees it.
+//!
+//! The request path (`fault_layer`) reads the index as one `Arc` snapshot: with no Fault it costs
+//! one atomic load; with Faults it costs a lookup by resource and a few string comparisons
+//! per Fault for that resource (Faults for other resources are never looked at). No lock is
+//! held across an await: the snapshot is an `Arc`.
+//!
+//! A Fault's counters (`status.matched`, `status.applied`) are atomics in memory, written to
+//! its `status` at most every [`FLUSH_INTERVAL`] by one task (a batch, not one write per
+//! request), and read back at startup, so a `count` survives a restart up to the last flush.
+//!
+//! A fault never makes the server lose an acknowledged write: it answers instead of running
+//! the request (nothing was written), delays it, or ends a watch (clients resume). The one
+//! exception is `failAfterCommit`, whose whole point is a write that committed and was
+//! answered as failed.
+//!
+//! # Layout
+//! - `spec`: a Fault object checked and compiled (selectors, globs, durations, answers).
+//! - the pipeline's step that matches requests and acts is `fault_layer` (beside this module,
+//!   since it needs the server's state, which holds this index).
+
+pub(crate) mod spec;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::StreamExt;
+use kubemock_storage::{EventKind, Guard, Kv, RangeRequest, Revision, UpdateOutcome, WatchItem};
+use parking_lot::RwLock;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, warn};
+
+use crate::status::{ApiError, ApiResult};
+use spec::Compiled;
+
+/// The storage key prefix of every Fault.
+pub(crate) const PREFIX: &str = "/registry/testing.kubemock.dev/faults/";
+
+/// How often changed counters are written to the Faults' `status`: often enough for a test
+/// polling `kubectl get faults`, rare enough that a busy fault costs a few writes a second.
+pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(200);
+/// How long a Fault's write waits for the index to catch up before answering anyway (as
+/// `webhook`'s `SYNC_WAIT`).
+const SYNC_WAIT: Duration = Duration::from_secs(5);
+/// How long the index waits before listing again after its watch failed.
+const RELIST_DELAY: Duration = Duration::from_millis(100);
+
+/// A Fault's counters, shared by the index's successive compilations of the same object
+/// (same uid), so that a status write or a spec change does not reset them.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    /// Requests that matched while the fault was in its time window and not exhausted.
+    matched: AtomicU64,
+    /// Requests it acted on.
+    applied: AtomicU64,
+    /// When it last acted, in seconds since the epoch (0: never).
+    last_applied: AtomicU64,
+}
+
+/// One stored Fault, compiled.
+#[derive(Debug)]
+pub(crate) struct Fault {
+    pub(crate) name: String,
+    uid: String,
+    pub(crate) compiled: Compiled,
+    counters: Arc<Counters>,
+}
+
+impl Fault {
+    /// True when its `count` is used up.
+    fn exhausted(&self) -> bool {
+        self.compiled
+            .schedule
+            .count
+            .is_some_and(|count| self.counters.applied.load(Ordering::Acquire) >= count)
+    }
+
+    /// Decides whether the fault acts on a request that matched it, counting the match:
+    /// inside its time window and not exhausted, past its first `after` matches, on the
+    /// probability roll of this match, within its `count`.
+    pub(crate) fn fires(&self, now_nanos: i128) -> bool {
+        let schedule = &self.compiled.schedule;
+        if schedule.start.is_some_and(|start| now_nanos < start)
+            || schedule.expiry.is_some_and(|expiry| now_nanos >= expiry)
+            || self.exhausted()
+        {
+            return false;
+        }
+        let number = self.counters.matched.fetch_add(1, Ordering::AcqRel) + 1;
+        if number <= schedule.after {
+            return false;
+        }
+        if let Some(probability) = schedule.probability
+            && roll(schedule.seed, number) >= probability
+        {
+            return false;
+        }
+        let applied = match schedule.count {
+            Some(count) => self
+                .counters
+                .applied
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |applied| {
+                    (applied < count).then_some(applied + 1)
+                })
+                .is_ok(),
+            None => {
+                self.counters.applied.fetch_add(1, Ordering::AcqRel);
+                true
+            }
+        };
+        if applied {
+            let seconds = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            self.counters.last_applied.store(seconds, Ordering::Release);
+        }
+        applied
+    }
+
+    /// The `status` its counters amount to.
+    fn status(&self) -> Value {
+        let last = self.counters.last_applied.load(Ordering::Acquire);
+        let mut status = json!({
+            "matched": self.counters.matched.load(Ordering::Acquire),
+            "applied": self.counters.applied.load(Ordering::Acquire),
+            "exhausted": self.exhausted(),
+            "action": self.compiled.summary(),
+        });
+        if last > 0 {
+            status["lastAppliedTime"] = json!(kubemock_apimachinery::time::rfc3339(
+                i64::try_from(last).unwrap_or(i64::MAX)
+            ));
+        }
+        status
+    }
+}
+
+/// The `number`th roll of the generator seeded `seed`, in [0, 1): splitmix64 of the two, so
+/// that the same seed and the same order of requests give the same decisions.
+fn roll(seed: u64, number: u64) -> f64 {
+    let mut z = seed
+        .wrapping_add(number.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    // The top 53 bits, as a fraction (exact in an f64).
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The Faults in force, as the request path reads them.
+#[derive(Debug, Default)]
+pub(crate) struct Current {
+    /// Per resource (plural) that some fault names, the faults that may match it (those
+    /// naming it and those naming no resource), in name order.
+    by_resource: HashMap<String, Vec<Arc<Fault>>>,
+    /// The faults naming no resource, in name order.
+    any_resource: Vec<Arc<Fault>>,
+}
+
+impl Current {
+    /// The faults that may match a request for `resource`, in name order.
+    pub(crate) fn candidates(&self, resource: &str) -> &[Arc<Fault>] {
+        self.by_resource
+            .get(resource)
+            .map_or(&self.any_resource, Vec::as_slice)
+    }
+
+    fn build(stored: &BTreeMap<Vec<u8>, Arc<Fault>>) -> Current {
+        let mut current = Current::default();
+        for fault in stored.values() {
+            match &fault.compiled.matcher.resource {
+                Some(resource) => {
+                    current
+                        .by_resource
+                        .entry(resource.clone())
+                        .or_default()
+                        .push(Arc::clone(fault));
+                }
+                None => current.any_resource.push(Arc::clone(fault)),
+            }
+        }
+        // Each resource's list also holds the faults for any resource, in name order.
+        for list in current.by_resource.values_mut() {
+            list.extend(current.any_resource.iter().cloned());
+            list.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        current
+    }
+}
+
+/// The index of Faults.
+#[derive(Debug)]
+pub(crate) struct Faults {
+    /// Each stored Fault, by storage key: written by [`start`]'s task only, held for one
+    /// event's span, never across `.await`.
+    stored: RwLock<BTreeMap<Vec<u8>, Arc<Fault>>>,
+    /// What `stored` amounts to, rebuilt on each change: a request clones the `Arc`.
+    current: RwLock<Arc<Current>>,
+    /// Whether any Fault is stored: the request path's first (and, usually, only) check.
+    any: AtomicBool,
+    /// The store revision the index reflects every change up to.
+    caught_up: watch::Sender<Revision>,
+    /// Wakes the watch task to ask for progress (see `authz::rbac`).
+    progress_wanted: Notify,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults {
+            stored: RwLock::new(BTreeMap::new()),
+            current: RwLock::new(Arc::new(Current::default())),
+            any: AtomicBool::new(false),
+            caught_up: watch::Sender::new(0),
+            progress_wanted: Notify::new(),
+        }
+    }
+}
+
+impl Faults {
+    /// Whether any Fault is stored.
+    pub(crate) fn any(&self) -> bool {
+        self.any.load(Ordering::Acquire)
+    }
+
+    /// The Faults in force now.
+    pub(crate) fn current(&self) -> Arc<Current> {
+        Arc::clone(&self.current.read())
+    }
+
+    /// Applies a stored Fault (a put) or its removal.
+    fn apply(&self, key: &[u8], value: Option<&[u8]>) {
+        let object = value.and_then(|v| serde_json::from_slice::<Value>(v).ok());
+        let mut stored = self.stored.write();
+        match object.as_ref().and_then(Value::as_object) {
+            Some(object) => match spec::compile(object) {
+                Ok(compiled) => {
+                    let metadata = object.get("metadata");
+                    let text = |field: &str| {
+                        metadata
+                            .and_then(|m| m.get(field))
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned()
+                    };
+                    let (name, uid) = (text("name"), text("uid"));
+                    let counters = match stored.get(key) {
+                        Some(old) if old.uid == uid => Arc::clone(&old.counters),
+                        _ => Arc::new(counters_of(object.get("status"))),
+                    };
+                    stored.insert(
+                        key.to_vec(),
+                        Arc::new(Fault {
+                            name,
+                            uid,
+                            compiled,
+                            counters,
+                        }),
+                    );
+                }
+                Err(errors) => {
+                    // Admission refuses such an object: only a store written by another build
+                    // can hold one.
+                    warn!(key = %String::from_utf8_lossy(key), errors = errors.len(), "a stored Fault does not compile; ignored");
+                    stored.remove(key);
+                }
+            },
+            None => {
+                stored.remove(key);
+            }
+        }
+        let current = Current::build(&stored);
+        self.any.store(!stored.is_empty(), Ordering::Release);
+        *self.current.write() = Arc::new(current);
+    }
+
+    fn caught_up(&self, revision: Revision) {
+        self.caught_up.send_if_modified(|current| {
+            let moved = revision > *current;
+            if moved {
+                *current = revision;
+            }
+            moved
+        });
+    }
+
+    /// Waits (a bounded time) until the index reflects every change up to `revision`.
+    pub(crate) async fn synced(&self, revision: Revision) {
+        let mut progress = self.caught_up.subscribe();
+        if *progress.borrow_and_update() >= revision {
+            return;
+        }
+        self.progress_wanted.notify_one();
+        let caught_up = progress.wait_for(|seen| *seen >= revision);
+        if tokio::time::timeout(SYNC_WAIT, caught_up).await.is_err() {
+            warn!(revision, "the fault index did not catch up in time");
+        }
+    }
+
+    /// The Faults whose stored status differs from their counters, with their keys.
+    fn to_flush(&self) -> Vec<(Vec<u8>, Arc<Fault>)> {
+        self.stored
+            .read()
+            .iter()
+            .map(|(key, fault)| (key.clone(), Arc::clone(fault)))
+            .collect()
+    }
+}
+
+/// Counters as a stored status left them (after a restart).
+fn counters_of(status: Option<&Value>) -> Counters {
+    let number = |field: &str| {
+        status
+            .and_then(|s| s.get(field))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    let last = status
+        .and_then(|s| s.get("lastAppliedTime"))
+        .and_then(Value::as_str)
+        .and_then(kubemock_apimachinery::time::parse_rfc3339)
+        .map_or(0, |nanos| {
+            u64::try_from(nanos / kubemock_apimachinery::time::NANOS_PER_SECOND).unwrap_or(0)
+        });
+    Counters {
+        matched: AtomicU64::new(number("matched")),
+        applied: AtomicU64::new(number("applied")),
+        last_applied: AtomicU64::new(last),
+    }
+}
+
+/// Loads the index from the store, then follows it, and writes the counters to the Faults'
+/// status, on tasks of `tasks` until `shutdown`.
+pub(crate) async fn start(
+    faults: &Arc<Faults>,
+    store: &Arc<dyn Kv>,
+    shutdown: &CancellationToken,
+    tasks: &TaskTracker,
+) -> ApiResult<()> {
+    let revision = load(store.as_ref(), faults).await?;
+    tasks.spawn(follow(
+        Arc::clone(store),
+        shutdown.clone(),
+        Arc::clone(faults),
+        revision,
+    ));
+    tasks.spawn(flush_loop(
+        Arc::clone(store),
+        shutdown.clone(),
+        Arc::clone(faults),
+    ));
+    Ok(())
+}
+
+async fn load(store: &dyn Kv, faults: &Faults) -> ApiResult<Revision> {
+    let listed = store
+        .range(RangeRequest::prefix(PREFIX))
+        .await
+        .map_err(ApiError::from_storage)?;
+    // Counters of Faults still stored are kept (same key and uid); the others go.
+    let keys: Vec<Vec<u8>> = faults.stored.read().keys().cloned().collect();
+    for key in keys {
+        if !listed
+            .items
+            .iter()
+            .any(|kv| kv.key.as_ref() == key.as_slice())
+        {
+            faults.apply(&key, None);
+        }
+    }
+    for kv in &listed.items {
+        faults.apply(&kv.key, Some(&kv.value));
+    }
+    faults.caught_up(listed.revision);
+    debug!(revision = listed.revision, "fault index loaded");
+    Ok(listed.revision)
+}
+
+async fn follow(
+    store: Arc<dyn Kv>,
+    shutdown: CancellationToken,
+    faults: Arc<Faults>,
+    mut revision: Revision,
+) {
+    loop {
+        match store.watch(PREFIX.into(), revision).await {
+            Ok(mut watch) => loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = faults.progress_wanted.notified() => watch.request_progress(),
+                    item = watch.next() => match item {
+                        Some(Ok(WatchItem::Event(event))) => {
+                            let value = match event.kind {
+                                EventKind::Put => Some(event.kv.value.as_ref()),
+                                EventKind::Delete => None,
+                            };
+                            faults.apply(&event.kv.key, value);
+                            revision = event.revision();
+                            faults.caught_up(revision);
+                        }
+                        Some(Ok(WatchItem::Progress(seen))) => faults.caught_up(seen),
+                        Some(Err(err)) => {
+                            warn!(error = %err, "fault index watch failed; listing again");
+                            break;
+                        }
+                        None => break,
+                    },
+                }
+            },
+            Err(err) => warn!(error = %err, "fault index cannot watch; listing again"),
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(RELIST_DELAY) => {}
+        }
+        match load(store.as_ref(), &faults).await {
+            Ok(listed) => revision = listed,
+            Err(err) => warn!(error = %err.message, "fault index cannot list"),
+        }
+    }
+}
+
+/// Every [`FLUSH_INTERVAL`], writes the status of each Fault whose counters moved; at
+/// shutdown, once more.
+async fn flush_loop(store: Arc<dyn Kv>, shutdown: CancellationToken, faults: Arc<Faults>) {
+    let mut ticker = tokio::time::interval(FLUSH_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => {
+                flush(store.as_ref(), &faults).await;
+                return;
+            }
+            _ = ticker.tick() => flush(store.as_ref(), &faults).await,
+        }
+    }
+}
+
+/// Writes the status of each Fault whose stored status is not what its counters say. A
+/// write that loses to a concurrent one is tried again at the next round.
+pub(crate) async fn flush(store: &dyn Kv, faults: &Faults) {
+    for (key, fault) in faults.to_flush() {
+        let Ok(found) = store.get(&key, None).await else {
+            return;
+        };
+        let Some(kv) = found.kv else { continue };
+        let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(&kv.value) else {
+            continue;
+        };
+        let uid = object
+            .get("metadata")
+            .and_then(|m| m.get("uid"))
+            .and_then(Value::as_str);
+        if uid != Some(fault.uid.as_str()) {
+            continue;
+        }
+        let status = fault.status();
+        if object.get("status") == Some(&status) {
+            continue;
+        }
+        object.insert("status".to_owned(), status);
+        let Ok(bytes) = crate::object::to_stored(&object) else {
+            continue;
+        };
+        match store
+            .update(kv.key.clone(), bytes, Guard::ModRevision(kv.mod_revision))
+            .await
+        {
+            Ok(UpdateOutcome::Updated { .. }) => {}
+            Ok(_) => debug!(fault = %fault.name, "fault status write lost a race; next round"),
+            Err(err) => {
+                debug!(error = %err, "fault status write failed");
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rolls_are_reproducible_and_spread() {
+        let first: Vec<f64> = (1..=1000).map(|n| roll(42, n)).collect();
+        let again: Vec<f64> = (1..=1000).map(|n| roll(42, n)).collect();
+        assert_eq!(first, again);
+        assert!(first.iter().all(|r| (0.0..1.0).contains(r)));
+        let below_half = first.iter().filter(|r| **r < 0.5).count();
+        assert!((400..600).contains(&below_half), "{below_half}");
+        assert_ne!(first, (1..=1000).map(|n| roll(43, n)).collect::<Vec<_>>());
+    }
+
+    fn fault(spec: Value) -> Fault {
+        let object = json!({"metadata": {"name": "f", "uid": "u"}, "spec": spec});
+        Fault {
+            name: "f".to_owned(),
+            uid: "u".to_owned(),
+            compiled: spec::compile(object.as_object().unwrap()).unwrap(),
+            counters: Arc::default(),
+        }
+    }
+
+    #[test]
+    fn a_fault_skips_its_first_matches_then_acts_count_times() {
+        let f = fault(json!({"action": {"compact": true}, "after": 2, "count": 3}));
+        let fired: Vec<bool> = (0..7).map(|_| f.fires(0)).collect();
+        assert_eq!(fired, [false, false, true, true, true, false, false]);
+        assert!(f.exhausted());
+        // An exhausted fault no longer counts matches.
+        assert_eq!(f.status()["matched"], 5);
+        assert_eq!(f.status()["applied"], 3);
+        assert_eq!(f.status()["exhausted"], true);
+    }
+
+    #[test]
+    fn a_fault_acts_only_inside_its_time_window() {
+        let f = fault(json!({"action": {"compact": true},
+            "startTime": "2030-01-01T00:00:00Z", "expiryTime": "2030-01-02T00:00:00Z"}));
+        let at = |text: &str| kubemock_apimachinery::time::parse_rfc3339(text).unwrap();
+        assert!(!f.fires(at("2029-12-31T23:59:59Z")));
+        assert!(f.fires(at("2030-01-01T12:00:00Z")));
+        assert!(!f.fires(at("2030-01-02T00:00:00Z")));
+        assert_eq!(f.status()["matched"], 1);
+    }
+
+    #[test]
+    fn a_seeded_probability_gives_the_same_decisions_every_time() {
+        let decisions = || {
+            let f = fault(json!({"action": {"compact": true}, "probability": 0.3, "seed": 9}));
+            (0..200).map(|_| f.fires(0)).collect::<Vec<bool>>()
+        };
+        let first = decisions();
+        assert_eq!(first, decisions());
+        let fired = first.iter().filter(|d| **d).count();
+        assert!((30..90).contains(&fired), "{fired}");
+    }
+
+    #[test]
+    fn candidates_are_the_resources_faults_and_the_faults_for_any_resource_in_name_order() {
+        let index = Faults::default();
+        let put = |name: &str, spec: Value| {
+            let object = json!({"metadata": {"name": name, "uid": name}, "spec": spec});
+            index.apply(
+                format!("{PREFIX}{name}").as_bytes(),
+                Some(&serde_json::to_vec(&object).unwrap()),
+            );
+        };
+        put(
+            "b",
+            json!({"match": {"resource": "pods"}, "action": {"compact": true}}),
+        );
+        put("a", json!({"action": {"compact": true}}));
+        put(
+            "c",
+            json!({"match": {"resource": "configmaps"}, "action": {"compact": true}}),
+        );
+        let current = index.current();
+        let names = |resource: &str| -> Vec<String> {
+            current
+                .candidates(resource)
+                .iter()
+                .map(|f| f.name.clone())
+                .collect()
+        };
+        assert_eq!(names("pods"), ["a", "b"]);
+        assert_eq!(names("configmaps"), ["a", "c"]);
+        assert_eq!(names("secrets"), ["a"]);
+        assert!(index.any());
+        // Counters survive a recompilation of the same object.
+        current.candidates("pods")[1].fires(0);
+        put(
+            "b",
+            json!({"match": {"resource": "pods"}, "action": {"compact": true}, "count": 5}),
+        );
+        assert_eq!(index.current().candidates("pods")[1].status()["matched"], 1);
+        for name in ["a", "b", "c"] {
+            index.apply(format!("{PREFIX}{name}").as_bytes(), None);
+        }
+        assert!(!index.any());
+    }
+}
