@@ -1834,7 +1834,7 @@ metadata: {name: replica-limit-deny}
 spec:
   policyName: replica-limit
   validationActions: [Deny]
-  paramRef: {name: limits, namespace: default}
+  paramRef: {name: limits, namespace: default, parameterNotFoundAction: Deny}
   matchResources:
     namespaceSelector: {matchLabels: {policy: deny}}
 ---
@@ -1844,7 +1844,7 @@ metadata: {name: replica-limit-warn}
 spec:
   policyName: replica-limit
   validationActions: [Warn]
-  paramRef: {name: limits, namespace: default}
+  paramRef: {name: limits, namespace: default, parameterNotFoundAction: Deny}
   matchResources:
     namespaceSelector: {matchLabels: {policy: warn}}
 "#;
