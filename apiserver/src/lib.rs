@@ -123,6 +123,7 @@ mod selector;
 mod signer;
 mod state;
 mod status;
+mod store_index;
 mod table;
 mod target;
 mod testing;

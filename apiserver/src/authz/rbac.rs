@@ -20,23 +20,20 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures_util::StreamExt;
 use kubemock_apimachinery::go;
-use kubemock_storage::{EventKind, Kv, RangeRequest, Revision, WatchItem};
+use kubemock_storage::{Kv, Revision};
 use parking_lot::RwLock;
 use serde_json::Value;
-use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, warn};
+use tracing::warn;
 
 use super::rule::PolicyRule;
 use super::{Attributes, Decision};
 use crate::identity::UserInfo;
 use crate::object;
-use crate::status::{ApiError, ApiResult};
+use crate::status::ApiResult;
 
 /// The API group of roles and bindings.
 pub(crate) const GROUP: &str = "rbac.authorization.k8s.io";
@@ -46,13 +43,6 @@ const PREFIX: &str = "/registry/rbac.authorization.k8s.io/";
 
 /// The prefix of a ServiceAccount's user name (`serviceaccount.ServiceAccountUsernamePrefix`).
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
-
-/// How long an RBAC write waits for the index to catch up before answering anyway (the watch
-/// delivers in microseconds; this bounds a stalled one, as `CRD_SYNC_WAIT` does).
-const SYNC_WAIT: Duration = Duration::from_secs(5);
-
-/// How long the index waits before listing again after its watch failed.
-const RELIST_DELAY: Duration = Duration::from_millis(100);
 
 /// A binding's `roleRef`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -504,20 +494,15 @@ pub(crate) struct Rbac {
     /// authorization. Held only for the synchronous span of one lookup or one event, never
     /// across an `.await`.
     index: RwLock<Index>,
-    /// The store revision the index reflects every RBAC change up to (published by the watch
-    /// task; [`Rbac::synced`] waits on it).
-    caught_up: watch::Sender<Revision>,
-    /// Wakes the watch task to ask for the watch's progress: an RBAC write that was a no-op,
-    /// or other writes after it, leave no RBAC event at the revision a writer waits for.
-    progress_wanted: Notify,
+    /// How far it has caught up with the store (`store_index`; [`Rbac::synced`] waits on it).
+    progress: crate::store_index::Progress,
 }
 
 impl Default for Rbac {
     fn default() -> Self {
         Rbac {
             index: RwLock::new(Index::default()),
-            caught_up: watch::Sender::new(0),
-            progress_wanted: Notify::new(),
+            progress: crate::store_index::Progress::default(),
         }
     }
 }
@@ -603,20 +588,6 @@ impl Rbac {
             .map(|rules| rules.to_vec())
     }
 
-    /// Replaces the index with `items` (key and value pairs) read at `revision`.
-    fn replace<'a>(
-        &self,
-        items: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
-        revision: Revision,
-    ) {
-        let mut index = Index::default();
-        for (key, value) in items {
-            index.put(key, value);
-        }
-        *self.index.write() = index;
-        self.caught_up(revision);
-    }
-
     /// Applies one stored object (a put) or its removal, under its storage key.
     pub(super) fn apply(&self, key: &[u8], value: Option<&[u8]>) {
         let mut index = self.index.write();
@@ -626,112 +597,43 @@ impl Rbac {
         }
     }
 
-    fn caught_up(&self, revision: Revision) {
-        self.caught_up.send_if_modified(|current| {
-            let moved = revision > *current;
-            if moved {
-                *current = revision;
-            }
-            moved
-        });
-    }
-
     /// Waits (a bounded time) until the index reflects every RBAC change up to `revision`.
     pub(crate) async fn synced(&self, revision: Revision) {
-        let mut progress = self.caught_up.subscribe();
-        if *progress.borrow_and_update() >= revision {
-            return;
-        }
-        self.progress_wanted.notify_one();
-        let caught_up = progress.wait_for(|seen| *seen >= revision);
-        if tokio::time::timeout(SYNC_WAIT, caught_up).await.is_err() {
-            warn!(revision, "the RBAC index did not catch up in time");
-        }
+        self.progress
+            .synced(revision, <Rbac as crate::store_index::StoreIndex>::NAME)
+            .await;
     }
 }
 
-/// Loads `rbac`'s index from `store`, then follows the store on a task of `tasks` until
-/// `shutdown`.
+/// Loads the index from the store, then follows it on a task of `tasks` until `shutdown`
+/// (`store_index`).
 pub(crate) async fn start(
     rbac: &Arc<Rbac>,
     store: &Arc<dyn Kv>,
     shutdown: &CancellationToken,
     tasks: &TaskTracker,
 ) -> ApiResult<()> {
-    let revision = load(store.as_ref(), rbac).await?;
-    tasks.spawn(follow(
-        Arc::clone(store),
-        shutdown.clone(),
-        Arc::clone(rbac),
-        revision,
-    ));
-    Ok(())
+    crate::store_index::start(rbac, store, shutdown, tasks).await
 }
 
-/// Reads every role and binding into the index; returns the revision read at.
-async fn load(store: &dyn Kv, rbac: &Rbac) -> ApiResult<Revision> {
-    let listed = store
-        .range(RangeRequest::prefix(PREFIX))
-        .await
-        .map_err(ApiError::from_storage)?;
-    rbac.replace(
-        listed
-            .items
-            .iter()
-            .map(|kv| (kv.key.as_ref(), kv.value.as_ref())),
-        listed.revision,
-    );
-    debug!(
-        objects = listed.items.len(),
-        revision = listed.revision,
-        "RBAC index loaded"
-    );
-    Ok(listed.revision)
-}
+impl crate::store_index::StoreIndex for Rbac {
+    const NAME: &'static str = "RBAC index";
+    const PREFIX: &'static str = PREFIX;
 
-/// Applies every RBAC change after `revision`; lists again when the watch fails (compacted,
-/// cut off for lagging), until the server shuts down.
-async fn follow(
-    store: Arc<dyn Kv>,
-    shutdown: CancellationToken,
-    rbac: Arc<Rbac>,
-    mut revision: Revision,
-) {
-    loop {
-        match store.watch(PREFIX.into(), revision).await {
-            Ok(mut watch) => loop {
-                tokio::select! {
-                    () = shutdown.cancelled() => return,
-                    () = rbac.progress_wanted.notified() => watch.request_progress(),
-                    item = watch.next() => match item {
-                        Some(Ok(WatchItem::Event(event))) => {
-                            let value = match event.kind {
-                                EventKind::Put => Some(event.kv.value.as_ref()),
-                                EventKind::Delete => None,
-                            };
-                            rbac.apply(&event.kv.key, value);
-                            revision = event.revision();
-                            rbac.caught_up(revision);
-                        }
-                        Some(Ok(WatchItem::Progress(seen))) => rbac.caught_up(seen),
-                        Some(Err(err)) => {
-                            warn!(error = %err, "RBAC index watch failed; listing again");
-                            break;
-                        }
-                        None => break,
-                    },
-                }
-            },
-            Err(err) => warn!(error = %err, "RBAC index cannot watch; listing again"),
+    fn replace(&self, items: &[kubemock_storage::KeyValue]) {
+        let mut index = Index::default();
+        for kv in items {
+            index.put(&kv.key, &kv.value);
         }
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            () = tokio::time::sleep(RELIST_DELAY) => {}
-        }
-        match load(store.as_ref(), &rbac).await {
-            Ok(listed) => revision = listed,
-            Err(err) => warn!(error = %err.message, "RBAC index cannot list"),
-        }
+        *self.index.write() = index;
+    }
+
+    fn apply(&self, key: &[u8], value: Option<&[u8]>) {
+        Rbac::apply(self, key, value);
+    }
+
+    fn progress(&self) -> &crate::store_index::Progress {
+        &self.progress
     }
 }
 

@@ -34,16 +34,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use futures_util::StreamExt;
-use kubemock_storage::{EventKind, Guard, Kv, RangeRequest, Revision, UpdateOutcome, WatchItem};
+use kubemock_storage::{Guard, Kv, Revision, UpdateOutcome};
 use parking_lot::RwLock;
 use serde_json::{Value, json};
-use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
-use crate::status::{ApiError, ApiResult};
+use crate::status::ApiResult;
 use spec::Compiled;
 
 /// The storage key prefix of every Fault.
@@ -52,11 +50,6 @@ pub(crate) const PREFIX: &str = "/registry/testing.kubemock.dev/faults/";
 /// How often changed counters are written to the Faults' `status`: often enough for a test
 /// polling `kubectl get faults`, rare enough that a busy fault costs a few writes a second.
 pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(200);
-/// How long a Fault's write waits for the index to catch up before answering anyway (as
-/// `webhook`'s `SYNC_WAIT`).
-const SYNC_WAIT: Duration = Duration::from_secs(5);
-/// How long the index waits before listing again after its watch failed.
-const RELIST_DELAY: Duration = Duration::from_millis(100);
 
 /// A Fault's counters, shared by the index's successive compilations of the same object
 /// (same uid), so that a status write or a spec change does not reset them.
@@ -212,10 +205,8 @@ pub(crate) struct Faults {
     current: RwLock<Arc<Current>>,
     /// Whether any Fault is stored: the request path's first (and, usually, only) check.
     any: AtomicBool,
-    /// The store revision the index reflects every change up to.
-    caught_up: watch::Sender<Revision>,
-    /// Wakes the watch task to ask for progress (see `authz::rbac`).
-    progress_wanted: Notify,
+    /// How far it has caught up with the store (`store_index`).
+    progress: crate::store_index::Progress,
 }
 
 impl Default for Faults {
@@ -224,8 +215,7 @@ impl Default for Faults {
             stored: RwLock::new(BTreeMap::new()),
             current: RwLock::new(Arc::new(Current::default())),
             any: AtomicBool::new(false),
-            caught_up: watch::Sender::new(0),
-            progress_wanted: Notify::new(),
+            progress: crate::store_index::Progress::default(),
         }
     }
 }
@@ -287,27 +277,11 @@ impl Faults {
         *self.current.write() = Arc::new(current);
     }
 
-    fn caught_up(&self, revision: Revision) {
-        self.caught_up.send_if_modified(|current| {
-            let moved = revision > *current;
-            if moved {
-                *current = revision;
-            }
-            moved
-        });
-    }
-
     /// Waits (a bounded time) until the index reflects every change up to `revision`.
     pub(crate) async fn synced(&self, revision: Revision) {
-        let mut progress = self.caught_up.subscribe();
-        if *progress.borrow_and_update() >= revision {
-            return;
-        }
-        self.progress_wanted.notify_one();
-        let caught_up = progress.wait_for(|seen| *seen >= revision);
-        if tokio::time::timeout(SYNC_WAIT, caught_up).await.is_err() {
-            warn!(revision, "the fault index did not catch up in time");
-        }
+        self.progress
+            .synced(revision, <Faults as crate::store_index::StoreIndex>::NAME)
+            .await;
     }
 
     /// The Faults whose stored status differs from their counters, with their keys.
@@ -342,21 +316,15 @@ fn counters_of(status: Option<&Value>) -> Counters {
     }
 }
 
-/// Loads the index from the store, then follows it, and writes the counters to the Faults'
-/// status, on tasks of `tasks` until `shutdown`.
+/// Loads the index from the store, then follows it on a task of `tasks` until `shutdown`
+/// (`store_index`), and flushes the Faults' status counters on another.
 pub(crate) async fn start(
     faults: &Arc<Faults>,
     store: &Arc<dyn Kv>,
     shutdown: &CancellationToken,
     tasks: &TaskTracker,
 ) -> ApiResult<()> {
-    let revision = load(store.as_ref(), faults).await?;
-    tasks.spawn(follow(
-        Arc::clone(store),
-        shutdown.clone(),
-        Arc::clone(faults),
-        revision,
-    ));
+    crate::store_index::start(faults, store, shutdown, tasks).await?;
     tasks.spawn(flush_loop(
         Arc::clone(store),
         shutdown.clone(),
@@ -365,71 +333,29 @@ pub(crate) async fn start(
     Ok(())
 }
 
-async fn load(store: &dyn Kv, faults: &Faults) -> ApiResult<Revision> {
-    let listed = store
-        .range(RangeRequest::prefix(PREFIX))
-        .await
-        .map_err(ApiError::from_storage)?;
-    // Counters of Faults still stored are kept (same key and uid); the others go.
-    let keys: Vec<Vec<u8>> = faults.stored.read().keys().cloned().collect();
-    for key in keys {
-        if !listed
-            .items
-            .iter()
-            .any(|kv| kv.key.as_ref() == key.as_slice())
-        {
-            faults.apply(&key, None);
-        }
-    }
-    for kv in &listed.items {
-        faults.apply(&kv.key, Some(&kv.value));
-    }
-    faults.caught_up(listed.revision);
-    debug!(revision = listed.revision, "fault index loaded");
-    Ok(listed.revision)
-}
+impl crate::store_index::StoreIndex for Faults {
+    const NAME: &'static str = "fault index";
+    const PREFIX: &'static str = PREFIX;
 
-async fn follow(
-    store: Arc<dyn Kv>,
-    shutdown: CancellationToken,
-    faults: Arc<Faults>,
-    mut revision: Revision,
-) {
-    loop {
-        match store.watch(PREFIX.into(), revision).await {
-            Ok(mut watch) => loop {
-                tokio::select! {
-                    () = shutdown.cancelled() => return,
-                    () = faults.progress_wanted.notified() => watch.request_progress(),
-                    item = watch.next() => match item {
-                        Some(Ok(WatchItem::Event(event))) => {
-                            let value = match event.kind {
-                                EventKind::Put => Some(event.kv.value.as_ref()),
-                                EventKind::Delete => None,
-                            };
-                            faults.apply(&event.kv.key, value);
-                            revision = event.revision();
-                            faults.caught_up(revision);
-                        }
-                        Some(Ok(WatchItem::Progress(seen))) => faults.caught_up(seen),
-                        Some(Err(err)) => {
-                            warn!(error = %err, "fault index watch failed; listing again");
-                            break;
-                        }
-                        None => break,
-                    },
-                }
-            },
-            Err(err) => warn!(error = %err, "fault index cannot watch; listing again"),
+    fn replace(&self, items: &[kubemock_storage::KeyValue]) {
+        // Counters of Faults still stored are kept (same key and uid); the others go.
+        let keys: Vec<Vec<u8>> = self.stored.read().keys().cloned().collect();
+        for key in keys {
+            if !items.iter().any(|kv| kv.key.as_ref() == key.as_slice()) {
+                Faults::apply(self, &key, None);
+            }
         }
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            () = tokio::time::sleep(RELIST_DELAY) => {}
+        for kv in items {
+            Faults::apply(self, &kv.key, Some(&kv.value));
         }
-        match load(store.as_ref(), &faults).await {
-            Ok(listed) => revision = listed,
-            Err(err) => warn!(error = %err.message, "fault index cannot list"),
-        }
+    }
+
+    fn apply(&self, key: &[u8], value: Option<&[u8]>) {
+        Faults::apply(self, key, value);
+    }
+
+    fn progress(&self) -> &crate::store_index::Progress {
+        &self.progress
     }
 }
 

@@ -27,16 +27,12 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures_util::StreamExt;
-use kubemock_storage::{EventKind, Kv, RangeRequest, Revision, WatchItem};
+use kubemock_storage::{Kv, Revision};
 use parking_lot::RwLock;
 use serde_json::Value;
-use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, warn};
 
 use config::{Hook, Kind};
 use policies::{Binding, Policy};
@@ -49,7 +45,7 @@ fn hooks(kind: Kind, object: &Value) -> Vec<Arc<Hook>> {
         .collect()
 }
 
-use crate::status::{ApiError, ApiResult};
+use crate::status::ApiResult;
 
 /// The API group of webhook configurations.
 pub(crate) const GROUP: &str = "admissionregistration.k8s.io";
@@ -67,12 +63,6 @@ const POLICY_PREFIX: &str = "/registry/admissionregistration.k8s.io/validatingad
 /// The key prefix of their bindings.
 const BINDING_PREFIX: &str =
     "/registry/admissionregistration.k8s.io/validatingadmissionpolicybindings/";
-
-/// How long a configuration write waits for the index to catch up before answering anyway
-/// (as `authz::rbac`'s `SYNC_WAIT`).
-const SYNC_WAIT: Duration = Duration::from_secs(5);
-/// How long the index waits before listing again after its watch failed.
-const RELIST_DELAY: Duration = Duration::from_millis(100);
 
 /// The audit annotation prefix of a mutating webhook's call (`MutationAuditAnnotationPrefix`).
 pub(crate) const MUTATION_ANNOTATION: &str = "mutation.webhook.admission.k8s.io/";
@@ -115,10 +105,8 @@ pub(crate) struct Webhooks {
     stored: RwLock<BTreeMap<Vec<u8>, Stored>>,
     /// What `stored` amounts to, rebuilt on each change: a request clones the `Arc`.
     current: RwLock<Arc<Current>>,
-    /// The store revision the index reflects every change up to.
-    caught_up: watch::Sender<Revision>,
-    /// Wakes the watch task to ask for progress (see `authz::rbac`).
-    progress_wanted: Notify,
+    /// How far it has caught up with the store (`store_index`).
+    progress: crate::store_index::Progress,
     /// The pooled HTTPS clients.
     pub(crate) clients: client::Clients,
 }
@@ -128,8 +116,7 @@ impl Default for Webhooks {
         Webhooks {
             stored: RwLock::new(BTreeMap::new()),
             current: RwLock::new(Arc::new(Current::default())),
-            caught_up: watch::Sender::new(0),
-            progress_wanted: Notify::new(),
+            progress: crate::store_index::Progress::default(),
             clients: client::Clients::default(),
         }
     }
@@ -188,103 +175,43 @@ impl Webhooks {
         *self.current.write() = Arc::new(current);
     }
 
-    fn caught_up(&self, revision: Revision) {
-        self.caught_up.send_if_modified(|current| {
-            let moved = revision > *current;
-            if moved {
-                *current = revision;
-            }
-            moved
-        });
-    }
-
     /// Waits (a bounded time) until the index reflects every change up to `revision`.
     pub(crate) async fn synced(&self, revision: Revision) {
-        let mut progress = self.caught_up.subscribe();
-        if *progress.borrow_and_update() >= revision {
-            return;
-        }
-        self.progress_wanted.notify_one();
-        let caught_up = progress.wait_for(|seen| *seen >= revision);
-        if tokio::time::timeout(SYNC_WAIT, caught_up).await.is_err() {
-            warn!(revision, "the webhook index did not catch up in time");
-        }
+        self.progress
+            .synced(revision, <Webhooks as crate::store_index::StoreIndex>::NAME)
+            .await;
     }
 }
 
-/// Loads the index from the store, then follows it on a task of `tasks` until `shutdown`.
+/// Loads the index from the store, then follows it on a task of `tasks` until `shutdown`
+/// (`store_index`).
 pub(crate) async fn start(
     webhooks: &Arc<Webhooks>,
     store: &Arc<dyn Kv>,
     shutdown: &CancellationToken,
     tasks: &TaskTracker,
 ) -> ApiResult<()> {
-    let revision = load(store.as_ref(), webhooks).await?;
-    tasks.spawn(follow(
-        Arc::clone(store),
-        shutdown.clone(),
-        Arc::clone(webhooks),
-        revision,
-    ));
-    Ok(())
+    crate::store_index::start(webhooks, store, shutdown, tasks).await
 }
 
-async fn load(store: &dyn Kv, webhooks: &Webhooks) -> ApiResult<Revision> {
-    let listed = store
-        .range(RangeRequest::prefix(PREFIX))
-        .await
-        .map_err(ApiError::from_storage)?;
-    webhooks.stored.write().clear();
-    webhooks.apply(b"", None);
-    for kv in &listed.items {
-        webhooks.apply(&kv.key, Some(&kv.value));
+impl crate::store_index::StoreIndex for Webhooks {
+    const NAME: &'static str = "webhook index";
+    const PREFIX: &'static str = PREFIX;
+
+    fn replace(&self, items: &[kubemock_storage::KeyValue]) {
+        self.stored.write().clear();
+        Webhooks::apply(self, b"", None);
+        for kv in items {
+            Webhooks::apply(self, &kv.key, Some(&kv.value));
+        }
     }
-    webhooks.caught_up(listed.revision);
-    debug!(revision = listed.revision, "webhook index loaded");
-    Ok(listed.revision)
-}
 
-async fn follow(
-    store: Arc<dyn Kv>,
-    shutdown: CancellationToken,
-    webhooks: Arc<Webhooks>,
-    mut revision: Revision,
-) {
-    loop {
-        match store.watch(PREFIX.into(), revision).await {
-            Ok(mut watch) => loop {
-                tokio::select! {
-                    () = shutdown.cancelled() => return,
-                    () = webhooks.progress_wanted.notified() => watch.request_progress(),
-                    item = watch.next() => match item {
-                        Some(Ok(WatchItem::Event(event))) => {
-                            let value = match event.kind {
-                                EventKind::Put => Some(event.kv.value.as_ref()),
-                                EventKind::Delete => None,
-                            };
-                            webhooks.apply(&event.kv.key, value);
-                            revision = event.revision();
-                            webhooks.caught_up(revision);
-                        }
-                        Some(Ok(WatchItem::Progress(seen))) => webhooks.caught_up(seen),
-                        Some(Err(err)) => {
-                            warn!(error = %err, "webhook index watch failed; listing again");
-                            break;
-                        }
-                        None => break,
-                    },
-                }
-            },
-            Err(err) => warn!(error = %err, "webhook index cannot watch; listing again"),
-        }
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            () = tokio::time::sleep(RELIST_DELAY) => {}
-        }
-        match load(store.as_ref(), &webhooks).await {
-            Ok(listed) => revision = listed,
-            Err(err) => warn!(error = %err.message, "webhook index cannot list"),
-        }
+    fn apply(&self, key: &[u8], value: Option<&[u8]>) {
+        Webhooks::apply(self, key, value);
+    }
+
+    fn progress(&self) -> &crate::store_index::Progress {
+        &self.progress
     }
 }
 
