@@ -18,8 +18,9 @@ use serde_json::Value as Json;
 use crate::types::{ObjectType, Type};
 use crate::value::{Key, MapValue, Value};
 
-/// CEL's reserved words, escaped as `__word__` (escaping.go `celReservedSymbols`).
-const RESERVED: [&str; 21] = [
+/// CEL's reserved words (escaping.go `celReservedSymbols`): a schema property of that name
+/// is escaped as `__word__`, and a policy variable may not be named so.
+pub const RESERVED: [&str; 21] = [
     "true",
     "false",
     "null",

@@ -34,30 +34,6 @@ const OPERATIONS: [&str; 5] = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
 const SCOPES: [&str; 3] = ["*", "Cluster", "Namespaced"];
 const VALIDATION_ACTIONS: [&str; 3] = ["Audit", "Deny", "Warn"];
 const REASONS: [&str; 3] = ["Forbidden", "Invalid", "RequestEntityTooLarge"];
-/// CEL's reserved words, which a variable may not be named (`celReserved`).
-const CEL_RESERVED: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
 
 fn array(value: Option<&Value>) -> &[Value] {
     value.and_then(Value::as_array).map_or(&[], Vec::as_slice)
@@ -419,7 +395,7 @@ fn is_cel_identifier(name: &str) -> bool {
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
     first_ok
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-        && !CEL_RESERVED.contains(&name)
+        && !kubemock_cel::schema::RESERVED.contains(&name)
 }
 
 /// A ValidatingAdmissionPolicy (`validateValidatingAdmissionPolicySpec`); on an update whose
