@@ -11,7 +11,7 @@ use common::{Cluster, wait_for};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
-use kubemock_client::{Api, DeleteParams, ListParams, PostParams};
+use kubemock_client::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kubemock_controllers::volume::provisioner::{DEFAULT_CLASS, PROVISIONER};
 use kubemock_controllers::volume::{ANN_PROVISIONED_BY, ANN_SELECTED_NODE};
 use serde_json::json;
@@ -319,6 +319,20 @@ async fn immediate_claims_bind_a_fitting_static_volume_or_are_provisioned() {
     assert_eq!(
         spec.persistent_volume_reclaim_policy.as_deref(),
         Some("Retain")
+    );
+
+    // Growing a claim whose class does not allow expansion: the resize admission plugin's 403.
+    let grown = claims
+        .patch(
+            "dynamic",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"resources": {"requests": {"storage": "5Gi"}}}})),
+        )
+        .await
+        .expect_err("expansion refused");
+    assert!(
+        grown.to_string().contains("only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"),
+        "{grown}"
     );
 
     // Reclaim Retain: the claim goes, the volume stays Released.

@@ -168,6 +168,13 @@ pub(crate) async fn admit_update(
     if !errors.is_empty() {
         return Err(invalid(resource, object, errors));
     }
+    if admission == Admission::PersistentVolumeClaim {
+        let allows = storage_class_allows_expansion(state, storage::claim_class(object)).await?;
+        if let Some(why) = storage::resize_refusal(existing, object, allows) {
+            let name = object::name_of(object).to_owned();
+            return Err(ApiError::forbidden(resource, &name, why, Vec::new()));
+        }
+    }
     if admission != Admission::Service {
         return Ok(Reservation::default());
     }
@@ -344,6 +351,25 @@ async fn default_storage_class(state: &AppState, claim: &mut Object) -> ApiResul
         fields::child(claim, "spec").insert("storageClassName".to_owned(), json!(name));
     }
     Ok(())
+}
+
+/// Whether the StorageClass `name` exists and sets `allowVolumeExpansion: true`.
+async fn storage_class_allows_expansion(state: &AppState, name: &str) -> ApiResult<bool> {
+    let Some(classes) = state
+        .registry()
+        .lookup("storage.k8s.io", "v1", "storageclasses")
+    else {
+        return Ok(false);
+    };
+    if name.is_empty() {
+        return Ok(false);
+    }
+    let key = crate::keys::object_key(&classes, None, name);
+    let found = state.fetch(&key).await?;
+    Ok(found
+        .and_then(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
+        .and_then(|class| class.get("allowVolumeExpansion").and_then(Value::as_bool))
+        .unwrap_or(false))
 }
 
 /// A stored object as `resource` serves it.

@@ -8,6 +8,10 @@
 //! nothing uses the object), and the main rules of their validation
 //! (`pkg/apis/core/validation`, `pkg/apis/storage/validation`).
 //!
+//! A claim's storage request may grow only as the PersistentVolumeClaimResize admission
+//! plugin allows (bound, of a class with `allowVolumeExpansion`); where upstream would then
+//! leave it to an external resizer, kubemock refuses, having none.
+//!
 //! Not checked (stored as sent): PersistentVolume volume sources beyond "exactly one",
 //! mount options, node affinity terms, data sources, StorageClass parameters and
 //! allowedTopologies. A claim's immutable-spec refusal carries upstream's sentence without the
@@ -198,6 +202,54 @@ pub(super) fn validate_claim(object: &Object, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// The storage a claim requests (`spec.resources.requests.storage`), when it parses.
+pub(super) fn requested_storage(
+    claim: &Object,
+) -> Option<kubemock_apimachinery::quantity::Quantity> {
+    obj_at(claim, &["spec", "resources", "requests", "storage"])
+        .and_then(Value::as_str)
+        .and_then(|s| kubemock_apimachinery::quantity::Quantity::parse(s).ok())
+}
+
+/// The claim's class as `GetPersistentVolumeClaimClass` reads it: the beta annotation, else
+/// `spec.storageClassName`, else none (`""`).
+pub(super) fn claim_class(claim: &Object) -> &str {
+    obj_at(claim, &["metadata", "annotations", BETA_CLASS_ANNOTATION])
+        .or_else(|| obj_at(claim, &["spec", "storageClassName"]))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// Why the PersistentVolumeClaimResize admission plugin refuses an update of `old` to `new`
+/// (`plugin/pkg/admission/storage/persistentvolume/resize/admission.go`), given whether the
+/// claim's class allows expansion; `None` when it does not grow the request, or may.
+pub(super) fn resize_refusal(
+    old: &Object,
+    new: &Object,
+    class_allows: bool,
+) -> Option<&'static str> {
+    let (Some(old_size), Some(new_size)) = (requested_storage(old), requested_storage(new)) else {
+        return None;
+    };
+    if new_size <= old_size {
+        return None;
+    }
+    if obj_at(old, &["status", "phase"]).and_then(Value::as_str) != Some("Bound") {
+        return Some("Only bound persistent volume claims can be expanded");
+    }
+    let (old_class, new_class) = (claim_class(old), claim_class(new));
+    if !class_allows || old_class.is_empty() || old_class != new_class {
+        return Some(
+            "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize",
+        );
+    }
+    // Upstream lets it through to an external resizer; kubemock has none, and a claim whose
+    // request grew while nothing resized it would look accepted and never change.
+    Some(
+        "kubemock does not simulate volume expansion: no resizer acts on the claim, so its capacity would never change",
+    )
+}
+
 /// `ValidatePersistentVolumeClaimUpdate`: the spec is immutable but for the storage request
 /// (not below its old value) and the volume name of a claim not yet bound to one.
 pub(super) fn validate_claim_update(old: &Object, new: &Object, errors: &mut Vec<FieldError>) {
@@ -234,12 +286,7 @@ pub(super) fn validate_claim_update(old: &Object, new: &Object, errors: &mut Vec
             "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
         ));
     }
-    let storage = |object: &Object| {
-        obj_at(object, &["spec", "resources", "requests", "storage"])
-            .and_then(Value::as_str)
-            .and_then(|s| kubemock_apimachinery::quantity::Quantity::parse(s).ok())
-    };
-    if let (Some(old_size), Some(new_size)) = (storage(old), storage(new))
+    if let (Some(old_size), Some(new_size)) = (requested_storage(old), requested_storage(new))
         && new_size < old_size
     {
         errors.push(forbidden(
@@ -417,6 +464,29 @@ mod tests {
                 "spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
                 "spec.resources.requests.storage: Forbidden: field can not be less than previous value",
             ]
+        );
+    }
+
+    #[test]
+    fn growing_a_claim_is_refused_as_the_resize_plugin_refuses_it() {
+        let claim = |size: &str, phase: &str| {
+            object(json!({"spec": {"storageClassName": "standard",
+                "resources": {"requests": {"storage": size}}}, "status": {"phase": phase}}))
+        };
+        let bound = claim("1Gi", "Bound");
+        assert_eq!(resize_refusal(&bound, &claim("1Gi", "Bound"), false), None);
+        assert_eq!(
+            resize_refusal(&claim("1Gi", "Pending"), &claim("2Gi", "Pending"), true),
+            Some("Only bound persistent volume claims can be expanded")
+        );
+        assert!(
+            resize_refusal(&bound, &claim("2Gi", "Bound"), false).is_some_and(
+                |why| why.starts_with("only dynamically provisioned pvc can be resized")
+            )
+        );
+        assert!(
+            resize_refusal(&bound, &claim("2Gi", "Bound"), true)
+                .is_some_and(|why| why.starts_with("kubemock does not simulate volume expansion"))
         );
     }
 
