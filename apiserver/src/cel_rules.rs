@@ -24,6 +24,7 @@ use kubemock_cel::{
 use serde_json::Value;
 
 use crate::field_error::FieldError;
+use crate::ratchet::{self, Nearest};
 
 /// The reasons a rule may name (upstream's `supportedValidationReason`).
 const REASONS: [&str; 4] = [
@@ -45,6 +46,15 @@ struct Rule {
     program: SharedProgram,
     uses_old_self: bool,
     optional_old_self: bool,
+}
+
+/// What running a schema's rules on an object found.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    /// The causes of a 422.
+    pub(crate) errors: Vec<FieldError>,
+    /// Failed rules that ratcheted, as upstream words their warnings (`field: detail`).
+    pub(crate) warnings: Vec<String>,
 }
 
 /// The rules of a schema, in the schema's shape (only subtrees that hold rules).
@@ -359,12 +369,14 @@ impl Rules {
             || self.additional.is_some()
     }
 
-    /// Runs every rule on `object` (and `old` on an update); the causes of a 422.
-    pub(crate) fn validate(&self, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        let mut errors = Vec::new();
+    /// Runs every rule on `object` (and `old` on an update): the causes of a 422, and the
+    /// warnings of failed rules that ratcheted (`ratchet`: a rule not reading `oldSelf` that
+    /// fails on a part the update left unchanged warns instead of refusing).
+    pub(crate) fn validate(&self, object: &Value, old: Option<&Value>) -> Outcome {
+        let mut outcome = Outcome::default();
         let mut budget = RUNTIME_CEL_COST_BUDGET as i64;
-        self.walk(None, object, old, &mut budget, &mut errors);
-        errors
+        self.walk(None, object, old, None, &mut budget, &mut outcome);
+        outcome
     }
 
     fn type_name(&self) -> String {
@@ -377,18 +389,29 @@ impl Rules {
         )
     }
 
+    /// Runs the rules at and under this node. `old` is the node's correlated old value;
+    /// `nearest` the nearest correlated node above it, for ratcheting.
     fn walk(
         &self,
         path: Option<&str>,
         value: &Value,
         old: Option<&Value>,
+        nearest: Option<Nearest<'_>>,
         budget: &mut i64,
-        errors: &mut Vec<FieldError>,
+        outcome: &mut Outcome,
     ) -> bool {
         if value.is_null() {
             return true;
         }
-        if !self.rules.is_empty() && !self.run_rules(path, value, old, budget, errors) {
+        let nearest = match old {
+            Some(old) => Some(Nearest {
+                old,
+                new: value,
+                schema: &self.schema,
+            }),
+            None => nearest,
+        };
+        if !self.rules.is_empty() && !self.run_rules(path, value, old, nearest, budget, outcome) {
             return false;
         }
         let child = |segment: &str| match path {
@@ -400,7 +423,7 @@ impl Rules {
                 for (name, sub) in &self.properties {
                     if let Some(v) = map.get(name) {
                         let o = old.and_then(|o| o.get(name));
-                        if !sub.walk(Some(&child(name)), v, o, budget, errors) {
+                        if !sub.walk(Some(&child(name)), v, o, nearest, budget, outcome) {
                             return false;
                         }
                     }
@@ -409,7 +432,7 @@ impl Rules {
                     for (key, v) in map {
                         let o = old.and_then(|o| o.get(key));
                         let at = format!("{}[{key}]", path.unwrap_or("<nil>"));
-                        if !sub.walk(Some(&at), v, o, budget, errors) {
+                        if !sub.walk(Some(&at), v, o, nearest, budget, outcome) {
                             return false;
                         }
                     }
@@ -417,28 +440,10 @@ impl Rules {
             }
             Value::Array(items) => {
                 if let Some(sub) = &self.items {
-                    let keys: Vec<&str> = self
-                        .schema
-                        .get("x-kubernetes-list-map-keys")
-                        .and_then(Value::as_array)
-                        .map(|k| k.iter().filter_map(Value::as_str).collect())
-                        .unwrap_or_default();
-                    let is_map = self
-                        .schema
-                        .get("x-kubernetes-list-type")
-                        .and_then(Value::as_str)
-                        == Some("map");
                     for (i, v) in items.iter().enumerate() {
-                        let o = if is_map && !keys.is_empty() {
-                            old.and_then(Value::as_array).and_then(|olds| {
-                                olds.iter()
-                                    .find(|o| keys.iter().all(|k| o.get(k) == v.get(k)))
-                            })
-                        } else {
-                            None
-                        };
+                        let o = ratchet::correlated_item(&self.schema, old, v);
                         let at = format!("{}[{i}]", path.unwrap_or("<nil>"));
-                        if !sub.walk(Some(&at), v, o, budget, errors) {
+                        if !sub.walk(Some(&at), v, o, nearest, budget, outcome) {
                             return false;
                         }
                     }
@@ -455,9 +460,13 @@ impl Rules {
         path: Option<&str>,
         value: &Value,
         old: Option<&Value>,
+        nearest: Option<Nearest<'_>>,
         budget: &mut i64,
-        errors: &mut Vec<FieldError>,
+        outcome: &mut Outcome,
     ) -> bool {
+        let errors = &mut outcome.errors;
+        // Whether the nearest correlated node is unchanged: computed once, when a rule fails.
+        let mut ratchets: Option<bool> = None;
         let at = path.unwrap_or("<nil>").to_owned();
         let sts_type = self.type_name();
         let invalid = |field: &str, detail: String| {
@@ -579,7 +588,7 @@ impl Rules {
                     _ => {}
                 }
             }
-            errors.push(match rule.reason.as_deref() {
+            let error = match rule.reason.as_deref() {
                 Some("FieldValueForbidden") => cause(
                     field,
                     "FieldValueForbidden",
@@ -596,7 +605,16 @@ impl Rules {
                     format!("Duplicate value: {sts_type}"),
                 ),
                 _ => invalid(&field, message),
-            });
+            };
+            let ratchet = !rule.uses_old_self
+                && *ratchets.get_or_insert_with(|| nearest.is_some_and(|n| n.unchanged()));
+            if ratchet {
+                outcome
+                    .warnings
+                    .push(format!("{}: {}", error.field, error.detail));
+            } else {
+                errors.push(error);
+            }
         }
         true
     }
@@ -635,7 +653,7 @@ mod tests {
         );
         assert!(errors.is_empty(), "{errors:?}");
         let obj = json!({"spec": {"minReplicas": 5, "maxReplicas": 1, "name": "a", "tags": ["ok", "toolong"]}});
-        let found = rules.validate(&obj, None);
+        let found = rules.validate(&obj, None).errors;
         let texts: Vec<String> = found
             .iter()
             .map(|e| format!("{}: {}", e.field, e.detail))
@@ -650,7 +668,7 @@ mod tests {
         // The transition rule runs on update only.
         let old = json!({"spec": {"minReplicas": 1, "maxReplicas": 2, "name": "b"}});
         let new = json!({"spec": {"minReplicas": 1, "maxReplicas": 2, "name": "a"}});
-        let found = rules.validate(&new, Some(&old));
+        let found = rules.validate(&new, Some(&old)).errors;
         assert_eq!(found.len(), 1);
         assert_eq!(
             found[0].detail,

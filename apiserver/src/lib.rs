@@ -113,6 +113,7 @@ mod openapi;
 mod partial;
 pub mod pki;
 mod query;
+mod ratchet;
 mod rbac;
 mod registry;
 mod requestlog;

@@ -259,3 +259,144 @@ async fn bench_create_with_ten_rules_against_none() {
         medians[0].as_secs_f64() / medians[1].as_secs_f64()
     );
 }
+
+fn warnings(reply: &Reply) -> Vec<String> {
+    reply
+        .headers
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Validation ratcheting (`CRDValidationRatcheting`, on by default in 1.32): after a CRD's
+/// schema and rules get stricter, an object stored under the old ones can still be updated
+/// as long as the update leaves its invalid parts as they were; a failed rule on an unchanged
+/// node comes back as a warning (`299 - "spec: Invalid value: ..."`), a schema error not at
+/// all; changing the invalid part is refused as on a create
+/// (`staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/validation/ratcheting.go`,
+/// `pkg/apiserver/schema/cel/validation.go`).
+#[tokio::test]
+async fn errors_in_parts_an_update_leaves_unchanged_ratchet() {
+    let h = Harness::start().await;
+    let lax = json!({"type": "object", "properties": {
+        "name": {"type": "string"},
+        "count": {"type": "integer"},
+        "limits": {"type": "object", "properties": {"count": {"type": "integer"}}},
+        "size": {"type": "integer"}}});
+    let crd = definition("ratchet.example.com", lax);
+    let created = h.post(DEFINITIONS, &crd).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let ns = h.namespace("cel-ratchet").await;
+    let pools = format!("/apis/ratchet.example.com/v1/namespaces/{ns}/pools");
+    let object = |name: &str, spec: Value| {
+        json!({"apiVersion": "ratchet.example.com/v1", "kind": "Pool",
+            "metadata": {"name": name}, "spec": spec})
+    };
+    let spec = json!({"name": "toolong", "limits": {"count": 10}, "size": 1});
+    // The schema cache follows the definition: retry while the kind is not yet served.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let stored = loop {
+        let reply = h.post(&pools, &object("old", spec.clone())).await;
+        if reply.status == 201 || tokio::time::Instant::now() > deadline {
+            assert_eq!(reply.status, 201, "{}", reply.body);
+            break reply.body;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+
+    // Stricter: a maxLength on name, and a rule on limits.
+    let current = h
+        .get(&format!("{DEFINITIONS}/pools.ratchet.example.com"))
+        .await;
+    let mut strict = current.body.clone();
+    strict["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = json!({
+        "type": "object", "properties": {
+            "name": {"type": "string", "maxLength": 3},
+            "count": {"type": "integer"},
+            "limits": {"type": "object", "properties": {"count": {"type": "integer"}},
+                "x-kubernetes-validations": [{"rule": "self.count <= 5", "message": "count too high"}]},
+            "size": {"type": "integer"}}});
+    let updated = h
+        .put(&format!("{DEFINITIONS}/pools.ratchet.example.com"), &strict)
+        .await;
+    assert_eq!(updated.status, 200, "{}", updated.body);
+    // Wait (with a deadline) until the stricter schema is served: a new invalid object is refused.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let reply = h.post(&pools, &object("probe", spec.clone())).await;
+        if reply.status == 422 {
+            assert_eq!(
+                causes(&reply),
+                // Schema errors first, then the rules', as upstream's strategy runs them.
+                [
+                    cause(
+                        "spec.name",
+                        "FieldValueTooLong",
+                        "Too long: may not be more than 3 bytes"
+                    ),
+                    cause(
+                        "spec.limits",
+                        "FieldValueInvalid",
+                        "Invalid value: \"object\": count too high"
+                    ),
+                ]
+            );
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the stricter schema was never served: {} {}",
+            reply.status,
+            reply.body
+        );
+        if reply.status == 201 {
+            let gone = h.delete(&format!("{pools}/probe"), None).await;
+            assert_eq!(gone.status, 200, "{}", gone.body);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    // Changing only the valid field: accepted; the unchanged failing rule warns.
+    let mut resized = stored.clone();
+    resized["spec"]["size"] = json!(2);
+    let accepted = h.put(&format!("{pools}/old"), &resized).await;
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+    assert_eq!(
+        warnings(&accepted),
+        ["299 - \"spec.limits: Invalid value: \\\"object\\\": count too high\""]
+    );
+
+    // Changing an invalid part: refused as on a create, for that part only.
+    let mut renamed = accepted.body.clone();
+    renamed["spec"]["name"] = json!("stilltoolong");
+    let refused = h.put(&format!("{pools}/old"), &renamed).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(
+        causes(&refused),
+        [cause(
+            "spec.name",
+            "FieldValueTooLong",
+            "Too long: may not be more than 3 bytes"
+        )]
+    );
+    let mut recounted = accepted.body.clone();
+    recounted["spec"]["limits"]["count"] = json!(9);
+    let refused = h.put(&format!("{pools}/old"), &recounted).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(
+        causes(&refused),
+        [cause(
+            "spec.limits",
+            "FieldValueInvalid",
+            "Invalid value: \"object\": count too high"
+        )]
+    );
+    // Fixing it is of course accepted.
+    recounted["spec"]["limits"]["count"] = json!(5);
+    recounted["spec"]["name"] = json!("ok");
+    let fixed = h.put(&format!("{pools}/old"), &recounted).await;
+    assert_eq!(fixed.status, 200, "{}", fixed.body);
+    assert!(warnings(&fixed).is_empty(), "{:?}", warnings(&fixed));
+}

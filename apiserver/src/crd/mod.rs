@@ -65,11 +65,15 @@ pub(crate) fn admit(
     if let Value::Object(defaulted) = value {
         *object = defaulted;
     }
-    let mut errors = schema::validate(schema, object);
+    let mut errors = schema::validate(schema, object, old);
     if let Some(rules) = &custom.rules {
         let new = Value::Object(std::mem::take(object));
         let old_value = old.map(|o| Value::Object(o.clone()));
-        errors.extend(rules.validate(&new, old_value.as_ref()));
+        let outcome = rules.validate(&new, old_value.as_ref());
+        errors.extend(outcome.errors);
+        for warning in outcome.warnings {
+            crate::webhook::note(|notes| notes.warnings.push(warning));
+        }
         if let Value::Object(map) = new {
             *object = map;
         }

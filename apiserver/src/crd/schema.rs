@@ -6,6 +6,7 @@
 use serde_json::{Map, Value};
 
 use crate::meta::FieldError;
+use crate::ratchet;
 
 fn flag(schema: &Value, key: &str) -> bool {
     schema.get(key).and_then(Value::as_bool) == Some(true)
@@ -133,8 +134,14 @@ fn default_in(schema: &Value, value: &mut Value) {
     }
 }
 
-/// Every way `value` breaks `schema` (the root: an object of the custom resource).
-pub(crate) fn validate(schema: &Value, object: &Map<String, Value>) -> Vec<FieldError> {
+/// Every way `object` breaks `schema` (the root: an object of the custom resource). On an
+/// update, `old` is the stored object, and errors in parts the update left unchanged are
+/// dropped (`ratchet`).
+pub(crate) fn validate(
+    schema: &Value,
+    object: &Map<String, Value>,
+    old: Option<&Map<String, Value>>,
+) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let Some(props) = properties(schema) else {
         return errors;
@@ -145,8 +152,12 @@ pub(crate) fn validate(schema: &Value, object: &Map<String, Value>) -> Vec<Field
             continue;
         }
         if let Some(child_schema) = props.get(key) {
-            check(child_schema, child, key, &mut errors);
+            let old_child = old.and_then(|o| o.get(key));
+            check(child_schema, child, old_child, key, &mut errors);
         }
+    }
+    if !errors.is_empty() && old.is_some_and(|o| ratchet::unchanged_map(schema, o, object)) {
+        errors.clear();
     }
     // A stable order (upstream's walk follows Go map order).
     errors.sort_by(|a, b| a.field.cmp(&b.field));
@@ -215,7 +226,30 @@ fn invalid(path: &str, value: &Value, message: String) -> FieldError {
     }
 }
 
-fn check(schema: &Value, value: &Value, path: &str, errors: &mut Vec<FieldError>) {
+/// Checks `value` under `schema`; `old` is its correlated old value on an update (`None`:
+/// a create, or a node not correlated with the old object). The errors at or under a
+/// correlated node that is unchanged are dropped: the update did not cause them.
+fn check(
+    schema: &Value,
+    value: &Value,
+    old: Option<&Value>,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) {
+    let start = errors.len();
+    check_node(schema, value, old, path, errors);
+    if errors.len() > start && old.is_some_and(|o| ratchet::unchanged(schema, o, value)) {
+        errors.truncate(start);
+    }
+}
+
+fn check_node(
+    schema: &Value,
+    value: &Value,
+    old: Option<&Value>,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) {
     if value.is_null() {
         if flag(schema, "nullable") || schema.get("type").is_none() {
             return;
@@ -299,7 +333,14 @@ fn check(schema: &Value, value: &Value, path: &str, errors: &mut Vec<FieldError>
             }
             if let Some(item_schema) = schema.get("items") {
                 for (index, item) in items.iter().enumerate() {
-                    check(item_schema, item, &format!("{path}[{index}]"), errors);
+                    let old_item = ratchet::correlated_item(schema, old, item);
+                    check(
+                        item_schema,
+                        item,
+                        old_item,
+                        &format!("{path}[{index}]"),
+                        errors,
+                    );
                 }
             }
         }
@@ -326,10 +367,11 @@ fn check(schema: &Value, value: &Value, path: &str, errors: &mut Vec<FieldError>
             }
             for (key, child) in map {
                 let child_path = join(path, key);
+                let old_child = old.and_then(|o| o.get(key));
                 if let Some(child_schema) = properties(schema).and_then(|p| p.get(key)) {
-                    check(child_schema, child, &child_path, errors);
+                    check(child_schema, child, old_child, &child_path, errors);
                 } else if let Some(item_schema) = additional(schema) {
-                    check(item_schema, child, &child_path, errors);
+                    check(item_schema, child, old_child, &child_path, errors);
                 }
             }
         }
@@ -504,6 +546,7 @@ mod tests {
                 json!({"spec": {"size": "big", "color": "blue", "name": "ABCDEFG",
                 "port": true, "tags": ["a", "b", "c"], "opt": null}}),
             ),
+            None,
         );
         let texts: Vec<String> = errors
             .iter()
@@ -520,13 +563,67 @@ mod tests {
                 "spec.tags: Too many: 3: must have at most 2 items",
             ]
         );
-        let missing = validate(&schema(), &object(json!({"spec": {}})));
+        let missing = validate(&schema(), &object(json!({"spec": {}})), None);
         assert_eq!(missing[0].field, "spec.size");
         assert_eq!(missing[0].detail, "Required value");
-        let small = validate(&schema(), &object(json!({"spec": {"size": 0}})));
+        let small = validate(&schema(), &object(json!({"spec": {"size": 0}})), None);
         assert_eq!(
             small[0].detail,
             "Invalid value: 0: spec.size in body should be greater than or equal to 1"
+        );
+    }
+
+    /// Ratcheting (`ratchet`): errors in what an update left as it was do not refuse it;
+    /// errors in what it changed do, and so does anything on a create.
+    #[test]
+    fn errors_in_unchanged_parts_ratchet_on_update() {
+        let schema = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "name": {"type": "string", "maxLength": 3},
+                "size": {"type": "integer", "maximum": 10},
+                "args": {"type": "array", "items": {"type": "string", "maxLength": 2}},
+                "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {"type": "object", "properties": {
+                        "name": {"type": "string"},
+                        "port": {"type": "integer", "maximum": 100}}}}}}}});
+        let stored = object(json!({"spec": {"name": "toolong", "size": 1,
+            "args": ["long"], "ports": [{"name": "a", "port": 1000}, {"name": "b", "port": 1}]}}));
+        let fields = |errors: Vec<FieldError>| -> Vec<String> {
+            errors.into_iter().map(|e| e.field).collect()
+        };
+        // A create of the same object: every error.
+        assert_eq!(
+            fields(validate(&schema, &stored, None)),
+            ["spec.args[0]", "spec.name", "spec.ports[0].port"]
+        );
+        // An update changing only spec.size (valid): nothing refused.
+        let mut update = stored.clone();
+        update["spec"]["size"] = json!(2);
+        assert!(validate(&schema, &update, Some(&stored)).is_empty());
+        // Reordering the map list keeps its items correlated and unchanged.
+        update["spec"]["ports"] = json!([{"name": "b", "port": 1}, {"name": "a", "port": 1000}]);
+        assert!(validate(&schema, &update, Some(&stored)).is_empty());
+        // Changing the bad field to another bad value: refused.
+        update["spec"]["name"] = json!("stilltoolong");
+        assert_eq!(
+            fields(validate(&schema, &update, Some(&stored))),
+            ["spec.name"]
+        );
+        // An atomic list's items are not correlated: adding an item makes the list changed,
+        // so its old bad item is reported again.
+        let mut grown = stored.clone();
+        grown["spec"]["args"] = json!(["long", "ok"]);
+        assert_eq!(
+            fields(validate(&schema, &grown, Some(&stored))),
+            ["spec.args[0]"]
+        );
+        // A changed map-list item with a bad old value: refused at that item only.
+        let mut port = stored.clone();
+        port["spec"]["ports"] = json!([{"name": "a", "port": 2000}, {"name": "b", "port": 1}]);
+        assert_eq!(
+            fields(validate(&schema, &port, Some(&stored))),
+            ["spec.ports[0].port"]
         );
     }
 }
