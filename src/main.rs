@@ -137,6 +137,11 @@ struct NodeArgs {
     /// How long a running pod takes to become Ready (`0s`: at once, `500ms`, `2s`).
     #[arg(long, default_value = "0s", value_parser = parse_delay)]
     pod_ready_delay: Duration,
+    /// How long a run-to-completion container (restartPolicy Never/OnFailure) runs when
+    /// neither `kubemock.dev/run-seconds` nor a `sleep N` in its command says (`0s`: exits at
+    /// once).
+    #[arg(long, default_value = "1s", value_parser = parse_delay)]
+    pod_run_time: Duration,
 }
 
 impl NodeArgs {
@@ -144,6 +149,8 @@ impl NodeArgs {
         config.with_kubelet(KubeletConfig {
             nodes: self.nodes,
             ready_delay: self.pod_ready_delay,
+            run_time: self.pod_run_time,
+            ..KubeletConfig::default()
         })
     }
 }

@@ -1076,6 +1076,38 @@ async fn s16_pod_logs_follow_the_kubelets_options_and_refusals() {
     );
     let reply = h.get(&format!("{log}?container=app&tailLines=-1")).await;
     assert_eq!(reply.status, 422, "{}", reply.body);
+    // A restarted container: `previous` reads the run its lastState records (the kubelet's
+    // log of the previous container), stamped with that run's start.
+    let mut restarted = running("app");
+    restarted["restartCount"] = json!(1);
+    restarted["state"] = json!({"running": {"startedAt": "2026-01-02T03:10:00Z"}});
+    restarted["lastState"] = json!({"terminated": {"exitCode": 1, "reason": "Error",
+        "startedAt": "2026-01-02T03:05:00Z", "finishedAt": "2026-01-02T03:06:00Z"}});
+    let patched = h
+        .patch(
+            &format!("{pods}/web/status"),
+            "application/merge-patch+json",
+            &json!({"status": {"containerStatuses": [restarted, running("side")]}}),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    let reply = h
+        .get(&format!(
+            "{log}?container=app&previous=true&timestamps=true&tailLines=1"
+        ))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.body, "2026-01-02T03:05:00.000000000Z three\n");
+    let reply = h
+        .get(&format!("{log}?container=app&timestamps=true&tailLines=1"))
+        .await;
+    assert_eq!(reply.body, "2026-01-02T03:10:00.000000000Z three\n");
+    let reply = h.get(&format!("{log}?container=side&previous=true")).await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(
+        reply.body["message"],
+        "previous terminated container \"side\" in pod \"web\" not found"
+    );
 
     for sub in ["exec", "attach", "portforward", "proxy"] {
         let reply = h.get(&format!("{pods}/web/{sub}")).await;

@@ -6,7 +6,8 @@
 //! `limitBytes`, `previous` and `follow` (the stream stays open until the pod is deleted, its
 //! container ends, or the server stops) behave as upstream's, and so do the refusals: no
 //! container named when the pod has several, an unknown container, a pod not yet on a node, a
-//! container still waiting, no previous container.
+//! container still waiting, no previous container (`previous` reads the run the container's
+//! `lastState.terminated` records: a restarted container's).
 //!
 //! `exec`, `attach`, `portforward` and the `proxy` subresources of pods and nodes need
 //! processes and sockets kubemock does not simulate yet: they answer a 400 that says so,
@@ -271,7 +272,7 @@ fn container_of(pod: &Object, name: &str, asked: Option<&str>) -> ApiResult<Stri
 }
 
 /// The container's status, from any of the pod's status lists.
-fn status_of<'a>(pod: &'a Object, container: &str) -> Option<&'a Object> {
+fn container_status<'a>(pod: &'a Object, container: &str) -> Option<&'a Value> {
     let status = pod.get("status")?;
     [
         "containerStatuses",
@@ -281,9 +282,12 @@ fn status_of<'a>(pod: &'a Object, container: &str) -> Option<&'a Object> {
     .iter()
     .filter_map(|list| status.get(list).and_then(Value::as_array))
     .flatten()
-    .find(|s| s.get("name").and_then(Value::as_str) == Some(container))?
-    .get("state")?
-    .as_object()
+    .find(|s| s.get("name").and_then(Value::as_str) == Some(container))
+}
+
+/// The container's current state.
+fn status_of<'a>(pod: &'a Object, container: &str) -> Option<&'a Object> {
+    container_status(pod, container)?.get("state")?.as_object()
 }
 
 /// When the container (or, `previous`, its last run) started, and whether it still runs; the
@@ -305,10 +309,24 @@ fn state_of(
         )));
     }
     if previous {
-        // The simulated containers never restart (yet): no previous run to read.
-        return Err(ApiError::bad_request(format!(
-            "previous terminated container \"{container}\" in pod \"{name}\" not found"
-        )));
+        // The run before the last restart, as the kubelet keeps it in `lastState`
+        // (upstream `pkg/kubelet/kuberuntime/kuberuntime_container.go` `GetContainerLogs` of
+        // the previous container ID; `pkg/kubelet/kubelet_pods.go` `validateContainerLogStatus`).
+        let previous_start = container_status(pod, container)
+            .and_then(|s| s.get("lastState"))
+            .and_then(|s| s.get("terminated"))
+            .map(|t| {
+                t.get("startedAt")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            });
+        return match previous_start {
+            Some(started) => Ok((started, false)),
+            None => Err(ApiError::bad_request(format!(
+                "previous terminated container \"{container}\" in pod \"{name}\" not found"
+            ))),
+        };
     }
     let Some(state) = status_of(pod, container) else {
         return Err(ApiError::bad_request(format!(

@@ -2,9 +2,10 @@
 //! nodes with capacity, addresses and heartbeat Leases in `kube-node-lease`; a pod bound to
 //! one of them goes Pending -> Running with podIP, hostIP, startTime, container statuses and
 //! the conditions PodScheduled, Initialized, ContainersReady and Ready (Ready after
-//! `ready_delay`); containers of pods with restartPolicy Never/OnFailure complete
-//! (Succeeded); a pod being deleted gracefully is removed (the kubelet's final delete with
-//! grace 0). No container runs anywhere.
+//! `ready_delay`); its containers exit, end the pod or restart with the kubelet's back-off as
+//! [`lifecycle`] and the pod's annotations say, on the [`Clock`] of [`KubeletConfig`]; a pod
+//! being deleted gracefully is removed (the kubelet's final delete with grace 0). No container
+//! runs anywhere.
 //!
 //! User-created Node objects annotated [`SIMULATED_ANNOTATION`]`: "true"` (kwok's
 //! `kwok.x-k8s.io/node: fake`) are simulated too: reported Ready with the same conditions,
@@ -14,6 +15,7 @@
 //! In the secure mode they run as [`identity::SIMULATOR_USER`] ([`identity`]).
 
 pub mod identity;
+pub mod lifecycle;
 pub mod node;
 
 use std::collections::HashMap;
@@ -23,6 +25,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use k8s_openapi::chrono::{DateTime, Utc};
 use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::request::Preconditions;
 use kubemock_client::{
@@ -32,7 +35,9 @@ use kubemock_client::{
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
 use crate::error::Result;
+use lifecycle::Next;
 
 /// The annotation (value `"true"`) by which a user-created Node asks to be simulated.
 pub const SIMULATED_ANNOTATION: &str = "kubemock.dev/simulated";
@@ -53,16 +58,26 @@ const WORKERS: usize = 4;
 pub struct KubeletConfig {
     /// How many nodes (`kubemock-node-0` ...).
     pub nodes: usize,
-    /// How long a running pod takes to become Ready (0: at once).
+    /// How long a running pod takes to become Ready (0: at once), unless it says
+    /// ([`lifecycle::READY_AFTER_ANNOTATION`]).
     pub ready_delay: Duration,
+    /// How long a run-to-completion container runs when neither an annotation nor a `sleep N`
+    /// says ([`lifecycle`]).
+    pub run_time: Duration,
+    /// The time pods start, become Ready, exit and restart on: every simulated duration is
+    /// "due at a time on this clock" (a fake clock's moves wake the pods due).
+    pub clock: Clock,
 }
 
 impl Default for KubeletConfig {
-    /// Three nodes, pods Ready at once.
+    /// Three nodes, pods Ready at once, run-to-completion containers running
+    /// [`lifecycle::DEFAULT_RUN_TIME`], the system clock.
     fn default() -> Self {
         KubeletConfig {
             nodes: 3,
             ready_delay: Duration::ZERO,
+            run_time: lifecycle::DEFAULT_RUN_TIME,
+            clock: Clock::system(),
         }
     }
 }
@@ -77,6 +92,9 @@ struct Context {
     /// Indexes (for addresses) of the simulated user-created nodes, by name, from
     /// `config.nodes` up, in the order they were seen; never reused. Written by both workers.
     extra_nodes: Mutex<HashMap<String, usize>>,
+    /// Pods waiting for a time on a fake clock, with that time; the clock's moves queue the
+    /// ones due. Written by the pod workers and the clock task.
+    wakes: Mutex<HashMap<ObjectKey, DateTime<Utc>>>,
     recorder: Recorder,
 }
 
@@ -94,6 +112,26 @@ impl Context {
         let mut extra = self.extra_nodes.lock();
         let next = self.config.nodes + extra.len();
         Some(*extra.entry(name.to_owned()).or_insert(next))
+    }
+
+    /// Syncs `key` again at `due` on the kubelet's clock: after the remaining real time on
+    /// the system clock, or when a fake clock's move reaches it.
+    fn wake_at(&self, key: &ObjectKey, due: DateTime<Utc>) -> Action {
+        let now = self.config.clock.now();
+        if due <= now {
+            return Action::RequeueAfter(Duration::ZERO);
+        }
+        if self.config.clock.subscribe().is_some() {
+            self.wakes.lock().insert(key.clone(), due);
+            // A move between reading the time and the insert found no entry to wake: read
+            // the time again, after the insert, so that such a move is never lost.
+            if due <= self.config.clock.now() {
+                self.wakes.lock().remove(key);
+                return Action::RequeueAfter(Duration::ZERO);
+            }
+            return Action::AwaitChange;
+        }
+        Action::RequeueAfter((due - now).to_std().unwrap_or_default())
     }
 }
 
@@ -134,6 +172,7 @@ impl Kubelet {
             nodes: self.nodes.store(),
             next_ip: Mutex::new(HashMap::new()),
             extra_nodes: Mutex::new(HashMap::new()),
+            wakes: Mutex::new(HashMap::new()),
             config: self.config.clone(),
             recorder: Recorder::new(self.client.clone(), "kubelet"),
         });
@@ -167,7 +206,7 @@ impl Kubelet {
         ));
         // A node becoming known (or simulated) concerns the pods bound to it.
         let pods = self.pods.store();
-        Controller::new("kubelet", self.pods)
+        let controller = Controller::new("kubelet", self.pods)
             .workers(WORKERS)
             .watches(&self.nodes, move |node: &Node| {
                 let name = node.metadata.name.as_deref();
@@ -176,13 +215,43 @@ impl Kubelet {
                     .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == name)
                     .map(|p| p.key())
                     .collect()
-            })
-            .run(
-                move |key| sync_pod(key, ctx.clone()),
-                crate::error::error_policy,
-                token,
-            )
-            .await;
+            });
+        // A fake clock's move wakes the pods whose time it reached.
+        let queue = controller.queue();
+        let wake_ctx = ctx.clone();
+        let clock_moves = async {
+            let Some(mut moves) = self.config.clock.subscribe() else {
+                return;
+            };
+            loop {
+                tokio::select! {
+                    _ = token.cancelled() => return,
+                    changed = moves.changed() => if changed.is_err() { return },
+                }
+                let now = *moves.borrow_and_update();
+                let due: Vec<ObjectKey> = {
+                    let mut wakes = wake_ctx.wakes.lock();
+                    let due: Vec<ObjectKey> = wakes
+                        .iter()
+                        .filter(|(_, at)| **at <= now)
+                        .map(|(key, _)| key.clone())
+                        .collect();
+                    for key in &due {
+                        wakes.remove(key);
+                    }
+                    due
+                };
+                for key in due {
+                    queue.add(key);
+                }
+            }
+        };
+        let run = controller.run(
+            move |key| sync_pod(key, ctx.clone()),
+            crate::error::error_policy,
+            token.clone(),
+        );
+        tokio::join!(run, clock_moves);
         for task in [heartbeat, simulated_nodes] {
             if let Err(err) = task.await {
                 tracing::warn!(error = %err, "a kubelet task failed");
@@ -369,7 +438,7 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         };
     }
     let status = pod.status.clone().unwrap_or_default();
-    let now = Time(kubemock_client::resource::now());
+    let now = Time(ctx.config.clock.now());
     let write = |mut updated: Pod, status| {
         updated.status = Some(status);
         let api = api.clone();
@@ -382,15 +451,6 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     match status.phase.as_deref() {
         Some("Succeeded" | "Failed") => Ok(Action::AwaitChange),
         Some("Running") => {
-            if node::runs_to_completion(&pod) {
-                write((*pod).clone(), node::succeeded_status(&status, &now)).await?;
-                return Ok(Action::AwaitChange);
-            }
-            let ready = status
-                .conditions
-                .iter()
-                .flatten()
-                .any(|c| c.type_ == "Ready" && c.status == "True");
             // Ephemeral containers (`kubectl debug`) start when they are added.
             let ephemeral = node::ephemeral_statuses(
                 &pod,
@@ -403,25 +463,26 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
                 write((*pod).clone(), updated).await?;
                 return Ok(Action::AwaitChange);
             }
-            if ready {
-                return Ok(Action::AwaitChange);
+            let plan = plan_of(&pod, &ctx.config);
+            match lifecycle::next(&pod, &status, &plan, now.0) {
+                Next::Nothing => Ok(Action::AwaitChange),
+                Next::At(due) => Ok(ctx.wake_at(&key, due)),
+                Next::Write(updated, events) => {
+                    write((*pod).clone(), *updated).await?;
+                    for (warning, reason, message) in events {
+                        let kind = if warning {
+                            EventType::Warning
+                        } else {
+                            EventType::Normal
+                        };
+                        ctx.recorder
+                            .publish(&reference, kind, reason, &message)
+                            .await;
+                    }
+                    // The write's watch event syncs the pod again.
+                    Ok(Action::AwaitChange)
+                }
             }
-            let started = status.start_time.clone().unwrap_or_else(|| now.clone());
-            let due = started.0
-                + k8s_openapi::chrono::Duration::from_std(ctx.config.ready_delay)
-                    .unwrap_or_default();
-            if due > now.0 {
-                let left = (due - now.0).to_std().unwrap_or_default();
-                return Ok(Action::RequeueAfter(left));
-            }
-            let host_ip = status
-                .host_ip
-                .clone()
-                .unwrap_or_else(|| node::node_ip(index));
-            let pod_ip = status.pod_ip.clone().unwrap_or_default();
-            let ready_status = node::running_status(&pod, &host_ip, &pod_ip, &started, true, &now);
-            write((*pod).clone(), ready_status).await?;
-            Ok(Action::AwaitChange)
         }
         _ => {
             let n = {
@@ -430,7 +491,8 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
                 *counter = counter.wrapping_add(1);
                 *counter - 1
             };
-            let ready = ctx.config.ready_delay.is_zero();
+            let plan = plan_of(&pod, &ctx.config);
+            let ready = plan.ready_after.is_zero();
             let running = node::running_status(
                 &pod,
                 &node::node_ip(index),
@@ -456,14 +518,22 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
                         .await;
                 }
             }
-            if node::runs_to_completion(&pod) {
-                return Ok(Action::RequeueAfter(Duration::ZERO));
-            }
-            Ok(if ready {
-                Action::AwaitChange
-            } else {
-                Action::RequeueAfter(ctx.config.ready_delay)
-            })
+            // The write's watch event syncs the pod again, to wait for its next step.
+            Ok(Action::AwaitChange)
         }
     }
+}
+
+/// The pod's [`lifecycle::Plan`] under the kubelet's defaults; annotations that do not parse
+/// are logged (and ignored).
+fn plan_of(pod: &Pod, config: &KubeletConfig) -> lifecycle::Plan {
+    let plan = lifecycle::plan(pod, config.ready_delay, config.run_time);
+    if !plan.invalid.is_empty() {
+        tracing::warn!(
+            pod = pod.metadata.name.as_deref().unwrap_or_default(),
+            invalid = ?plan.invalid,
+            "pod annotations that are not a number of seconds or an exit code are ignored"
+        );
+    }
+    plan
 }

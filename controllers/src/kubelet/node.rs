@@ -4,9 +4,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, Node,
-    NodeAddress, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo, Pod, PodCondition, PodIP,
-    PodStatus,
+    ContainerState, ContainerStateRunning, ContainerStatus, Node, NodeAddress, NodeCondition,
+    NodeSpec, NodeStatus, NodeSystemInfo, Pod, PodCondition, PodIP, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -322,44 +321,6 @@ pub fn ephemeral_statuses(
     )
 }
 
-/// The status of a pod whose containers all exited 0 (phase Succeeded), from its running
-/// status.
-pub fn succeeded_status(running: &PodStatus, now: &Time) -> PodStatus {
-    let mut status = running.clone();
-    status.phase = Some("Succeeded".to_owned());
-    for condition in status.conditions.iter_mut().flatten() {
-        if condition.type_ == "Ready" || condition.type_ == "ContainersReady" {
-            condition.status = "False".to_owned();
-            condition.reason = Some("PodCompleted".to_owned());
-            condition.last_transition_time = Some(now.clone());
-        }
-        if condition.type_ == "PodReadyToStartContainers" {
-            condition.status = "False".to_owned();
-        }
-    }
-    for container in status.container_statuses.iter_mut().flatten() {
-        let started = container
-            .state
-            .as_ref()
-            .and_then(|s| s.running.as_ref())
-            .and_then(|r| r.started_at.clone());
-        container.ready = false;
-        container.started = Some(false);
-        container.state = Some(ContainerState {
-            terminated: Some(ContainerStateTerminated {
-                exit_code: 0,
-                reason: Some("Completed".to_owned()),
-                started_at: started,
-                finished_at: Some(now.clone()),
-                container_id: container.container_id.clone(),
-                ..ContainerStateTerminated::default()
-            }),
-            ..ContainerState::default()
-        });
-    }
-    status
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -451,29 +412,5 @@ mod tests {
             image_id(&pinned),
             format!("docker.io/library/busybox@sha256:{}", "a".repeat(64))
         );
-    }
-
-    #[test]
-    fn a_completed_pod_is_succeeded_and_not_ready() {
-        let now = Time(kubemock_client::resource::now());
-        let pod: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "p"},
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
-        }))
-        .expect("a pod");
-        assert!(runs_to_completion(&pod));
-        let running = running_status(&pod, "10.0.0.10", "10.244.0.1", &now, true, &now);
-        assert_eq!(running.phase.as_deref(), Some("Running"));
-        let done = succeeded_status(&running, &now);
-        assert_eq!(done.phase.as_deref(), Some("Succeeded"));
-        let c = &done.container_statuses.expect("statuses")[0];
-        assert_eq!(
-            c.state
-                .as_ref()
-                .and_then(|s| s.terminated.as_ref())
-                .map(|t| t.exit_code),
-            Some(0)
-        );
-        assert!(!c.ready);
     }
 }
