@@ -144,8 +144,46 @@ impl NodeArgs {
         config.with_kubelet(KubeletConfig {
             nodes: self.nodes,
             ready_delay: self.pod_ready_delay,
+            ..KubeletConfig::default()
         })
     }
+}
+
+/// Where `--virtual-clock` starts: now, or a given time.
+#[derive(Debug, Clone)]
+enum VirtualClockStart {
+    Now,
+    At(kubemock_controllers::clock::Clock),
+}
+
+impl VirtualClockStart {
+    /// The virtual clock, standing at its start.
+    fn clock(&self) -> kubemock_controllers::clock::Clock {
+        match self {
+            VirtualClockStart::Now => kubemock_controllers::clock::Clock::virtual_at(
+                kubemock_controllers::clock::Clock::system().now(),
+            ),
+            VirtualClockStart::At(clock) => clock.clone(),
+        }
+    }
+}
+
+/// `now` or an RFC 3339 time.
+fn parse_clock_start(text: &str) -> Result<VirtualClockStart, String> {
+    if text == "now" {
+        return Ok(VirtualClockStart::Now);
+    }
+    let nanos = kubemock_apimachinery::time::parse_rfc3339(text)
+        .ok_or_else(|| format!("{text:?} is not an RFC 3339 time (2030-01-01T00:00:00Z)"))?;
+    let seconds = i64::try_from(nanos.div_euclid(kubemock_apimachinery::time::NANOS_PER_SECOND))
+        .map_err(|_| format!("{text:?} is out of range"))?;
+    let subsec = u32::try_from(nanos.rem_euclid(kubemock_apimachinery::time::NANOS_PER_SECOND))
+        .map_err(|_| format!("{text:?} is out of range"))?;
+    let start = k8s_openapi::chrono::DateTime::from_timestamp(seconds, subsec)
+        .ok_or_else(|| format!("{text:?} is out of range"))?;
+    Ok(VirtualClockStart::At(
+        kubemock_controllers::clock::Clock::virtual_at(start),
+    ))
 }
 
 /// Like [`parse_interval`], but zero is allowed.
@@ -235,6 +273,13 @@ struct ServeArgs {
     /// The ports NodePort and LoadBalancer Services get their node ports from.
     #[arg(long, default_value = kubemock_apiserver::DEFAULT_SERVICE_NODE_PORT_RANGE)]
     service_node_port_range: NodePortRange,
+    /// Run on a virtual clock that stands still until moved through
+    /// `testing.kubemock.dev/v1` `clocks/cluster` (README: The clock), starting at the given
+    /// RFC 3339 time (`--virtual-clock=2030-01-01T00:00:00Z`) or now. It drives the
+    /// server's timestamps and the in-process controllers.
+    #[arg(long, value_name = "START", num_args = 0..=1, default_missing_value = "now",
+          value_parser = parse_clock_start)]
+    virtual_clock: Option<VirtualClockStart>,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -838,12 +883,18 @@ async fn etcd(args: envtest::EtcdArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // One clock for the server and its in-process controllers.
+    let clock = match &args.virtual_clock {
+        Some(start) => start.clock(),
+        None => kubemock_controllers::clock::Clock::system(),
+    };
     let controllers = if args.no_controllers {
         None
     } else {
         Some(
             args.nodes
-                .apply(ManagerConfig::from_list(&args.controllers)?),
+                .apply(ManagerConfig::from_list(&args.controllers)?)
+                .with_clock(clock.clone()),
         )
     };
     let config = args.store.apply(match &args.data_dir {
@@ -962,6 +1013,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             fixtures,
             restore,
             ready: Some(Arc::clone(&ready)),
+            clock: clock.clone(),
         },
         shutdown.clone(),
     ));

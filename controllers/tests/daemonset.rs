@@ -27,7 +27,11 @@ struct Fixture {
 impl Fixture {
     /// `nodes` simulated nodes, pods Ready `ready_delay` after they run.
     async fn start(nodes: usize, ready_delay: Duration) -> Self {
-        let config = ManagerConfig::default().with_kubelet(KubeletConfig { nodes, ready_delay });
+        let config = ManagerConfig::default().with_kubelet(KubeletConfig {
+            nodes,
+            ready_delay,
+            ..KubeletConfig::default()
+        });
         let cluster = Cluster::start_with(config).await;
         let client = cluster.client.clone();
         let f = Fixture {

@@ -216,6 +216,7 @@ async fn unready_pods_are_listed_apart_unless_published() {
     let config = ManagerConfig::default().with_kubelet(KubeletConfig {
         nodes: 1,
         ready_delay: Duration::from_secs(3600),
+        ..KubeletConfig::default()
     });
     let cluster = Cluster::start_with(config).await;
     cluster.namespace("unready").await;

@@ -24,6 +24,7 @@ async fn a_deployment_of_1000_replicas_becomes_ready() {
     let config = ManagerConfig::default().with_kubelet(KubeletConfig {
         nodes: 10,
         ready_delay: Duration::ZERO,
+        ..KubeletConfig::default()
     });
     let cluster = Cluster::start_with(config).await;
     let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), "default");

@@ -37,6 +37,7 @@ async fn cluster(ready_delay: Duration) -> Cluster {
     Cluster::start_with(ManagerConfig::default().with_kubelet(KubeletConfig {
         nodes: 3,
         ready_delay,
+        ..KubeletConfig::default()
     }))
     .await
 }

@@ -70,22 +70,11 @@ impl CronJobController {
         let queue = controller.queue();
         let cron_jobs = ctx.cron_jobs.clone();
         // A fake clock that moves makes every CronJob due for a look.
-        let clock_moves = async {
-            let Some(mut moves) = self.clock.subscribe() else {
-                return;
-            };
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    changed = moves.changed() => if changed.is_err() { return },
-                }
-                let now = *moves.borrow_and_update();
-                tracing::debug!(%now, "clock moved; syncing every cronjob");
-                for cron_job in cron_jobs.list() {
-                    queue.add(cron_job.key());
-                }
+        let clock_moves = crate::clock::requeue_on_moves(self.clock.clone(), token.clone(), || {
+            for cron_job in cron_jobs.list() {
+                queue.add(cron_job.key());
             }
-        };
+        });
         let run = controller.run(
             move |key| sync::sync(key, ctx.clone()),
             crate::error::error_policy,

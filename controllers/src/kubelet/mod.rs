@@ -55,6 +55,9 @@ pub struct KubeletConfig {
     pub nodes: usize,
     /// How long a running pod takes to become Ready (0: at once).
     pub ready_delay: Duration,
+    /// Where the kubelet reads the time (its delays too, on a fake clock): the manager sets
+    /// it to [`ManagerConfig::clock`](crate::ManagerConfig::clock).
+    pub clock: crate::clock::Clock,
 }
 
 impl Default for KubeletConfig {
@@ -63,6 +66,7 @@ impl Default for KubeletConfig {
         KubeletConfig {
             nodes: 3,
             ready_delay: Duration::ZERO,
+            clock: crate::clock::Clock::system(),
         }
     }
 }
