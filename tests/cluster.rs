@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::chrono::{DateTime, TimeZone, Utc};
@@ -27,14 +28,12 @@ fn start_time() -> DateTime<Utc> {
 async fn the_deployment_controller_retries_a_conflicting_status_update() -> anyhow::Result<()> {
     let cluster = Cluster::start().await?;
     // The first status update of Deployment "web" gets upstream's 409 Conflict.
-    let fault = cluster
-        .fault("conflict-web", json!({
-            "match": {"verbs": ["update"], "resource": "deployments", "subresource": "status", "name": "web"},
-            "action": {"status": {"code": 409}}, "count": 1,
-        }))
-        .await?;
-    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
-        Api::default_namespaced(cluster.kube_client());
+    let spec = json!({
+        "match": {"verbs": ["update"], "resource": "deployments", "subresource": "status", "name": "web"},
+        "action": {"status": {"code": 409}}, "count": 1,
+    });
+    let fault = cluster.fault("conflict-web", spec).await?;
+    let deployments: Api<Deployment> = Api::default_namespaced(cluster.kube_client());
     let web = serde_json::from_value(json!({"metadata": {"name": "web"}, "spec": {
         "selector": {"matchLabels": {"app": "web"}},
         "template": {"metadata": {"labels": {"app": "web"}},
@@ -42,16 +41,10 @@ async fn the_deployment_controller_retries_a_conflicting_status_update() -> anyh
     deployments.create(&PostParams::default(), &web).await?;
     fault.wait_exhausted(WAIT).await?;
     // The controller retried: a 409, then a status update that went through.
-    let updates = cluster
-        .requests()
-        .verb("update")
-        .resource("deployments")
-        .name("web");
-    let sent = updates.subresource("status").wait_for(2, WAIT).await?;
-    assert_eq!(
-        (sent[0]["code"].as_u64(), sent[1]["code"].as_u64()),
-        (Some(409), Some(200))
-    );
+    let log = cluster.requests().verb("update").name("web");
+    let sent = log.subresource("status").wait_for(2, WAIT).await?;
+    let codes: Vec<_> = sent.iter().map(|r| r["code"].as_u64()).collect();
+    assert_eq!(codes[..2], [Some(409), Some(200)]);
     Ok(())
 }
 // readme:end
