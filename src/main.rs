@@ -1139,11 +1139,15 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     }
     let client =
         kubemock_client::Client::new(client_config.clone()).context("creating the client")?;
+    let token = CancellationToken::new();
+    // A kubemock server on a virtual clock: the controllers follow it.
+    if let Some(clock) = follow_server_clock(&client, &token).await {
+        config = config.with_clock(clock);
+    }
     let mut credentials = kubemock_controllers::Credentials::shared(client);
     if args.use_service_account_credentials {
         credentials = credentials.with_service_accounts(client_config);
     }
-    let token = CancellationToken::new();
     let signalled = shutdown_signal()?;
     let health = if args.health_port == 0 {
         None
@@ -1189,6 +1193,54 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     }
     info!("stopped");
     Ok(())
+}
+
+/// How often an out-of-process controller manager reads a virtual server clock.
+const CLOCK_FOLLOW_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The server's clock as a clock of this process, when the server is a kubemock on a
+/// virtual clock (`testing.kubemock.dev/v1` `clocks/cluster` with `status.virtual`): a fake
+/// clock set to the server's time every [`CLOCK_FOLLOW_INTERVAL`] until `token` is
+/// cancelled. `None` (the system clock) for any other server.
+async fn follow_server_clock(
+    client: &kubemock_client::Client,
+    token: &CancellationToken,
+) -> Option<kubemock_controllers::clock::Clock> {
+    let api: kubemock_client::Api<kubemock_client::DynamicObject> = kubemock_client::Api::all_with(
+        client.clone(),
+        &kubemock_client::ApiResource::new("testing.kubemock.dev", "v1", "Clock", "clocks", false),
+    );
+    let read = move || {
+        let api = api.clone();
+        async move {
+            let clock = api.get("cluster").await.ok()?;
+            let status = clock.data.get("status")?;
+            if status.get("virtual")?.as_bool() != Some(true) {
+                return None;
+            }
+            let now = status.get("now")?.as_str()?;
+            match parse_clock_start(now).ok()? {
+                VirtualClockStart::At(clock) => Some(clock.now()),
+                VirtualClockStart::Now => None,
+            }
+        }
+    };
+    let clock = kubemock_controllers::clock::Clock::virtual_at(read().await?);
+    info!(now = %clock.now(), "following the server's virtual clock");
+    let (follower, token) = (clock.clone(), token.clone());
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = token.cancelled() => return,
+                () = tokio::time::sleep(CLOCK_FOLLOW_INTERVAL) => {}
+            }
+            if let Some(now) = read().await.filter(|now| *now != follower.now()) {
+                // Only a virtual clock is followed, so the move cannot be refused.
+                let _ = follower.set(now);
+            }
+        }
+    });
+    Some(clock)
 }
 
 /// Answers every request with `200 ok` (the process is up and its runtime responsive), for

@@ -61,7 +61,8 @@ impl CronJobController {
             client: self.client.clone(),
             cron_jobs: self.cron_jobs.store(),
             jobs: self.jobs.store(),
-            recorder: Recorder::new(self.client.clone(), "cronjob-controller"),
+            recorder: Recorder::new(self.client.clone(), "cronjob-controller")
+                .with_clock(self.clock.clone()),
             clock: self.clock.clone(),
         });
         let controller = Controller::new("cronjob", self.cron_jobs)
