@@ -155,6 +155,43 @@ impl NodeArgs {
     }
 }
 
+/// Where `--virtual-clock` starts: now, or a given time.
+#[derive(Debug, Clone)]
+enum VirtualClockStart {
+    Now,
+    At(kubemock_controllers::clock::Clock),
+}
+
+impl VirtualClockStart {
+    /// The virtual clock, standing at its start.
+    fn clock(&self) -> kubemock_controllers::clock::Clock {
+        match self {
+            VirtualClockStart::Now => kubemock_controllers::clock::Clock::virtual_at(
+                kubemock_controllers::clock::Clock::system().now(),
+            ),
+            VirtualClockStart::At(clock) => clock.clone(),
+        }
+    }
+}
+
+/// `now` or an RFC 3339 time.
+fn parse_clock_start(text: &str) -> Result<VirtualClockStart, String> {
+    if text == "now" {
+        return Ok(VirtualClockStart::Now);
+    }
+    let nanos = kubemock_apimachinery::time::parse_rfc3339(text)
+        .ok_or_else(|| format!("{text:?} is not an RFC 3339 time (2030-01-01T00:00:00Z)"))?;
+    let seconds = i64::try_from(nanos.div_euclid(kubemock_apimachinery::time::NANOS_PER_SECOND))
+        .map_err(|_| format!("{text:?} is out of range"))?;
+    let subsec = u32::try_from(nanos.rem_euclid(kubemock_apimachinery::time::NANOS_PER_SECOND))
+        .map_err(|_| format!("{text:?} is out of range"))?;
+    let start = k8s_openapi::chrono::DateTime::from_timestamp(seconds, subsec)
+        .ok_or_else(|| format!("{text:?} is out of range"))?;
+    Ok(VirtualClockStart::At(
+        kubemock_controllers::clock::Clock::virtual_at(start),
+    ))
+}
+
 /// Like [`parse_interval`], but zero is allowed.
 fn parse_delay(text: &str) -> Result<Duration, String> {
     if text.trim().trim_end_matches(['m', 's']).trim() == "0" {
@@ -242,6 +279,13 @@ struct ServeArgs {
     /// The ports NodePort and LoadBalancer Services get their node ports from.
     #[arg(long, default_value = kubemock_apiserver::DEFAULT_SERVICE_NODE_PORT_RANGE)]
     service_node_port_range: NodePortRange,
+    /// Run on a virtual clock that stands still until moved through
+    /// `testing.kubemock.dev/v1` `clocks/cluster` (README: The clock), starting at the given
+    /// RFC 3339 time (`--virtual-clock=2030-01-01T00:00:00Z`) or now. It drives the
+    /// server's timestamps and the in-process controllers.
+    #[arg(long, value_name = "START", num_args = 0..=1, default_missing_value = "now",
+          value_parser = parse_clock_start)]
+    virtual_clock: Option<VirtualClockStart>,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -845,12 +889,18 @@ async fn etcd(args: envtest::EtcdArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // One clock for the server and its in-process controllers.
+    let clock = match &args.virtual_clock {
+        Some(start) => start.clock(),
+        None => kubemock_controllers::clock::Clock::system(),
+    };
     let controllers = if args.no_controllers {
         None
     } else {
         Some(
             args.nodes
-                .apply(ManagerConfig::from_list(&args.controllers)?),
+                .apply(ManagerConfig::from_list(&args.controllers)?)
+                .with_clock(clock.clone()),
         )
     };
     let config = args.store.apply(match &args.data_dir {
@@ -969,6 +1019,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             fixtures,
             restore,
             ready: Some(Arc::clone(&ready)),
+            clock: clock.clone(),
         },
         shutdown.clone(),
     ));
@@ -1094,11 +1145,15 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     }
     let client =
         kubemock_client::Client::new(client_config.clone()).context("creating the client")?;
+    let token = CancellationToken::new();
+    // A kubemock server on a virtual clock: the controllers follow it.
+    if let Some(clock) = follow_server_clock(&client, &token).await {
+        config = config.with_clock(clock);
+    }
     let mut credentials = kubemock_controllers::Credentials::shared(client);
     if args.use_service_account_credentials {
         credentials = credentials.with_service_accounts(client_config);
     }
-    let token = CancellationToken::new();
     let signalled = shutdown_signal()?;
     let health = if args.health_port == 0 {
         None
@@ -1144,6 +1199,54 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     }
     info!("stopped");
     Ok(())
+}
+
+/// How often an out-of-process controller manager reads a virtual server clock.
+const CLOCK_FOLLOW_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The server's clock as a clock of this process, when the server is a kubemock on a
+/// virtual clock (`testing.kubemock.dev/v1` `clocks/cluster` with `status.virtual`): a fake
+/// clock set to the server's time every [`CLOCK_FOLLOW_INTERVAL`] until `token` is
+/// cancelled. `None` (the system clock) for any other server.
+async fn follow_server_clock(
+    client: &kubemock_client::Client,
+    token: &CancellationToken,
+) -> Option<kubemock_controllers::clock::Clock> {
+    let api: kubemock_client::Api<kubemock_client::DynamicObject> = kubemock_client::Api::all_with(
+        client.clone(),
+        &kubemock_client::ApiResource::new("testing.kubemock.dev", "v1", "Clock", "clocks", false),
+    );
+    let read = move || {
+        let api = api.clone();
+        async move {
+            let clock = api.get("cluster").await.ok()?;
+            let status = clock.data.get("status")?;
+            if status.get("virtual")?.as_bool() != Some(true) {
+                return None;
+            }
+            let now = status.get("now")?.as_str()?;
+            match parse_clock_start(now).ok()? {
+                VirtualClockStart::At(clock) => Some(clock.now()),
+                VirtualClockStart::Now => None,
+            }
+        }
+    };
+    let clock = kubemock_controllers::clock::Clock::virtual_at(read().await?);
+    info!(now = %clock.now(), "following the server's virtual clock");
+    let (follower, token) = (clock.clone(), token.clone());
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = token.cancelled() => return,
+                () = tokio::time::sleep(CLOCK_FOLLOW_INTERVAL) => {}
+            }
+            if let Some(now) = read().await.filter(|now| *now != follower.now()) {
+                // Only a virtual clock is followed, so the move cannot be refused.
+                let _ = follower.set(now);
+            }
+        }
+    });
+    Some(clock)
 }
 
 /// Answers every request with `200 ok` (the process is up and its runtime responsive), for

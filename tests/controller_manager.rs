@@ -1,7 +1,8 @@
 //! `kubemock controller-manager` really started against `kubemock serve --no-controllers`:
 //! without it a deleted namespace stays Terminating; with two managers electing a leader,
 //! exactly one holds the Lease, and when it stops the other takes over and does the work
-//! (issue 6 items 10 and acceptance).
+//! (issue 6 items 10 and acceptance); against `kubemock serve --virtual-clock`, the manager
+//! follows the server's clock (issue 21 item 4).
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -16,6 +17,10 @@ const LEASE: &str =
     "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager";
 
 async fn serve(kubeconfig: &std::path::Path) -> (Child, String) {
+    serve_with(kubeconfig, &[]).await
+}
+
+async fn serve_with(kubeconfig: &std::path::Path, extra: &[&str]) -> (Child, String) {
     let mut child = Command::new(BINARY)
         .args([
             "serve",
@@ -25,6 +30,7 @@ async fn serve(kubeconfig: &std::path::Path) -> (Child, String) {
             "--kubeconfig-out",
         ])
         .arg(kubeconfig)
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
@@ -172,4 +178,52 @@ async fn two_managers_elect_one_leader_and_the_other_takes_over() {
         (get(&url, "/api/v1/namespaces/second").await.0 == 404).then_some(())
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_manager_in_its_own_process_follows_the_servers_virtual_clock() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let kubeconfig = dir.path().join("kubeconfig");
+    let (_server, url) = serve_with(&kubeconfig, &["--virtual-clock=2030-01-01T00:00:00Z"]).await;
+    let _manager = Command::new(BINARY)
+        .arg("controller-manager")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--controllers", "cronjob", "--health-port", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the controller manager");
+    let http = reqwest::Client::new();
+    let created = http
+        .post(format!("{url}/apis/batch/v1/namespaces/default/cronjobs"))
+        .json(
+            &json!({"metadata": {"name": "every-five"}, "spec": {"schedule": "*/5 * * * *",
+            "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+        )
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(created.status(), 201);
+    let moved = http
+        .patch(format!("{url}/apis/testing.kubemock.dev/v1/clocks/cluster"))
+        .header("Content-Type", "application/merge-patch+json")
+        .body(r#"{"spec":{"advance":"5m10s"}}"#)
+        .send()
+        .await
+        .expect("advance");
+    assert_eq!(moved.status(), 200);
+    // 2030-01-01T00:05:00Z is minute 31557605 since the epoch.
+    let job = "/apis/batch/v1/namespaces/default/jobs/every-five-31557605";
+    let found = wait_for("the Job of 00:05", || async {
+        let (code, job) = get(&url, job).await;
+        (code == 200).then_some(job)
+    })
+    .await;
+    assert_eq!(
+        found["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"],
+        "2030-01-01T00:05:00Z"
+    );
 }

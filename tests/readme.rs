@@ -87,3 +87,21 @@ async fn the_readme_curl_session_works_as_written() {
     assert_eq!(event["type"], "ADDED");
     assert_eq!(event["object"]["metadata"]["name"], "greeting");
 }
+
+/// The README's `kubemock::testing::Cluster` example is `tests/cluster.rs`'s test, as run.
+#[test]
+fn the_readme_cluster_example_is_the_test_that_runs() {
+    let test = include_str!("cluster.rs");
+    let start = test.find("// readme:start\n").expect("the example starts") + 16;
+    let end = test.find("// readme:end").expect("the example ends");
+    let example = &test[start..end];
+    assert!(
+        example.lines().count() < 30,
+        "the example is under 30 lines"
+    );
+    let readme = include_str!("../README.md");
+    assert!(
+        readme.contains(&format!("```rust\n{example}```")),
+        "the README's example differs from tests/cluster.rs:\n{example}"
+    );
+}

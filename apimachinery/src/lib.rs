@@ -3,9 +3,10 @@
 //! concept both sides need (how a quantity is written, which names are valid, how a field
 //! error reads) lives here once, so the two can never drift apart.
 //!
-//! It is pure: no HTTP, no store, no async runtime, and none of our other crates (`.ci/run`
-//! checks its dependency tree). Each module ports one upstream package, cites its files, and
-//! is tested with the cases of upstream's own tests.
+//! It is pure: no HTTP, no store, and none of our other crates (`.ci/run` checks its
+//! dependency tree); of tokio it uses only the channel and timer of [`clock`]. Each module
+//! ports one upstream package, cites its files, and is tested with the cases of upstream's
+//! own tests.
 //!
 //! # Layout
 //! - [`quantity`]: `resource.Quantity` (`1.5Gi`, `100m`): parsing, canonical form, arithmetic,
@@ -31,6 +32,7 @@
 //!   `build.rs` embeds (`pkg/runtime/serializer/protobuf`).
 //! - [`managedfields`]: server-side apply's field sets, kinds' shapes, merge and comparison
 //!   (structured-merge-diff).
+//! - [`clock`]: the one clock of a process, the system's or a virtual one that tests move.
 //! - [`version`]: the Kubernetes release kubemock reports (`pkg/version`).
 //! - [`volume`]: the default StorageClass and the volume protection finalizers.
 //!
@@ -40,6 +42,7 @@
 //!   instead.
 //! - No function panics on any input.
 
+pub mod clock;
 pub mod duration;
 pub mod field;
 pub mod fields;

@@ -50,7 +50,9 @@ const RETRY: Duration = Duration::from_millis(200);
 pub(crate) async fn start(state: &AppState) -> ApiResult<()> {
     register(state).await?;
     let background = state.clone();
-    state.tasks().spawn(run(background));
+    state
+        .tasks()
+        .spawn(crate::meta::keep_clock(run(background)));
     Ok(())
 }
 

@@ -11,7 +11,6 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::Request;
 use axum::http::header;
@@ -224,10 +223,10 @@ fn selected(selector: &LabelSelector, labels: Option<&Value>) -> bool {
     }
 }
 
+/// Now on the server's clock: a Fault's `startTime` and `expiryTime` are times of the
+/// cluster, virtual under `--virtual-clock`.
 fn now_nanos() -> i128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
+    crate::meta::now_unix_nanos()
 }
 
 /// Acts on `request` as `fault` says.

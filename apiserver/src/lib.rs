@@ -215,6 +215,7 @@ fn app(
     .then(|| from_fn_with_state(state.clone(), authorize::authorize));
     tower::ServiceBuilder::new()
         .map_response(IntoResponse::into_response)
+        .layer(from_fn_with_state(state.clock().clone(), with_clock))
         .layer(CatchPanicLayer::custom(panic_to_status))
         .layer(map_response(log_server_errors))
         .layer(from_fn_with_state(state.clone(), handlers::classify))
@@ -233,10 +234,31 @@ fn app(
         .service(routes)
 }
 
+/// The request with the server's clock in scope (`meta::clock`): its timestamps are the
+/// clock's.
+async fn with_clock(
+    axum::extract::State(clock): axum::extract::State<kubemock_apimachinery::clock::Clock>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    meta::scoped(clock, next.run(request)).await
+}
+
 /// Serves the API on `listener` until `shutdown` is cancelled, then stops accepting and waits
 /// for requests in flight. With `config.security` the connections are TLS (`tls`), else plain
-/// HTTP.
+/// HTTP. The startup writes and the server's tasks read `config.clock`.
 pub async fn serve(
+    listener: TcpListener,
+    store: Arc<dyn Kv>,
+    config: ServerConfig,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let clock = config.clock.clone();
+    meta::scoped(clock, serve_scoped(listener, store, config, shutdown)).await
+}
+
+/// [`serve`], with the server's clock in scope.
+async fn serve_scoped(
     listener: TcpListener,
     store: Arc<dyn Kv>,
     config: ServerConfig,
@@ -252,11 +274,11 @@ pub async fn serve(
     // The RBAC policy is read and reconciled on a task of its own, in parallel with the
     // namespaces (on a durable store their writes share group commits).
     let rbac_state = state.clone();
-    let rbac_policy = tokio::spawn(async move {
+    let rbac_policy = tokio::spawn(meta::keep_clock(async move {
         rbac::ensure(&rbac_state).await.map_err(|err| {
             std::io::Error::other(format!("creating the bootstrap RBAC policy: {err}"))
         })
-    });
+    }));
     let startup_objects = bootstrap::bootstrap(&state)
         .await
         .map_err(|err| std::io::Error::other(format!("creating the startup objects: {err}")));

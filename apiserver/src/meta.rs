@@ -1,13 +1,14 @@
 //! Object metadata rules (§3): the conversion between store revisions and resourceVersion
-//! strings (the only place it happens), timestamps (written and read), uids, name validation,
-//! generateName, and the canonical order of metadata fields.
+//! strings (the only place it happens), timestamps (written and read, on the server's
+//! clock), uids, name validation, generateName, and the canonical order of metadata fields.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::future::Future;
 
 use axum::http::StatusCode;
 use kubemock_storage::Revision;
 use serde_json::{Map, Value};
 
+use kubemock_apimachinery::clock::Clock;
 use kubemock_apimachinery::{time, validation};
 
 pub(crate) use crate::field_error::FieldError;
@@ -39,24 +40,49 @@ pub(crate) fn parse_uint(value: &str) -> Option<u64> {
     value.parse().ok()
 }
 
-/// Now, as RFC 3339 UTC with seconds precision (`metav1.Time`).
+tokio::task_local! {
+    /// The clock of the server a task works for ([`ServerConfig::clock`]), in scope around
+    /// every request (`lib::router`) and every background task of the server (`scoped`).
+    /// Timestamps are stamped deep inside pure functions (managed fields, strategies,
+    /// admission) that have no server state to read it from; a task-local lets them read the
+    /// server's clock without threading it through every signature, and lets several servers
+    /// in one process (tests) each keep their own clock.
+    ///
+    /// [`ServerConfig::clock`]: crate::ServerConfig::clock
+    static CLOCK: Clock;
+}
+
+/// The clock of the server this task works for; the system clock outside one (unit tests of
+/// pure functions).
+pub(crate) fn clock() -> Clock {
+    CLOCK.try_with(Clock::clone).unwrap_or_default()
+}
+
+/// `future` with `clock` as the clock its timestamps come from.
+pub(crate) fn scoped<F: Future>(clock: Clock, future: F) -> impl Future<Output = F::Output> {
+    CLOCK.scope(clock, future)
+}
+
+/// `future`, to be spawned, keeping this task's clock.
+pub(crate) fn keep_clock<F: Future>(future: F) -> impl Future<Output = F::Output> {
+    scoped(clock(), future)
+}
+
+/// Now, as RFC 3339 UTC with seconds precision (`metav1.Time`), on the server's clock.
 pub(crate) fn now_rfc3339() -> String {
     rfc3339_after(0)
 }
 
-/// `seconds` from now, as RFC 3339 UTC (a graceful deletion's deadline).
+/// `seconds` from now on the server's clock, as RFC 3339 UTC (a graceful deletion's
+/// deadline).
 pub(crate) fn rfc3339_after(seconds: i64) -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    time::rfc3339(now.saturating_add(seconds))
+    time::rfc3339(clock().unix_seconds().saturating_add(seconds))
 }
 
-/// Now, as nanoseconds since the Unix epoch (what [`time::parse_rfc3339`] returns), for ages.
+/// Now on the server's clock, as nanoseconds since the Unix epoch (what
+/// [`time::parse_rfc3339`] returns), for ages.
 pub(crate) fn now_unix_nanos() -> i128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
+    clock().unix_nanos()
 }
 
 /// A fresh object uid.

@@ -39,7 +39,9 @@ const RETRY: Duration = Duration::from_millis(200);
 /// Runs the signer in the background until the server shuts down.
 pub(crate) fn start(state: &AppState) {
     let background = state.clone();
-    state.tasks().spawn(run(background));
+    state
+        .tasks()
+        .spawn(crate::meta::keep_clock(run(background)));
 }
 
 fn requests(state: &AppState) -> Option<std::sync::Arc<Resource>> {

@@ -94,6 +94,12 @@ pub struct ServerConfig {
     /// Notified once the server accepts connections (after the bootstrap, the restore and the
     /// fixtures), so that the binary announces itself only then. Default none.
     pub ready: Option<Arc<tokio::sync::Notify>>,
+    /// Where the server's timestamps come from (`creationTimestamp`, `deletionTimestamp`,
+    /// managed fields' times, conditions it writes, ages in tables): the system clock, or a
+    /// virtual one (`--virtual-clock`) that `testing.kubemock.dev/v1` `clocks/cluster`
+    /// moves, shared with the in-process controllers. The audit log, the request log, token
+    /// and certificate lifetimes stay on real time. Default: the system clock.
+    pub clock: kubemock_apimachinery::clock::Clock,
 }
 
 /// Which components (`controller-manager`, `scheduler`) run alongside this server, as
@@ -180,6 +186,7 @@ impl Default for ServerConfig {
             fixtures: Vec::new(),
             restore: None,
             ready: None,
+            clock: kubemock_apimachinery::clock::Clock::system(),
         }
     }
 }
@@ -279,6 +286,11 @@ impl AppState {
                 baseline: RwLock::new(None),
             }),
         }
+    }
+
+    /// The server's clock ([`ServerConfig::clock`]).
+    pub fn clock(&self) -> &kubemock_apimachinery::clock::Clock {
+        &self.inner.config.clock
     }
 
     /// The cluster CA and the service-account signing key.

@@ -77,6 +77,8 @@ pub struct Recorder {
     /// Events written, by what identifies a repeat; `order` evicts the oldest beyond
     /// [`AGGREGATION_CACHE`]. Locked only between awaits.
     cache: Mutex<(HashMap<AggregateKey, Recorded>, VecDeque<AggregateKey>)>,
+    /// Where `firstTimestamp` and `lastTimestamp` come from.
+    clock: kubemock_apimachinery::clock::Clock,
 }
 
 impl Recorder {
@@ -89,7 +91,15 @@ impl Recorder {
                 host: None,
             },
             cache: Mutex::new((HashMap::new(), VecDeque::new())),
+            clock: kubemock_apimachinery::clock::Clock::system(),
         }
+    }
+
+    /// Stamps events with `clock`'s time (the system clock by default).
+    #[must_use]
+    pub fn with_clock(mut self, clock: kubemock_apimachinery::clock::Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Records an event about `reference`. Best effort: errors are logged.
@@ -124,7 +134,7 @@ impl Recorder {
             reason: reason.to_owned(),
             message: message.to_owned(),
         };
-        let now = Time(crate::resource::now());
+        let now = Time(self.clock.now());
         let previous = self.cache.lock().0.get(&key).cloned();
         if let Some(previous) = previous {
             let api: Api<Event> = Api::namespaced(self.client.clone(), &previous.namespace);

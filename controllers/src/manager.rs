@@ -128,8 +128,10 @@ pub struct ManagerConfig {
     pub enabled: BTreeSet<String>,
     /// The simulated nodes (when [`KUBELET`] is enabled).
     pub kubelet: KubeletConfig,
-    /// Where time-driven controllers ([`CRONJOB`]) read the time: the system clock unless
-    /// a test sets a fake one.
+    /// Where time-driven controllers read the time (CronJob schedules, Job deadlines and
+    /// TTLs, progress deadlines, `minReadySeconds`, the kubelet's [`KubeletConfig::clock`],
+    /// Events): the system clock unless a test or `--virtual-clock` sets a fake one (the
+    /// API server's, in one process).
     pub clock: Clock,
     /// The cluster's CA bundle (PEM) that [`ROOT_CA_PUBLISHER`] publishes in every namespace
     /// (kube-controller-manager's `--root-ca-file`, else its kubeconfig's CA); without it
@@ -207,7 +209,8 @@ impl ManagerConfig {
         self
     }
 
-    /// Sets the clock of the time-driven controllers (a fake one in tests).
+    /// Sets the clock of the time-driven controllers (a fake one in tests, the server's
+    /// with `--virtual-clock`).
     #[must_use]
     pub fn with_clock(mut self, clock: impl Into<Clock>) -> Self {
         self.clock = clock.into();
@@ -283,26 +286,31 @@ async fn start(
         controllers.spawn(collector.run(token.child_token()));
     }
     if config.is_enabled(DEPLOYMENT) {
-        let controller = DeploymentController::new(clients.client(DEPLOYMENT).await?, &factory);
+        let controller = DeploymentController::new(clients.client(DEPLOYMENT).await?, &factory)
+            .with_clock(config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(DAEMONSET) {
-        let controller = DaemonSetController::new(clients.client(DAEMONSET).await?, &factory);
+        let controller = DaemonSetController::new(clients.client(DAEMONSET).await?, &factory)
+            .with_clock(config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(REPLICASET) {
-        let controller = ReplicaSetController::new(clients.client(REPLICASET).await?, &factory);
+        let controller = ReplicaSetController::new(clients.client(REPLICASET).await?, &factory)
+            .with_clock(config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(STATEFULSET) {
         let client = clients.client(STATEFULSET).await?;
-        let controller = StatefulSetController::new(client, &factory);
+        let controller =
+            StatefulSetController::new(client, &factory).with_clock(config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(JOB) {
         let ttl = clients.account_client(TTL_AFTER_FINISHED_ACCOUNT).await?;
-        let controller =
-            JobController::new(clients.client(JOB).await?, &factory).with_ttl_client(ttl);
+        let controller = JobController::new(clients.client(JOB).await?, &factory)
+            .with_ttl_client(ttl)
+            .with_clock(config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(ENDPOINTS) {
@@ -335,7 +343,11 @@ async fn start(
         let (client, informers) =
             own_or_shared(&credentials.kubelet.as_ref().map(agent), factories);
         let client = client.unwrap_or_else(|| agent(&credentials.root));
-        let kubelet = Kubelet::new(client, &informers, config.kubelet.clone());
+        let kubelet_config = KubeletConfig {
+            clock: config.clock.clone(),
+            ..config.kubelet.clone()
+        };
+        let kubelet = Kubelet::new(client, &informers, kubelet_config);
         controllers.spawn(kubelet.run(token.child_token()));
     }
     if config.is_enabled(NAMESPACE) {

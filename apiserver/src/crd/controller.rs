@@ -46,7 +46,9 @@ pub(crate) async fn start(state: &AppState) -> ApiResult<()> {
     let (revision, _) = pass(state, &keys::resource_prefix(&definitions)).await?;
     state.crd_caught_up(revision);
     let background = state.clone();
-    state.tasks().spawn(run(background));
+    state
+        .tasks()
+        .spawn(crate::meta::keep_clock(run(background)));
     Ok(())
 }
 

@@ -32,7 +32,7 @@ pub(crate) mod spec;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use kubemock_storage::{Guard, Kv, Revision, UpdateOutcome};
 use parking_lot::RwLock;
@@ -115,9 +115,8 @@ impl Fault {
             }
         };
         if applied {
-            let seconds = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
+            // On the server's clock, as the fault's time window.
+            let seconds = u64::try_from(crate::meta::clock().unix_seconds()).unwrap_or(0);
             self.counters.last_applied.store(seconds, Ordering::Release);
         }
         applied

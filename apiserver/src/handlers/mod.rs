@@ -5,6 +5,7 @@
 //! `escalation` checks writes of RBAC roles and bindings; `testing` serves kubemock's own
 //! `testing.kubemock.dev` group.
 
+pub(crate) mod clock;
 pub(crate) mod create;
 pub(crate) mod delete;
 pub(crate) mod discovery;

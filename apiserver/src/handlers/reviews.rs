@@ -435,7 +435,9 @@ async fn lease_held(call: &Call, name: &str) -> ApiResult<bool> {
         .get("renewTime")
         .and_then(Value::as_str)
         .and_then(time::parse_rfc3339);
-    let now = meta::now_unix_nanos();
+    // Real time, not the server's clock: the candidates (kube-controller-manager, out of
+    // process too) renew the lease on their own clocks, the system's.
+    let now = kubemock_apimachinery::clock::Clock::system().unix_nanos();
     Ok(!holder.is_empty()
         && renewed.is_some_and(|at| now <= at + i128::from(duration) * 1_000_000_000))
 }

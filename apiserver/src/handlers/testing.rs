@@ -40,6 +40,7 @@ pub(crate) async fn serve(call: &Call, method: Method) -> ApiResult<Response> {
     match call.target.resource.plural.as_str() {
         "requests" => requests(call, method).await,
         "compactions" => compaction(call, method).await,
+        "clocks" => super::clock::serve(call, method).await,
         "resets" => {
             require_create(call, &method)?;
             let baseline = call
@@ -78,7 +79,7 @@ fn require_create(call: &Call, method: &Method) -> ApiResult<()> {
 }
 
 /// The body of a POST as a JSON object (empty: `{}`).
-fn body_object(call: &Call) -> ApiResult<serde_json::Map<String, Value>> {
+pub(super) fn body_object(call: &Call) -> ApiResult<serde_json::Map<String, Value>> {
     if call.body.iter().all(u8::is_ascii_whitespace) {
         return Ok(serde_json::Map::new());
     }
@@ -87,13 +88,10 @@ fn body_object(call: &Call) -> ApiResult<serde_json::Map<String, Value>> {
 
 /// The answer of an action: `kind` with `spec` as asked and `status` as done.
 fn action_object(kind: &str, name: String, spec: Value, status: Value) -> Value {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
     json!({
         "kind": kind,
         "apiVersion": format!("{GROUP}/{VERSION}"),
-        "metadata": {"name": name, "creationTimestamp": kubemock_apimachinery::time::rfc3339(now)},
+        "metadata": {"name": name, "creationTimestamp": meta::now_rfc3339()},
         "spec": spec,
         "status": status,
     })

@@ -189,7 +189,7 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
         action,
         sent: std::sync::atomic::AtomicU64::new(0),
     });
-    tasks.spawn(async move {
+    tasks.spawn(crate::meta::keep_clock(async move {
         let shutdown = state.shutdown().clone();
         let feed = Feed {
             fault,
@@ -205,7 +205,7 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
             _ = shutdown.cancelled() => {}
             () = feed.run(&state, prefix) => {}
         }
-    });
+    }));
     let content_type = encoding.watch_content_type();
     let body = Body::from_stream(futures_util::stream::unfold(
         receiver,

@@ -9,6 +9,8 @@
 //!   collection clears it.
 //! - `faults` (`Fault`, cluster-scoped, stored): faults injected into matching requests
 //!   (`faults`), with a `status` subresource the server writes.
+//! - `clocks` (`Clock`, one object named `cluster`): the server's clock, read, and moved with
+//!   `--virtual-clock` (`handlers::clock`).
 //! - `compactions` (`Compaction`, create only): compacts the store now.
 //! - `resets` (`Reset`, create only): brings the store back to its startup state (`reset`).
 //! - `snapshots` (`Snapshot`, create only): answers the whole store as one object
@@ -27,6 +29,8 @@ use super::{
 pub(crate) const GROUP: &str = "testing.kubemock.dev";
 /// Its one version.
 pub(crate) const VERSION: &str = "v1";
+/// The name of the one `Clock` (`handlers::clock`): the cluster's clock.
+pub(crate) const CLOCK_NAME: &str = "cluster";
 
 /// The group, as discovery lists it (after the built-in groups).
 pub(super) fn group() -> Group {
@@ -41,6 +45,7 @@ pub(super) fn resources() -> Vec<Resource> {
     vec![
         requests(),
         faults(),
+        clocks(),
         action("compactions", "Compaction"),
         action("resets", "Reset"),
         action("snapshots", "Snapshot"),
@@ -84,6 +89,51 @@ fn faults() -> Resource {
         printer: Printer::Columns(Arc::from(fault_columns())),
         custom: None,
     }
+}
+
+/// `clocks`: the one `Clock`, read, and moved by writes of its `spec`.
+fn clocks() -> Resource {
+    Resource {
+        group: GROUP.to_owned(),
+        version: VERSION.to_owned(),
+        plural: "clocks".to_owned(),
+        singular: "clock".to_owned(),
+        kind: "Clock".to_owned(),
+        namespaced: false,
+        verbs: ["get", "list", "patch", "update"]
+            .map(str::to_owned)
+            .to_vec(),
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        subresources: Vec::new(),
+        behaviour: Behaviour {
+            storage: Storage::Virtual,
+            ..Behaviour::default()
+        },
+        printer: Printer::Columns(Arc::from(clock_columns())),
+        custom: None,
+    }
+}
+
+/// `kubectl get clocks`: the time, and whether it can move.
+fn clock_columns() -> Vec<PrinterColumn> {
+    let column = |name: &str, kind: &str, path: &str, description: &str| PrinterColumn {
+        name: name.to_owned(),
+        kind: kind.to_owned(),
+        format: String::new(),
+        description: description.to_owned(),
+        priority: 0,
+        json_path: path.to_owned(),
+    };
+    vec![
+        column("Now", "string", ".status.now", "The clock's time."),
+        column(
+            "Virtual",
+            "boolean",
+            ".status.virtual",
+            "Whether the clock can be moved (--virtual-clock).",
+        ),
+    ]
 }
 
 /// A create-only virtual resource: each POST does something now and answers what it did.
@@ -292,6 +342,18 @@ pub(crate) fn schema(resource: &Resource) -> Option<Value> {
     match resource.kind.as_str() {
         "Request" => Some(request_schema()),
         "Fault" => Some(fault_schema()),
+        "Clock" => Some(json!({"type": "object",
+        "description": "The server's clock (the one object is named cluster). A write of spec moves it, when the server runs with --virtual-clock.",
+        "properties": {
+            "spec": {"type": "object", "description": "A move: set one field per write.", "properties": {
+                "advance": {"type": "string", "description": "Move the clock forward by this Go duration (90s, 6h), once per write."},
+                "time": {"type": "string", "format": "date-time", "description": "Set the clock to this time (backwards too)."},
+            }},
+            "status": {"type": "object", "properties": {
+                "now": {"type": "string", "format": "date-time", "description": "The clock's time (microseconds)."},
+                "virtual": {"type": "boolean", "description": "Whether the clock can be moved (--virtual-clock)."},
+            }},
+        }})),
         "Reset" => Some(json!({"type": "object",
             "description": "A reset of the cluster to its startup state, done when created (POST); its status counts what changed.",
             "x-kubernetes-preserve-unknown-fields": true})),

@@ -61,7 +61,8 @@ impl CronJobController {
             client: self.client.clone(),
             cron_jobs: self.cron_jobs.store(),
             jobs: self.jobs.store(),
-            recorder: Recorder::new(self.client.clone(), "cronjob-controller"),
+            recorder: Recorder::new(self.client.clone(), "cronjob-controller")
+                .with_clock(self.clock.clone()),
             clock: self.clock.clone(),
         });
         let controller = Controller::new("cronjob", self.cron_jobs)
@@ -70,22 +71,11 @@ impl CronJobController {
         let queue = controller.queue();
         let cron_jobs = ctx.cron_jobs.clone();
         // A fake clock that moves makes every CronJob due for a look.
-        let clock_moves = async {
-            let Some(mut moves) = self.clock.subscribe() else {
-                return;
-            };
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    changed = moves.changed() => if changed.is_err() { return },
-                }
-                let now = *moves.borrow_and_update();
-                tracing::debug!(%now, "clock moved; syncing every cronjob");
-                for cron_job in cron_jobs.list() {
-                    queue.add(cron_job.key());
-                }
+        let clock_moves = crate::clock::requeue_on_moves(self.clock.clone(), token.clone(), || {
+            for cron_job in cron_jobs.list() {
+                queue.add(cron_job.key());
             }
-        };
+        });
         let run = controller.run(
             move |key| sync::sync(key, ctx.clone()),
             crate::error::error_policy,

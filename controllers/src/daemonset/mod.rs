@@ -29,6 +29,8 @@ use kubemock_client::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
+
 use crate::replicaset::Expectations;
 
 /// Concurrent DaemonSet syncs (kube-controller-manager's `--concurrent-daemonset-syncs`).
@@ -47,6 +49,8 @@ pub(crate) struct Context {
     pub(crate) expectations: Arc<Expectations>,
     pub(crate) backoff: backoff::Backoff,
     pub(crate) recorder: Recorder,
+    /// Where the controller reads the time (availability after `minReadySeconds`, deadlines).
+    pub(crate) clock: Clock,
 }
 
 /// The DaemonSet controller.
@@ -56,6 +60,7 @@ pub struct DaemonSetController {
     pods: SharedInformer<Pod>,
     nodes: SharedInformer<Node>,
     revisions: SharedInformer<ControllerRevision>,
+    clock: Clock,
 }
 
 impl DaemonSetController {
@@ -68,7 +73,16 @@ impl DaemonSetController {
             pods: factory.informer::<Pod>(),
             nodes: factory.informer::<Node>(),
             revisions: factory.informer::<ControllerRevision>(),
+            clock: Clock::system(),
         }
+    }
+
+    /// Reads the time from `clock` (the system clock by default): minReadySeconds expire as
+    /// it moves.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Runs until `token` is cancelled.
@@ -82,7 +96,9 @@ impl DaemonSetController {
             revisions: self.revisions.store(),
             expectations: expectations.clone(),
             backoff: backoff::Backoff::default(),
-            recorder: Recorder::new(self.client.clone(), "daemonset-controller"),
+            recorder: Recorder::new(self.client.clone(), "daemonset-controller")
+                .with_clock(self.clock.clone()),
+            clock: self.clock.clone(),
         });
         let (for_pods, for_nodes) = (self.daemonsets.store(), self.daemonsets.store());
         // Pods map to their controller, or (orphans) to every DaemonSet selecting them; any
@@ -100,13 +116,22 @@ impl DaemonSetController {
             ctx.daemonsets.clone(),
             expectations,
         );
-        controller
-            .run(
-                move |key| sync::sync(key, ctx.clone()),
-                crate::error::error_policy,
-                token,
-            )
-            .await;
+        // A fake clock that moves makes every object due for a look: what waits for a time
+        // (availability, deadlines) is requeued "after" real time otherwise.
+        let queue = controller.queue();
+        let objects = ctx.daemonsets.clone();
+        let clock_moves =
+            crate::clock::requeue_on_moves(self.clock.clone(), token.clone(), move || {
+                for object in objects.list() {
+                    queue.add(object.key());
+                }
+            });
+        let run = controller.run(
+            move |key| sync::sync(key, ctx.clone()),
+            crate::error::error_policy,
+            token,
+        );
+        tokio::join!(run, clock_moves);
     }
 }
 

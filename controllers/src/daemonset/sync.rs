@@ -70,7 +70,7 @@ pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         })
         .collect();
     let by_node = pods_by_node(&pods);
-    let now = kubemock_client::resource::now();
+    let now = ctx.clock.now();
 
     let mut action = Action::AwaitChange;
     let mut result = Ok(());
@@ -165,7 +165,7 @@ async fn update(
     hash: &str,
     reference: &ObjectReference,
 ) -> Result<Option<Duration>> {
-    let now = kubemock_client::resource::now();
+    let now = ctx.clock.now();
     let mut create = Vec::new();
     let mut delete = Deletions::default();
     let mut retry_after: Option<Duration> = None;

@@ -21,6 +21,8 @@ use kubemock_client::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
+
 /// Concurrent Deployment syncs (kube-controller-manager's `--concurrent-deployment-syncs`).
 const WORKERS: usize = 5;
 
@@ -31,6 +33,8 @@ pub(crate) struct Context {
     pub(crate) replicasets: Store<ReplicaSet>,
     pub(crate) pods: Store<Pod>,
     pub(crate) recorder: Recorder,
+    /// Where the controller reads the time (availability after `minReadySeconds`, deadlines).
+    pub(crate) clock: Clock,
 }
 
 /// The Deployment controller.
@@ -39,6 +43,7 @@ pub struct DeploymentController {
     deployments: SharedInformer<Deployment>,
     replicasets: SharedInformer<ReplicaSet>,
     pods: SharedInformer<Pod>,
+    clock: Clock,
 }
 
 impl DeploymentController {
@@ -49,7 +54,16 @@ impl DeploymentController {
             deployments: factory.informer::<Deployment>(),
             replicasets: factory.informer::<ReplicaSet>(),
             pods: factory.informer::<Pod>(),
+            clock: Clock::system(),
         }
+    }
+
+    /// Reads the time from `clock` (the system clock by default): progressDeadlineSeconds and minReadySeconds expire as
+    /// it moves.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Runs until `token` is cancelled.
@@ -59,7 +73,9 @@ impl DeploymentController {
             deployments: self.deployments.store(),
             replicasets: self.replicasets.store(),
             pods: self.pods.store(),
-            recorder: Recorder::new(self.client.clone(), "deployment-controller"),
+            recorder: Recorder::new(self.client.clone(), "deployment-controller")
+                .with_clock(self.clock.clone()),
+            clock: self.clock.clone(),
         });
         let deployments = self.deployments.store();
         let controller = Controller::new("deployment", self.deployments)
@@ -88,13 +104,22 @@ impl DeploymentController {
                 }
             }));
         let controller = controller.watches(&self.pods, |_: &Pod| Vec::new());
-        controller
-            .run(
-                move |key| sync::sync(key, ctx.clone()),
-                crate::error::error_policy,
-                token,
-            )
-            .await;
+        // A fake clock that moves makes every object due for a look: what waits for a time
+        // (availability, deadlines) is requeued "after" real time otherwise.
+        let queue = controller.queue();
+        let objects = ctx.deployments.clone();
+        let clock_moves =
+            crate::clock::requeue_on_moves(self.clock.clone(), token.clone(), move || {
+                for object in objects.list() {
+                    queue.add(object.key());
+                }
+            });
+        let run = controller.run(
+            move |key| sync::sync(key, ctx.clone()),
+            crate::error::error_policy,
+            token,
+        );
+        tokio::join!(run, clock_moves);
     }
 }
 

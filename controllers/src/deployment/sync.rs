@@ -57,7 +57,7 @@ pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         return Ok(Action::AwaitChange);
     };
     let rs_list = claim_replicasets(&ctx, &d, &selector).await?;
-    let now = kubemock_client::resource::now();
+    let now = ctx.clock.now();
     if d.metadata.deletion_timestamp.is_some() {
         let (new_rs, old) = new_and_old(&ctx, &mut d, &rs_list, false, now).await?;
         sync_status(&ctx, &d, &all(&new_rs, &old), new_rs.as_ref(), now).await?;

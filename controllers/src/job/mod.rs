@@ -25,6 +25,7 @@ use kubemock_client::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
 use crate::error::Result;
 use crate::replicaset::Expectations;
 use crate::replicaset::pods::{is_active, is_ready};
@@ -45,6 +46,8 @@ struct Context {
     pods: Store<Pod>,
     expectations: Arc<Expectations>,
     recorder: Recorder,
+    /// Where `startTime`, deadlines, TTLs and conditions read the time.
+    clock: Clock,
 }
 
 /// The Job controller.
@@ -54,6 +57,7 @@ pub struct JobController {
     ttl_client: Client,
     jobs: SharedInformer<Job>,
     pods: SharedInformer<Pod>,
+    clock: Clock,
 }
 
 impl JobController {
@@ -64,7 +68,16 @@ impl JobController {
             client,
             jobs: factory.informer::<Job>(),
             pods: factory.informer::<Pod>(),
+            clock: Clock::system(),
         }
+    }
+
+    /// Reads the time from `clock` (the system clock by default): `activeDeadlineSeconds`
+    /// and `ttlSecondsAfterFinished` expire as it moves.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Deletes expired Jobs with `client`: upstream's TTL-after-finished controller is a
@@ -84,12 +97,23 @@ impl JobController {
             jobs: self.jobs.store(),
             pods: self.pods.store(),
             expectations: expectations.clone(),
-            recorder: Recorder::new(self.client.clone(), "job-controller"),
+            recorder: Recorder::new(self.client.clone(), "job-controller")
+                .with_clock(self.clock.clone()),
+            clock: self.clock.clone(),
         });
         let controller = Controller::new("job", self.jobs)
             .workers(WORKERS)
             .owns(&self.pods, &ApiResource::of::<Job>());
         let queue = controller.queue();
+        // A fake clock that moves makes every Job due for a look (deadlines and TTLs).
+        let clock_moves = crate::clock::requeue_on_moves(self.clock.clone(), token.clone(), {
+            let (queue, jobs) = (queue.clone(), ctx.jobs.clone());
+            move || {
+                for job in jobs.list() {
+                    queue.add(job.key());
+                }
+            }
+        });
         let job_of = |pod: &Pod| {
             controller_of(&pod.metadata)
                 .filter(|o| o.kind == "Job")
@@ -112,13 +136,12 @@ impl JobController {
                     }
                 }),
         );
-        controller
-            .run(
-                move |key| sync(key, ctx.clone()),
-                crate::error::error_policy,
-                token,
-            )
-            .await;
+        let run = controller.run(
+            move |key| sync(key, ctx.clone()),
+            crate::error::error_policy,
+            token,
+        );
+        tokio::join!(run, clock_moves);
     }
 }
 
@@ -151,7 +174,7 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     let namespace = key.namespace.clone().unwrap_or_default();
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let now = Time(kubemock_client::resource::now());
+    let now = Time(ctx.clock.now());
     if let Some(finished) = finished_at(&job) {
         // The TTL-after-finished controller's work.
         let Some(ttl) = job.spec.as_ref().and_then(|s| s.ttl_seconds_after_finished) else {
@@ -291,6 +314,12 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
             action = Action::RequeueAfter(Duration::from_secs(u64::try_from(ttl).unwrap_or(0)));
         }
     } else if ctx.expectations.satisfied(&key) {
+        // Upstream requeues an active Job at its deadline (`syncJob`'s
+        // `enqueueSyncJobWithDelay` with the time left of `activeDeadlineSeconds`).
+        if let Some(seconds) = spec.active_deadline_seconds {
+            let deadline = start_time.0 + k8s_openapi::chrono::Duration::seconds(seconds);
+            action = Action::RequeueAfter((deadline - now.0).to_std().unwrap_or_default());
+        }
         let remaining = completions.map_or(parallelism, |c| (c - succeeded).max(0));
         let wanted = if completions.is_none() && succeeded > 0 {
             0

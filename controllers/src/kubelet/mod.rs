@@ -65,7 +65,8 @@ pub struct KubeletConfig {
     /// says ([`lifecycle`]).
     pub run_time: Duration,
     /// The time pods start, become Ready, exit and restart on: every simulated duration is
-    /// "due at a time on this clock" (a fake clock's moves wake the pods due).
+    /// "due at a time on this clock" (a fake clock's moves wake the pods due). The manager
+    /// sets it to [`ManagerConfig::clock`](crate::ManagerConfig::clock).
     pub clock: Clock,
 }
 

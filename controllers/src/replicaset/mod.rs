@@ -24,6 +24,8 @@ use kubemock_client::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
+
 /// Concurrent ReplicaSet syncs (kube-controller-manager's `--concurrent-replicaset-syncs`).
 const WORKERS: usize = 5;
 
@@ -37,6 +39,8 @@ pub(crate) struct Context {
     pub(crate) pods: Store<Pod>,
     pub(crate) expectations: Arc<Expectations>,
     pub(crate) recorder: Recorder,
+    /// Where the controller reads the time (availability after `minReadySeconds`, deadlines).
+    pub(crate) clock: Clock,
 }
 
 /// The ReplicaSet controller.
@@ -44,6 +48,7 @@ pub struct ReplicaSetController {
     client: Client,
     replicasets: SharedInformer<ReplicaSet>,
     pods: SharedInformer<Pod>,
+    clock: Clock,
 }
 
 impl ReplicaSetController {
@@ -53,7 +58,16 @@ impl ReplicaSetController {
             client,
             replicasets: factory.informer::<ReplicaSet>(),
             pods: factory.informer::<Pod>(),
+            clock: Clock::system(),
         }
+    }
+
+    /// Reads the time from `clock` (the system clock by default): minReadySeconds expire as
+    /// it moves.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Runs until `token` is cancelled.
@@ -64,7 +78,9 @@ impl ReplicaSetController {
             replicasets: self.replicasets.store(),
             pods: self.pods.store(),
             expectations: expectations.clone(),
-            recorder: Recorder::new(self.client.clone(), "replicaset-controller"),
+            recorder: Recorder::new(self.client.clone(), "replicaset-controller")
+                .with_clock(self.clock.clone()),
+            clock: self.clock.clone(),
         });
         let replicasets = self.replicasets.store();
         // Pods map to their controller, or (orphans) to every ReplicaSet that selects them.
@@ -77,13 +93,22 @@ impl ReplicaSetController {
             ctx.replicasets.clone(),
             expectations,
         );
-        controller
-            .run(
-                move |key| sync::sync(key, ctx.clone()),
-                crate::error::error_policy,
-                token,
-            )
-            .await;
+        // A fake clock that moves makes every object due for a look: what waits for a time
+        // (availability, deadlines) is requeued "after" real time otherwise.
+        let queue = controller.queue();
+        let objects = ctx.replicasets.clone();
+        let clock_moves =
+            crate::clock::requeue_on_moves(self.clock.clone(), token.clone(), move || {
+                for object in objects.list() {
+                    queue.add(object.key());
+                }
+            });
+        let run = controller.run(
+            move |key| sync::sync(key, ctx.clone()),
+            crate::error::error_policy,
+            token,
+        );
+        tokio::join!(run, clock_moves);
     }
 }
 

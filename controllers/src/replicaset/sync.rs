@@ -56,7 +56,7 @@ pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         }
     }
 
-    let now = kubemock_client::resource::now();
+    let now = ctx.clock.now();
     let status = pods::compute_status(&rs, &owned, failure.as_ref(), now);
     if rs.status.as_ref() != Some(&status) {
         let mut updated = (*rs).clone();

@@ -27,6 +27,8 @@ use kubemock_client::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
+
 /// Concurrent StatefulSet syncs (kube-controller-manager's
 /// `--concurrent-statefulset-syncs`).
 const WORKERS: usize = 5;
@@ -39,6 +41,8 @@ pub(crate) struct Context {
     pub(crate) revisions: Store<ControllerRevision>,
     pub(crate) claims: Store<PersistentVolumeClaim>,
     pub(crate) recorder: Recorder,
+    /// Where the controller reads the time (availability after `minReadySeconds`, deadlines).
+    pub(crate) clock: Clock,
 }
 
 /// The StatefulSet controller.
@@ -48,6 +52,7 @@ pub struct StatefulSetController {
     pods: SharedInformer<Pod>,
     revisions: SharedInformer<ControllerRevision>,
     claims: SharedInformer<PersistentVolumeClaim>,
+    clock: Clock,
 }
 
 impl StatefulSetController {
@@ -60,7 +65,16 @@ impl StatefulSetController {
             pods: factory.informer::<Pod>(),
             revisions: factory.informer::<ControllerRevision>(),
             claims: factory.informer::<PersistentVolumeClaim>(),
+            clock: Clock::system(),
         }
+    }
+
+    /// Reads the time from `clock` (the system clock by default): minReadySeconds expire as
+    /// it moves.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Runs until `token` is cancelled.
@@ -71,7 +85,9 @@ impl StatefulSetController {
             pods: self.pods.store(),
             revisions: self.revisions.store(),
             claims: self.claims.store(),
-            recorder: Recorder::new(self.client.clone(), "statefulset-controller"),
+            recorder: Recorder::new(self.client.clone(), "statefulset-controller")
+                .with_clock(self.clock.clone()),
+            clock: self.clock.clone(),
         });
         let sets = self.sets.store();
         let owner = ApiResource::of::<StatefulSet>();
@@ -80,13 +96,22 @@ impl StatefulSetController {
             .watches(&self.pods, move |pod: &Pod| owners_of(&sets, pod))
             .owns(&self.revisions, &owner)
             .owns(&self.claims, &owner);
-        controller
-            .run(
-                move |key| sync::sync(key, ctx.clone()),
-                crate::error::error_policy,
-                token,
-            )
-            .await;
+        // A fake clock that moves makes every object due for a look: what waits for a time
+        // (availability, deadlines) is requeued "after" real time otherwise.
+        let queue = controller.queue();
+        let objects = ctx.sets.clone();
+        let clock_moves =
+            crate::clock::requeue_on_moves(self.clock.clone(), token.clone(), move || {
+                for object in objects.list() {
+                    queue.add(object.key());
+                }
+            });
+        let run = controller.run(
+            move |key| sync::sync(key, ctx.clone()),
+            crate::error::error_policy,
+            token,
+        );
+        tokio::join!(run, clock_moves);
     }
 }
 

@@ -114,7 +114,7 @@ pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         collision_count,
         pods: &pods,
         claims: &claims,
-        now: kubemock_client::resource::now(),
+        now: ctx.clock.now(),
     });
 
     let mut failure = None;
