@@ -31,6 +31,8 @@
 //!   `build.rs` embeds (`pkg/runtime/serializer/protobuf`).
 //! - [`managedfields`]: server-side apply's field sets, kinds' shapes, merge and comparison
 //!   (structured-merge-diff).
+//! - [`quota`]: resource quota accounting: what an object consumes, scopes, the admission's
+//!   arithmetic and messages (`pkg/quota/v1`).
 //! - [`version`]: the Kubernetes release kubemock reports (`pkg/version`).
 //! - [`volume`]: the default StorageClass and the volume protection finalizers.
 //!
@@ -53,6 +55,7 @@ pub mod managedfields;
 pub mod openapi;
 pub mod protobuf;
 pub mod quantity;
+pub mod quota;
 pub mod strategic;
 pub mod time;
 pub mod validation;

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::manager::{
     CLUSTERROLE_AGGREGATION, CRONJOB, DAEMONSET, DEPLOYMENT, DISRUPTION, ENDPOINTS, ENDPOINTSLICE,
     GARBAGE_COLLECTOR, JOB, NAMESPACE, NODE_LIFECYCLE, PERSISTENTVOLUME_BINDER, PV_PROTECTION,
-    PVC_PROTECTION, REPLICASET, ROOT_CA_PUBLISHER, STATEFULSET, TAINT_EVICTION,
+    PVC_PROTECTION, REPLICASET, RESOURCEQUOTA, ROOT_CA_PUBLISHER, STATEFULSET, TAINT_EVICTION,
 };
 
 /// Where the controllers' ServiceAccounts live (`metav1.NamespaceSystem`).
@@ -51,6 +51,7 @@ pub const SERVICE_ACCOUNTS: &[(&str, &str)] = &[
     (PV_PROTECTION, "pv-protection-controller"),
     (PVC_PROTECTION, "pvc-protection-controller"),
     (REPLICASET, "replicaset-controller"),
+    (RESOURCEQUOTA, "resourcequota-controller"),
     (ROOT_CA_PUBLISHER, "root-ca-cert-publisher"),
     (STATEFULSET, "statefulset-controller"),
     (TAINT_EVICTION, "node-controller"),

@@ -26,6 +26,7 @@
 //! - [`nodelifecycle`]: nodes whose kubelet went silent: Unknown, tainted unreachable or
 //!   not-ready, their pods not Ready; untainted when back.
 //! - [`tainteviction`]: deletes pods from NoExecute-tainted nodes after their toleration.
+//! - [`resourcequota`]: ResourceQuota `status.hard` and `status.used`, recounted.
 //! - [`gc`]: the garbage collector: ownerReferences, background, foreground and orphan
 //!   deletion (§6.3).
 //! - [`volume`]: the PersistentVolume binder, the volume protection controllers, and a
@@ -54,6 +55,7 @@ pub mod manager;
 pub mod namespace;
 pub mod nodelifecycle;
 pub mod replicaset;
+pub mod resourcequota;
 pub mod rootca;
 pub mod scheduler;
 pub mod statefulset;

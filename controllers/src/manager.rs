@@ -32,6 +32,7 @@ use crate::kubelet::{Kubelet, KubeletConfig};
 use crate::namespace::NamespaceController;
 use crate::nodelifecycle::NodeLifecycleController;
 use crate::replicaset::ReplicaSetController;
+use crate::resourcequota::ResourceQuotaController;
 use crate::rootca::RootCaPublisher;
 use crate::scheduler::Scheduler;
 use crate::statefulset::StatefulSetController;
@@ -101,6 +102,9 @@ pub const NODE_LIFECYCLE: &str = "node-lifecycle-controller";
 /// The taint eviction controller's name (kube-controller-manager's; it has no alias).
 pub const TAINT_EVICTION: &str = "taint-eviction-controller";
 
+/// The resource quota controller's name (kube-controller-manager's, with its old alias).
+pub const RESOURCEQUOTA: &str = "resourcequota-controller";
+
 /// kubemock's simulated dynamic provisioner and default StorageClass (an add-on on a real
 /// cluster, as kind's local-path provisioner; not a kube-controller-manager controller).
 pub const STORAGE_PROVISIONER: &str = "storage-provisioner";
@@ -124,6 +128,7 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     (PV_PROTECTION, "pv-protection"),
     (PVC_PROTECTION, "pvc-protection"),
     (REPLICASET, "replicaset"),
+    (RESOURCEQUOTA, "resourcequota"),
     (ROOT_CA_PUBLISHER, "root-ca-cert-publisher"),
     (SCHEDULER, "default-scheduler"),
     (STATEFULSET, "statefulset"),
@@ -401,6 +406,11 @@ async fn start(
     if config.is_enabled(TAINT_EVICTION) {
         let client = clients.client(TAINT_EVICTION).await?;
         let controller = TaintEvictionController::new(client, &factory, config.clock.clone());
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(RESOURCEQUOTA) {
+        let client = clients.client(RESOURCEQUOTA).await?;
+        let controller = ResourceQuotaController::new(client, &factory, config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(CLUSTERROLE_AGGREGATION) {
