@@ -296,12 +296,6 @@ async fn mark_pods(
     ready: Option<&str>,
     mut marked: HashSet<String>,
 ) -> Result<()> {
-    let pods: Vec<Arc<Pod>> = ctx
-        .pods
-        .list()
-        .into_iter()
-        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name))
-        .collect();
     if ready == Some("True") || ready.is_none() {
         // Ready (or not yet reporting): a later spell starts afresh.
         if !marked.is_empty() {
@@ -310,6 +304,12 @@ async fn mark_pods(
         }
         return Ok(());
     }
+    let pods: Vec<Arc<Pod>> = ctx
+        .pods
+        .list()
+        .into_iter()
+        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name))
+        .collect();
     let now = ctx.clock.now();
     for pod in pods {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
