@@ -196,6 +196,8 @@ async fn secure_controllers_roll_out_a_deployment_as_their_service_accounts() {
         "persistent-volume-binder",
         "pvc-protection-controller",
         "pv-protection-controller",
+        "node-controller",
+        "resourcequota-controller",
     ] {
         assert!(
             accounts.contains(&format!("serviceaccount/{account}\n")),

@@ -33,6 +33,8 @@
 //! - [`managedfields`]: server-side apply's field sets, kinds' shapes, merge and comparison
 //!   (structured-merge-diff).
 //! - [`clock`]: the one clock of a process, the system's or a virtual one that tests move.
+//! - [`quota`]: resource quota accounting: what an object consumes, scopes, the admission's
+//!   arithmetic and messages (`pkg/quota/v1`).
 //! - [`version`]: the Kubernetes release kubemock reports (`pkg/version`).
 //! - [`volume`]: the default StorageClass and the volume protection finalizers.
 //!
@@ -56,6 +58,7 @@ pub mod managedfields;
 pub mod openapi;
 pub mod protobuf;
 pub mod quantity;
+pub mod quota;
 pub mod strategic;
 pub mod time;
 pub mod validation;

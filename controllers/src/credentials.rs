@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::manager::{
     CLUSTERROLE_AGGREGATION, CRONJOB, DAEMONSET, DEPLOYMENT, DISRUPTION, ENDPOINTS, ENDPOINTSLICE,
-    GARBAGE_COLLECTOR, JOB, NAMESPACE, PERSISTENTVOLUME_BINDER, PV_PROTECTION, PVC_PROTECTION,
-    REPLICASET, ROOT_CA_PUBLISHER, STATEFULSET,
+    GARBAGE_COLLECTOR, JOB, NAMESPACE, NODE_LIFECYCLE, PERSISTENTVOLUME_BINDER, PV_PROTECTION,
+    PVC_PROTECTION, REPLICASET, RESOURCEQUOTA, ROOT_CA_PUBLISHER, STATEFULSET, TAINT_EVICTION,
 };
 
 /// Where the controllers' ServiceAccounts live (`metav1.NamespaceSystem`).
@@ -45,12 +45,16 @@ pub const SERVICE_ACCOUNTS: &[(&str, &str)] = &[
     (GARBAGE_COLLECTOR, "generic-garbage-collector"),
     (JOB, "job-controller"),
     (NAMESPACE, "namespace-controller"),
+    // Both run as `node-controller` upstream (`cmd/kube-controller-manager/app/core.go`).
+    (NODE_LIFECYCLE, "node-controller"),
     (PERSISTENTVOLUME_BINDER, "persistent-volume-binder"),
     (PV_PROTECTION, "pv-protection-controller"),
     (PVC_PROTECTION, "pvc-protection-controller"),
     (REPLICASET, "replicaset-controller"),
+    (RESOURCEQUOTA, "resourcequota-controller"),
     (ROOT_CA_PUBLISHER, "root-ca-cert-publisher"),
     (STATEFULSET, "statefulset-controller"),
+    (TAINT_EVICTION, "node-controller"),
 ];
 
 /// The account of the TTL-after-finished controller, whose work the Job controller does here

@@ -23,6 +23,10 @@
 //! - [`endpoints`]: Endpoints and EndpointSlices of Services, from the pods they select.
 //! - [`scheduler`]: binds pending pods to nodes that fit them.
 //! - [`kubelet`]: simulated nodes, and pods on them Running and Ready.
+//! - [`nodelifecycle`]: nodes whose kubelet went silent: Unknown, tainted unreachable or
+//!   not-ready, their pods not Ready; untainted when back.
+//! - [`tainteviction`]: deletes pods from NoExecute-tainted nodes after their toleration.
+//! - [`resourcequota`]: ResourceQuota `status.hard` and `status.used`, recounted.
 //! - [`gc`]: the garbage collector: ownerReferences, background, foreground and orphan
 //!   deletion (§6.3).
 //! - [`volume`]: the PersistentVolume binder, the volume protection controllers, and a
@@ -49,10 +53,13 @@ pub mod job;
 pub mod kubelet;
 pub mod manager;
 pub mod namespace;
+pub mod nodelifecycle;
 pub mod replicaset;
+pub mod resourcequota;
 pub mod rootca;
 pub mod scheduler;
 pub mod statefulset;
+pub mod tainteviction;
 pub mod volume;
 
 pub use credentials::Credentials;

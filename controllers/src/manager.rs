@@ -30,10 +30,13 @@ use crate::gc::GarbageCollector;
 use crate::job::JobController;
 use crate::kubelet::{Kubelet, KubeletConfig};
 use crate::namespace::NamespaceController;
+use crate::nodelifecycle::NodeLifecycleController;
 use crate::replicaset::ReplicaSetController;
+use crate::resourcequota::ResourceQuotaController;
 use crate::rootca::RootCaPublisher;
 use crate::scheduler::Scheduler;
 use crate::statefulset::StatefulSetController;
+use crate::tainteviction::TaintEvictionController;
 use crate::volume::binder::VolumeBinder;
 use crate::volume::protection::{ClaimProtectionController, VolumeProtectionController};
 use crate::volume::provisioner::Provisioner;
@@ -93,6 +96,15 @@ pub const PVC_PROTECTION: &str = "persistentvolumeclaim-protection-controller";
 /// The volume protection controller's name (kube-controller-manager's, with its old alias).
 pub const PV_PROTECTION: &str = "persistentvolume-protection-controller";
 
+/// The node lifecycle controller's name (kube-controller-manager's, with its old alias).
+pub const NODE_LIFECYCLE: &str = "node-lifecycle-controller";
+
+/// The taint eviction controller's name (kube-controller-manager's; it has no alias).
+pub const TAINT_EVICTION: &str = "taint-eviction-controller";
+
+/// The resource quota controller's name (kube-controller-manager's, with its old alias).
+pub const RESOURCEQUOTA: &str = "resourcequota-controller";
+
 /// kubemock's simulated dynamic provisioner and default StorageClass (an add-on on a real
 /// cluster, as kind's local-path provisioner; not a kube-controller-manager controller).
 pub const STORAGE_PROVISIONER: &str = "storage-provisioner";
@@ -111,14 +123,17 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     (JOB, "job"),
     (KUBELET, "nodes"),
     (NAMESPACE, "namespace"),
+    (NODE_LIFECYCLE, "nodelifecycle"),
     (PERSISTENTVOLUME_BINDER, "persistentvolume-binder"),
     (PV_PROTECTION, "pv-protection"),
     (PVC_PROTECTION, "pvc-protection"),
     (REPLICASET, "replicaset"),
+    (RESOURCEQUOTA, "resourcequota"),
     (ROOT_CA_PUBLISHER, "root-ca-cert-publisher"),
     (SCHEDULER, "default-scheduler"),
     (STATEFULSET, "statefulset"),
     (STORAGE_PROVISIONER, STORAGE_PROVISIONER),
+    (TAINT_EVICTION, TAINT_EVICTION),
 ];
 
 /// Which controllers run, and how the simulated nodes behave.
@@ -343,11 +358,8 @@ async fn start(
         let (client, informers) =
             own_or_shared(&credentials.kubelet.as_ref().map(agent), factories);
         let client = client.unwrap_or_else(|| agent(&credentials.root));
-        let kubelet_config = KubeletConfig {
-            clock: config.clock.clone(),
-            ..config.kubelet.clone()
-        };
-        let kubelet = Kubelet::new(client, &informers, kubelet_config);
+        let kubelet = Kubelet::new(client, &informers, config.kubelet.clone())
+            .with_clock(config.clock.clone());
         controllers.spawn(kubelet.run(token.child_token()));
     }
     if config.is_enabled(NAMESPACE) {
@@ -392,6 +404,21 @@ async fn start(
         // claims and classes: read; events), so it runs as the binder's account.
         let client = clients.client(PERSISTENTVOLUME_BINDER).await?;
         let controller = Provisioner::new(client, &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(NODE_LIFECYCLE) {
+        let client = clients.client(NODE_LIFECYCLE).await?;
+        let controller = NodeLifecycleController::new(client, &factory, config.clock.clone());
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(TAINT_EVICTION) {
+        let client = clients.client(TAINT_EVICTION).await?;
+        let controller = TaintEvictionController::new(client, &factory, config.clock.clone());
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(RESOURCEQUOTA) {
+        let client = clients.client(RESOURCEQUOTA).await?;
+        let controller = ResourceQuotaController::new(client, &factory, config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(CLUSTERROLE_AGGREGATION) {

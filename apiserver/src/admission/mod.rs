@@ -22,6 +22,7 @@
 //!   the protection finalizers).
 //! - `events`: Events and Leases (§12).
 //! - `rbac`: Roles, ClusterRoles and their bindings.
+//! - `quota`: the ResourceQuota plugin: new objects charged against their namespace's quotas.
 //! - `policies`: webhook configurations' `matchConditions`, ValidatingAdmissionPolicies and
 //!   their bindings (defaults, and CEL compiled when written).
 
@@ -32,6 +33,7 @@ mod events;
 mod fields;
 mod pods;
 mod policies;
+pub(crate) mod quota;
 mod rbac;
 mod services;
 mod storage;

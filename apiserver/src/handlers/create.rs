@@ -157,6 +157,8 @@ async fn create_stored(
     crate::dispatch::mutate(state, &request, &mut object, None).await?;
     let reservation = admission::admit_create(state, resource, &mut object, dry_run, user).await?;
     crate::dispatch::validate(state, &request, Some(&object), None).await?;
+    // ResourceQuota runs last, as upstream orders its validating plugins.
+    admission::quota::charge_create(state, resource, namespace, &object, dry_run).await?;
     let attempts = if generate_name.is_some() {
         GENERATE_NAME_ATTEMPTS
     } else {

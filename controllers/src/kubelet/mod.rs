@@ -10,7 +10,11 @@
 //! User-created Node objects annotated [`SIMULATED_ANNOTATION`]`: "true"` (kwok's
 //! `kwok.x-k8s.io/node: fake`) are simulated too: reported Ready with the same conditions,
 //! addresses and (unless given) capacity, and their pods run; so tests add and remove nodes.
-//! They get no heartbeat Lease.
+//!
+//! Every simulated node's kubelet renews its Lease every [`LEASE_RENEW`] and posts its
+//! status when due ([`node::status_due`]), on the manager's [`Clock`], until it is stopped
+//! ([`node::is_stopped`], the [`node::DOWN_ANNOTATION`]): then it renews nothing, posts
+//! nothing and runs no pods, so the node lifecycle controller finds it unreachable.
 //!
 //! In the secure mode they run as [`identity::SIMULATOR_USER`] ([`identity`]).
 
@@ -22,9 +26,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::chrono::{DateTime, Utc};
 use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::request::Preconditions;
@@ -39,15 +43,11 @@ use crate::clock::Clock;
 use crate::error::Result;
 use lifecycle::Next;
 
+pub use node::{LEASE_DURATION_SECONDS, LEASE_RENEW, NODE_LEASE_NAMESPACE};
+
 /// The annotation (value `"true"`) by which a user-created Node asks to be simulated.
 pub const SIMULATED_ANNOTATION: &str = "kubemock.dev/simulated";
 
-/// Namespace of the node heartbeat Leases.
-pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
-/// How often the Leases are renewed (the kubelet's default: a quarter of 40 s).
-pub const LEASE_RENEW: Duration = Duration::from_secs(10);
-/// The Leases' duration (the kubelet's `nodeLeaseDurationSeconds`).
-pub const LEASE_DURATION_SECONDS: i32 = 40;
 /// Wait between attempts to register the nodes.
 const REGISTER_RETRY: Duration = Duration::from_millis(500);
 /// Concurrent pod syncs.
@@ -96,6 +96,10 @@ struct Context {
     /// Pods waiting for a time on a fake clock, with that time; the clock's moves queue the
     /// ones due. Written by the pod workers and the clock task.
     wakes: Mutex<HashMap<ObjectKey, DateTime<Utc>>>,
+    /// The last Lease each node's kubelet wrote, by node name, so a renewal is one write;
+    /// dropped on a conflict or a missing Lease (read again next time). Written by the node
+    /// worker only.
+    leases: Mutex<HashMap<String, Lease>>,
     recorder: Recorder,
 }
 
@@ -164,6 +168,14 @@ impl Kubelet {
         }
     }
 
+    /// Sets the clock the kubelets renew their Leases, post their status and run their pods
+    /// by ([`KubeletConfig::clock`]).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.config.clock = clock;
+        self
+    }
+
     /// Registers the nodes, keeps their Leases fresh and runs their pods until `token` is
     /// cancelled.
     pub async fn run(self, token: CancellationToken) {
@@ -174,20 +186,29 @@ impl Kubelet {
             next_ip: Mutex::new(HashMap::new()),
             extra_nodes: Mutex::new(HashMap::new()),
             wakes: Mutex::new(HashMap::new()),
+            leases: Mutex::new(HashMap::new()),
             config: self.config.clone(),
             recorder: Recorder::new(self.client.clone(), "kubelet"),
         });
-        // User-created nodes that opt in are reported Ready.
+        // Each simulated node's heartbeat: its Lease and status, again every LEASE_RENEW
+        // (sync_node requeues itself), and at once when a fake clock moves.
         let node_ctx = ctx.clone();
-        let simulated_nodes =
-            tokio::spawn(Controller::new("kubelet-nodes", self.nodes.clone()).run(
-                move |key| sync_node(key, node_ctx.clone()),
-                crate::error::error_policy,
-                token.clone(),
-            ));
+        let node_controller = Controller::new("kubelet-nodes", self.nodes.clone());
+        let node_queue = node_controller.queue();
+        let simulated_nodes = tokio::spawn(node_controller.run(
+            move |key| sync_node(key, node_ctx.clone()),
+            crate::error::error_policy,
+            token.clone(),
+        ));
+        let node_clock_moves = tokio::spawn(queue_on_clock_moves(
+            self.config.clock.clone(),
+            self.nodes.store(),
+            node_queue,
+            token.clone(),
+        ));
         if self.config.nodes > 0 {
             loop {
-                match register_nodes(&self.client, self.config.nodes).await {
+                match register_nodes(&self.client, self.config.nodes, &self.config.clock).await {
                     Ok(()) => break,
                     Err(err) => {
                         tracing::debug!(error = %err, "registering the simulated nodes failed; retrying")
@@ -200,11 +221,6 @@ impl Kubelet {
             }
             tracing::info!(nodes = self.config.nodes, "simulated nodes registered");
         }
-        let heartbeat = tokio::spawn(renew_leases(
-            self.client.clone(),
-            self.config.nodes,
-            token.clone(),
-        ));
         // A node becoming known (or simulated) concerns the pods bound to it.
         let pods = self.pods.store();
         let controller = Controller::new("kubelet", self.pods)
@@ -253,7 +269,7 @@ impl Kubelet {
             token.clone(),
         );
         tokio::join!(run, clock_moves);
-        for task in [heartbeat, simulated_nodes] {
+        for task in [node_clock_moves, simulated_nodes] {
             if let Err(err) = task.await {
                 tracing::warn!(error = %err, "a kubelet task failed");
             }
@@ -261,59 +277,119 @@ impl Kubelet {
     }
 }
 
-/// Reports a user-created node that opts in Ready, as a registering kubelet would: the
-/// conditions, addresses and node info of the simulated nodes, and their capacity unless
-/// the node states its own.
+/// One heartbeat of a simulated node's kubelet (a registered node, or a user-created one
+/// that opts in) unless it is stopped: its status posted when due (Ready, with the
+/// conditions, addresses and node info of the simulated nodes, and their capacity unless the
+/// node states its own), and its Lease renewed when due (upstream's kubelet
+/// `tryUpdateNodeStatus` and its node lease controller). Then again in [`LEASE_RENEW`].
 async fn sync_node(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     let Some(node) = ctx.nodes.get(&key) else {
+        ctx.leases.lock().remove(&key.name);
         return Ok(Action::AwaitChange);
     };
-    if !is_simulated(&node) || node.metadata.deletion_timestamp.is_some() {
-        return Ok(Action::AwaitChange);
-    }
-    let ready = node
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-    if ready {
+    if node.metadata.deletion_timestamp.is_some() || node::is_stopped(&node) {
         return Ok(Action::AwaitChange);
     }
     let Some(index) = ctx.node_index(&key.name) else {
         return Ok(Action::AwaitChange);
     };
-    let now = Time(kubemock_client::resource::now());
-    let mut updated = (*node).clone();
-    let previous = updated.status.take().unwrap_or_default();
-    let mut status = node::node_status(index, &now);
-    if let Some(name) = updated.metadata.name.clone()
-        && let Some(hostname) = status
-            .addresses
-            .iter_mut()
-            .flatten()
-            .find(|a| a.type_ == "Hostname")
-    {
-        hostname.address = name;
+    let now = ctx.config.clock.now();
+    if node::status_due(&node, now) {
+        let mut updated = (*node).clone();
+        updated.status = Some(node::posted_status(
+            index,
+            &key.name,
+            node.status.as_ref(),
+            &Time(now),
+        ));
+        let api: Api<Node> = Api::all(ctx.client.clone());
+        match api
+            .replace_status(&key.name, &PostParams::default(), &updated)
+            .await
+        {
+            Ok(_) => tracing::debug!(node = %key.name, "simulated node posted its status"),
+            Err(err) if err.is_not_found() => return Ok(Action::AwaitChange),
+            Err(err) => return Err(err.into()),
+        }
     }
-    status.capacity = previous.capacity.or(status.capacity);
-    status.allocatable = previous.allocatable.or(status.allocatable);
-    updated.status = Some(status);
-    let api: Api<Node> = Api::all(ctx.client.clone());
-    match api
-        .replace_status(&key.name, &PostParams::default(), &updated)
-        .await
+    renew_lease(&ctx, &node, now).await?;
+    Ok(Action::RequeueAfter(LEASE_RENEW))
+}
+
+/// Renews the Lease of `node` in [`NODE_LEASE_NAMESPACE`] when due, creating it when it is
+/// missing (upstream `component-helpers/apimachinery/lease/controller.go`, `sync`).
+async fn renew_lease(
+    ctx: &Context,
+    node: &Node,
+    now: k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc>,
+) -> Result<()> {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let api: Api<Lease> = Api::namespaced(ctx.client.clone(), NODE_LEASE_NAMESPACE);
+    let cached = ctx.leases.lock().get(&name).cloned();
+    let current = match cached {
+        Some(lease) => Some(lease),
+        None => api.get_opt(&name).await?,
+    };
+    if let Some(current) = &current
+        && !node::lease_due(current, now)
+        && current
+            .metadata
+            .owner_references
+            .as_ref()
+            .is_some_and(|o| !o.is_empty())
     {
-        Ok(_) => tracing::info!(node = %key.name, "simulated node reported Ready"),
-        Err(err) if err.is_not_found() => {}
-        Err(err) => return Err(err.into()),
+        ctx.leases.lock().insert(name, current.clone());
+        return Ok(());
     }
-    Ok(Action::AwaitChange)
+    let lease = node::lease(node, current.as_ref(), now);
+    let written = match &current {
+        Some(_) => api.replace(&name, &PostParams::default(), &lease).await,
+        None => api.create(&PostParams::default(), &lease).await,
+    };
+    match written {
+        Ok(written) => {
+            ctx.leases.lock().insert(name, written);
+            Ok(())
+        }
+        Err(err) => {
+            // Read it again next time (a conflict, or a Lease deleted under us).
+            ctx.leases.lock().remove(&name);
+            if err.is_conflict() || err.is_not_found() || err.is_already_exists() {
+                Ok(())
+            } else {
+                Err(err.into())
+            }
+        }
+    }
+}
+
+/// Queues every node's heartbeat each time a fake `clock` moves, so Leases are renewed and
+/// statuses posted at the new time without waiting for the real-time requeue.
+async fn queue_on_clock_moves(
+    clock: Clock,
+    nodes: Store<Node>,
+    queue: kubemock_client::WorkQueue<ObjectKey>,
+    token: CancellationToken,
+) {
+    let Some(mut moves) = clock.subscribe() else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            changed = moves.changed() => if changed.is_err() { return },
+        }
+        moves.borrow_and_update();
+        for node in nodes.list() {
+            queue.add(node.key());
+        }
+    }
 }
 
 /// Creates the nodes, or reports them Ready again when they exist (a durable store).
-async fn register_nodes(client: &Client, count: usize) -> Result<()> {
+async fn register_nodes(client: &Client, count: usize, clock: &Clock) -> Result<()> {
     let api: Api<Node> = Api::all(client.clone());
-    let now = Time(kubemock_client::resource::now());
+    let now = Time(clock.now());
     for index in 0..count {
         let wanted = node::node(index, &now);
         match api.create(&PostParams::default(), &wanted).await {
@@ -340,49 +416,6 @@ async fn register_nodes(client: &Client, count: usize) -> Result<()> {
     Ok(())
 }
 
-/// Keeps one Lease per node in `kube-node-lease` renewed.
-async fn renew_leases(client: Client, count: usize, token: CancellationToken) {
-    let api: Api<Lease> = Api::namespaced(client, NODE_LEASE_NAMESPACE);
-    loop {
-        let now = MicroTime(kubemock_client::resource::now());
-        for index in 0..count {
-            let name = node::node_name(index);
-            let result = match api.get_opt(&name).await {
-                Ok(Some(mut lease)) => {
-                    let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
-                    spec.renew_time = Some(now.clone());
-                    api.replace(&name, &PostParams::default(), &lease)
-                        .await
-                        .map(|_| ())
-                }
-                Ok(None) => {
-                    let lease = Lease {
-                        metadata: ObjectMeta {
-                            name: Some(name.clone()),
-                            ..ObjectMeta::default()
-                        },
-                        spec: Some(LeaseSpec {
-                            holder_identity: Some(name.clone()),
-                            lease_duration_seconds: Some(LEASE_DURATION_SECONDS),
-                            renew_time: Some(now.clone()),
-                            ..LeaseSpec::default()
-                        }),
-                    };
-                    api.create(&PostParams::default(), &lease).await.map(|_| ())
-                }
-                Err(err) => Err(err),
-            };
-            if let Err(err) = result {
-                tracing::debug!(node = %name, error = %err, "renewing the node lease failed");
-            }
-        }
-        tokio::select! {
-            _ = token.cancelled() => return,
-            _ = tokio::time::sleep(LEASE_RENEW) => {}
-        }
-    }
-}
-
 /// The index of a simulated node by name.
 fn node_index(name: &str, count: usize) -> Option<usize> {
     name.strip_prefix("kubemock-node-")?
@@ -404,6 +437,15 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     let Some(index) = ctx.node_index(&node_name) else {
         return Ok(Action::AwaitChange);
     };
+    // A stopped kubelet runs nothing: its pods stay as they are (a pod evicted from it stays
+    // Terminating) until it starts again; its node's change queues them again.
+    if ctx
+        .nodes
+        .get_by(None, &node_name)
+        .is_some_and(|node| node::is_stopped(&node))
+    {
+        return Ok(Action::AwaitChange);
+    }
     let namespace = key.namespace.clone().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let reference = object_reference(pod.as_ref(), &ApiResource::of::<Pod>());

@@ -2,13 +2,118 @@
 //! status a running pod's kubelet reports. Pure, tested without a server.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStatus, Node, NodeAddress, NodeCondition,
     NodeSpec, NodeStatus, NodeSystemInfo, Pod, PodCondition, PodIP, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference, Time};
+use k8s_openapi::chrono::{DateTime, Utc};
+
+/// The annotation (value `"true"`) that stops a simulated node's kubelet: it renews no
+/// Lease, posts no status and runs no pods, as a machine that went down; so the node
+/// lifecycle controller finds it unreachable after its grace period. Removing it (or any
+/// other value) starts the kubelet again.
+pub const DOWN_ANNOTATION: &str = "kubemock.dev/down";
+
+/// Namespace of the node heartbeat Leases (`v1.NamespaceNodeLease`).
+pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
+
+/// The Leases' duration: the kubelet's default `nodeLeaseDurationSeconds`
+/// (`pkg/kubelet/apis/config/v1beta1/defaults.go`).
+pub const LEASE_DURATION_SECONDS: i32 = 40;
+
+/// How often a live kubelet renews its Lease: a quarter of [`LEASE_DURATION_SECONDS`]
+/// (`nodeLeaseRenewIntervalFraction` in `pkg/kubelet/kubelet.go`), 10 s.
+pub const LEASE_RENEW: Duration = Duration::from_secs(10);
+
+/// How often a live kubelet posts its node status even when nothing changed: upstream's
+/// default `nodeStatusReportFrequency` (`pkg/kubelet/apis/config/v1beta1/defaults.go`), so
+/// the Ready condition's `lastHeartbeatTime` moves at that pace, as on a real node.
+pub const NODE_STATUS_REPORT_FREQUENCY: Duration = Duration::from_secs(300);
+
+/// Whether the kubelet of `node` is stopped ([`DOWN_ANNOTATION`]): then it renews no
+/// Lease, posts no status and runs no pods. The one switch a Stage (or a test) flips to take
+/// a simulated node down and bring it back.
+pub fn is_stopped(node: &Node) -> bool {
+    node.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(DOWN_ANNOTATION))
+        .is_some_and(|v| v == "true")
+}
+
+/// Whether a live kubelet posts the status of `node` at `now`: its Ready condition is not
+/// True (never posted, or set Unknown by the node lifecycle controller while the kubelet
+/// was stopped), or its heartbeat is older than [`NODE_STATUS_REPORT_FREQUENCY`].
+pub fn status_due(node: &Node, now: DateTime<Utc>) -> bool {
+    let ready = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
+    let Some(ready) = ready.filter(|c| c.status == "True") else {
+        return true;
+    };
+    let every =
+        k8s_openapi::chrono::Duration::from_std(NODE_STATUS_REPORT_FREQUENCY).unwrap_or_default();
+    ready
+        .last_heartbeat_time
+        .as_ref()
+        .is_none_or(|beat| beat.0 + every <= now)
+}
+
+/// The heartbeat Lease of `node` renewed at `now`, from its current Lease when it has one,
+/// as upstream's lease controller writes it (`component-helpers/apimachinery/lease/
+/// controller.go` `newLease`): holder the node's name, duration [`LEASE_DURATION_SECONDS`],
+/// and an ownerReference to the Node (`pkg/kubelet/util/nodelease.go` `SetNodeOwnerFunc`),
+/// so the Lease goes with its Node.
+pub fn lease(node: &Node, current: Option<&Lease>, now: DateTime<Utc>) -> Lease {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let mut lease = current.cloned().unwrap_or_else(|| Lease {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(NODE_LEASE_NAMESPACE.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(name.clone()),
+            lease_duration_seconds: Some(LEASE_DURATION_SECONDS),
+            ..LeaseSpec::default()
+        }),
+    });
+    if lease
+        .metadata
+        .owner_references
+        .as_ref()
+        .is_none_or(Vec::is_empty)
+        && let Some(uid) = node.metadata.uid.clone()
+    {
+        lease.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "v1".to_owned(),
+            kind: "Node".to_owned(),
+            name,
+            uid,
+            ..OwnerReference::default()
+        }]);
+    }
+    lease.spec.get_or_insert_with(LeaseSpec::default).renew_time = Some(MicroTime(now));
+    lease
+}
+
+/// Whether a live kubelet renews `lease` at `now`: it has no renewTime, or that is
+/// [`LEASE_RENEW`] old (or in the future: a clock set back).
+pub fn lease_due(lease: &Lease, now: DateTime<Utc>) -> bool {
+    let every = k8s_openapi::chrono::Duration::from_std(LEASE_RENEW).unwrap_or_default();
+    lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.renew_time.as_ref())
+        .is_none_or(|renewed| renewed.0 + every <= now || renewed.0 > now)
+}
 
 /// Names of the simulated nodes: `kubemock-node-0`, `kubemock-node-1`, ...
 pub fn node_name(index: usize) -> String {
@@ -194,6 +299,48 @@ pub fn node_status(index: usize, now: &Time) -> NodeStatus {
         phase: Some("Running".to_owned()),
         ..NodeStatus::default()
     }
+}
+
+/// The status a live kubelet posts for simulated node `index` named `name` at `now`, after
+/// `previous`: the healthy status, with `previous`'s capacity and allocatable when it states
+/// them (a user-created node's own), and each condition's `lastTransitionTime` kept while
+/// its status stays the same (only the heartbeat moves), as the kubelet's setters do
+/// (`pkg/kubelet/nodestatus/setters.go`).
+pub fn posted_status(
+    index: usize,
+    name: &str,
+    previous: Option<&NodeStatus>,
+    now: &Time,
+) -> NodeStatus {
+    let mut status = node_status(index, now);
+    if let Some(hostname) = status
+        .addresses
+        .iter_mut()
+        .flatten()
+        .find(|a| a.type_ == "Hostname")
+    {
+        name.clone_into(&mut hostname.address);
+    }
+    let Some(previous) = previous else {
+        return status;
+    };
+    if previous.capacity.is_some() {
+        status.capacity.clone_from(&previous.capacity);
+    }
+    if previous.allocatable.is_some() {
+        status.allocatable.clone_from(&previous.allocatable);
+    }
+    for condition in status.conditions.iter_mut().flatten() {
+        let before = previous
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == condition.type_ && c.status == condition.status);
+        if let Some(before) = before.and_then(|c| c.last_transition_time.clone()) {
+            condition.last_transition_time = Some(before);
+        }
+    }
+    status
 }
 
 /// Whether the pod's containers run to completion (restartPolicy Never or OnFailure).
