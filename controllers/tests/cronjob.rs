@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::chrono::{DateTime, TimeZone, Utc};
 use kubemock_client::{Api, ListParams, Patch, PatchParams, PostParams};
 use kubemock_controllers::ManagerConfig;
+use kubemock_controllers::kubelet::KubeletConfig;
 use kubemock_controllers::clock::FakeClock;
 use kubemock_controllers::cronjob::SCHEDULED_TIMESTAMP_ANNOTATION;
 use serde_json::{Value, json};
@@ -34,8 +35,14 @@ struct Fixture {
 /// A cluster whose controllers (`controllers`, a `--controllers` list) read a fake clock.
 async fn start(controllers: &str) -> Fixture {
     let clock = FakeClock::new(Utc::now());
+    // The Jobs' pods exit as soon as they run: a run time on the fake clock would need the
+    // tests to move it past each run (kubelet `lifecycle`).
     let config = ManagerConfig::from_list(controllers)
         .expect("a controller list")
+        .with_kubelet(KubeletConfig {
+            run_time: Duration::ZERO,
+            ..KubeletConfig::default()
+        })
         .with_clock(clock.clone());
     let cluster = Cluster::start_with(config).await;
     let cron_jobs = Api::namespaced(cluster.client.clone(), NS);
