@@ -14,7 +14,9 @@
 //!
 //! Layout:
 //! - `value`: values; `types`: the checker's types.
-//! - `check`: type checking and lowering; `eval`: the cost-counting interpreter.
+//! - `check`: type checking and lowering; `eval`: the cost-counting interpreter;
+//!   `cost`: the compile-time cost estimate (cel-go's `EstimateCost`), with which upstream
+//!   refuses a CRD whose rule may cost too much.
 //! - `library`: the function table (standard, extended strings, sets, lists, regex, URL,
 //!   quantity, format, IP, CIDR, optional).
 //! - `env`: compile and run; `schema`: OpenAPI schemas as CEL types and JSON as values.
@@ -23,6 +25,7 @@
 //!   variables, validations, messages, audit annotations), their variables and budget.
 
 pub mod admission;
+pub mod cost;
 pub mod env;
 pub mod error;
 pub mod formats;
@@ -40,5 +43,6 @@ pub use env::{
 };
 pub use error::{COST_LIMIT_MESSAGE, CompileError, EvalError};
 pub use eval::{Activation, Vars};
+pub use cost::CostEstimate;
 pub use types::Type;
 pub use value::Value;
