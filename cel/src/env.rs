@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::check::{Checker, Node};
-use crate::cost::{CostEstimate, estimate};
+use crate::cost::{CostEstimate, Sizes, estimate};
 use crate::error::{CompileError, EvalError, format_issue};
 use crate::eval::{Activation, Interpreter};
 use crate::schema::DeclSize;
@@ -72,6 +72,15 @@ impl Env {
     /// # Errors
     /// cel-go's issues when it does not parse or type-check.
     pub fn compile(&self, source: &str) -> Result<Program, CompileError> {
+        self.compile_sized(source, Sizes::Decl(self.sizes.as_deref()))
+    }
+
+    /// [`Env::compile`], the cost estimated with `sizes`.
+    pub(crate) fn compile_sized(
+        &self,
+        source: &str,
+        sizes: Sizes<'_>,
+    ) -> Result<Program, CompileError> {
         let parser = cel::parser::Parser::new()
             .enable_optional_syntax(true)
             .max_recursion_depth(MAX_RECURSION_DEPTH);
@@ -105,12 +114,7 @@ impl Env {
                 messages: checker.issues.iter().map(|(_, m)| m.clone()).collect(),
             });
         }
-        let estimated_cost = estimate(
-            &expr,
-            &checker.types,
-            &checker.calls,
-            self.sizes.as_deref(),
-        );
+        let estimated_cost = estimate(&expr, &checker.types, &checker.calls, sizes);
         Ok(Program {
             node,
             result_type,

@@ -37,12 +37,12 @@ mod check;
 mod eval;
 mod library;
 
+pub use cost::CostEstimate;
 pub use env::{
     Env, Evaluation, PER_CALL_LIMIT, Program, RUNTIME_CEL_COST_BUDGET,
     RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS,
 };
 pub use error::{COST_LIMIT_MESSAGE, CompileError, EvalError};
 pub use eval::{Activation, Vars};
-pub use cost::CostEstimate;
 pub use types::Type;
 pub use value::Value;

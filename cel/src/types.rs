@@ -144,14 +144,10 @@ pub(crate) fn assignable(param: &Type, arg: &Type, bindings: &mut Bindings) -> b
         (Type::Null, Type::Null) => true,
         // cel-go's legacy nullable kinds (`checker/types.go` `isLegacyNullable`): `obj ==
         // null` type-checks.
-        (
-            Type::Object(_) | Type::Opaque(_) | Type::Duration | Type::Timestamp,
-            Type::Null,
-        )
-        | (
-            Type::Null,
-            Type::Object(_) | Type::Opaque(_) | Type::Duration | Type::Timestamp,
-        ) => true,
+        (Type::Object(_) | Type::Opaque(_) | Type::Duration | Type::Timestamp, Type::Null)
+        | (Type::Null, Type::Object(_) | Type::Opaque(_) | Type::Duration | Type::Timestamp) => {
+            true
+        }
         (p, a) => std::mem::discriminant(p) == std::mem::discriminant(a) && p == a,
     }
 }
