@@ -109,6 +109,14 @@ fn max_elements(schema: &Value) -> Option<u64> {
     }
 }
 
+/// The cardinality of a node's children (upstream's `childContext`): its own times what it
+/// multiplies them by, unbounded when either is.
+fn child_cardinality(cardinality: Option<u64>, schema: &Value) -> Option<u64> {
+    cardinality
+        .zip(max_elements(schema))
+        .map(|(c, m)| multiply_with_overflow_guard(c, m))
+}
+
 /// Upstream's `getCostErrorMessage`, its factor printed as Go prints it.
 fn cost_error_message(name: &str, cost: u64, limit: u64) -> String {
     let factor = cost as f64 / limit as f64;
@@ -360,9 +368,7 @@ fn compile_node(
             }
         }
     }
-    let child_cardinality = cardinality
-        .zip(max_elements(schema))
-        .map(|(c, m)| multiply_with_overflow_guard(c, m));
+    let child_cardinality = child_cardinality(cardinality, schema);
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (name, child) in props {
             let sub = compile_node(
@@ -913,5 +919,222 @@ mod tests {
             errors[0].detail,
             "Invalid value: apiextensions.ValidationRule{Rule:\"self.nope == 1\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:5: undefined field 'nope'\n | self.nope == 1\n | ....^"
         );
+    }
+
+    /// (field, reason) of each cause, sorted: upstream's tests match causes as a set.
+    fn fields(errors: &[FieldError]) -> Vec<(String, &'static str)> {
+        let mut out: Vec<_> = errors.iter().map(|e| (e.field.clone(), e.reason)).collect();
+        out.sort();
+        out
+    }
+
+    const AT: &str = "spec.validation.openAPIV3Schema";
+
+    fn checked(schema: &Value) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        check(schema, AT, false, &mut errors);
+        errors
+    }
+
+    fn forbidden_at(path: &str) -> (String, &'static str) {
+        (format!("{AT}{path}"), "FieldValueForbidden")
+    }
+
+    /// validation_test.go "forbid validation rules where cost total exceeds total limit".
+    #[test]
+    fn rules_over_the_total_limit_are_named_with_the_total() {
+        let schema = json!({"type": "object", "properties": {
+            "list": {"type": "array", "maxItems": 100000, "items": {"type": "string",
+                "maxLength": 5000,
+                "x-kubernetes-validations": [{"rule": "self.contains('keyword')"}]}},
+            "map": {"type": "object", "maxProperties": 1000, "additionalProperties": {
+                "type": "string", "maxLength": 5000,
+                "x-kubernetes-validations": [{"rule": "self.contains('keyword')"}]}},
+            "field": {"type": "integer",
+                "x-kubernetes-validations": [{"rule": "self > 50 && self < 100"}]}}});
+        let errors = checked(&schema);
+        let list = ".properties[list].items.x-kubernetes-validations[0].rule";
+        let map = ".properties[map].additionalProperties.x-kubernetes-validations[0].rule";
+        assert_eq!(
+            fields(&errors),
+            vec![
+                forbidden_at(""),
+                forbidden_at(list),
+                forbidden_at(list),
+                forbidden_at(map),
+            ]
+        );
+        // 2000 per string (20000 characters times 'keyword', 0.1 each, plus self), 100000
+        // times; 1000 times under the map.
+        let total = errors.last().map(|e| e.detail.clone()).unwrap_or_default();
+        assert_eq!(
+            total,
+            "Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of 2.0x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+        );
+        assert_eq!(
+            errors[0].detail,
+            "Forbidden: estimated rule cost exceeds budget by factor of 20.0x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+        );
+    }
+
+    /// validation_test.go "x-kubernetes-validations rule invalidated by messageExpression
+    /// exceeding per-expression estimated cost limit".
+    #[test]
+    fn a_message_expression_over_the_limit_refuses_the_definition() {
+        let schema = json!({"type": "object", "properties": {"f": {"type": "array",
+            "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "true",
+                "messageExpression": "self[0] + self[1] + self[2] + self[3] + self[4] + self[5] + self[6] + self[7]"}]}}});
+        assert_eq!(
+            fields(&checked(&schema)),
+            vec![forbidden_at(
+                ".properties[f].x-kubernetes-validations[0].messageExpression"
+            )]
+        );
+    }
+
+    /// validation_test.go "x-kubernetes-validations rule with lowerAscii check should be
+    /// within estimated cost limit".
+    #[test]
+    fn a_bounded_quadratic_rule_is_within_the_limit() {
+        let schema = json!({"type": "object", "properties": {"f": {"type": "array",
+            "maxItems": 5, "items": {"type": "string", "maxLength": 5},
+            "x-kubernetes-validations": [{"rule": "self.all(x, self.exists_one(y, x.lowerAscii() == y.lowerAscii()))"}]}}});
+        assert!(checked(&schema).is_empty());
+    }
+
+    /// validation_test.go "x-kubernetes-validations rule invalidated by messageExpression
+    /// exceeding per-CRD estimated cost limit".
+    #[test]
+    fn a_message_expression_over_the_total_limit_is_named_twice() {
+        let schema = json!({"type": "object", "properties": {"f": {"type": "array",
+            "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "true",
+                "messageExpression": "string(self[0]) + string(self[1]) + string(self[2])"}]}}});
+        let message = ".properties[f].x-kubernetes-validations[0].messageExpression";
+        assert_eq!(
+            fields(&checked(&schema)),
+            vec![
+                forbidden_at(""),
+                forbidden_at(message),
+                forbidden_at(message)
+            ]
+        );
+    }
+
+    /// An unchanged schema is spared the per-expression limit (validation_test.go "suppress
+    /// per-expression cost limit in pre-existing versions"), not the total's.
+    #[test]
+    fn an_unchanged_schema_is_spared_the_per_expression_limit_only() {
+        let rule_at = ".properties[f].x-kubernetes-validations[0].rule";
+        let per_expression = json!({"type": "object", "properties": {"f": {"type": "array",
+            "maxItems": 1000, "items": {"type": "string", "maxLength": 20000},
+            "x-kubernetes-validations": [{"rule": "self.all(x, x.matches('^[a-z]+$'))"}]}}});
+        assert_eq!(
+            fields(&checked(&per_expression)),
+            vec![forbidden_at(rule_at)]
+        );
+        let mut errors = Vec::new();
+        check(&per_expression, AT, true, &mut errors);
+        assert!(errors.is_empty());
+        let total = json!({"type": "object", "properties": {"f": {"type": "array",
+            "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "self.all(x, x.matches('^[a-z]+$'))"}]}}});
+        let mut errors = Vec::new();
+        check(&total, AT, true, &mut errors);
+        assert_eq!(
+            fields(&errors),
+            vec![forbidden_at(""), forbidden_at(rule_at)]
+        );
+    }
+
+    /// validation_test.go `TestPerCRDEstimatedCost`.
+    #[test]
+    fn the_total_keeps_the_four_costliest_rules_over_one_percent() {
+        let cases: [(&[u64], &[u64], u64); 8] = [
+            (&[], &[], 0),
+            (&[1000000], &[1000000], 1000000),
+            (&[900000], &[], 900000),
+            (&[5000000, 25000000], &[25000000, 5000000], 30000000),
+            (&[5000000, 25000000, 900000], &[25000000, 5000000], 30900000),
+            (
+                &[16000000, 50000000, 34000000, 50000000],
+                &[50000000, 50000000, 34000000, 16000000],
+                150000000,
+            ),
+            (
+                &[16000000, 50000000, 900000, 34000000, 50000000, 50000001],
+                &[50000001, 50000000, 50000000, 34000000],
+                200900001,
+            ),
+            (
+                &[u64::MAX / 2, u64::MAX / 2, 1, 10, 100, 1000],
+                &[u64::MAX / 2, u64::MAX / 2],
+                u64::MAX,
+            ),
+        ];
+        for (costs, expensive, total) in cases {
+            let mut check = CostCheck::default();
+            for c in costs {
+                check.observe(String::new(), *c);
+            }
+            let kept: Vec<u64> = check.most_expensive.iter().map(|(_, c)| *c).collect();
+            assert_eq!(
+                (kept.as_slice(), check.total),
+                (expensive, total),
+                "{costs:?}"
+            );
+        }
+    }
+
+    /// validation_test.go `TestCostInfo`: the cardinality of a string under each chain.
+    #[test]
+    fn cardinality_multiplies_down_the_schema() {
+        let object = json!({"type": "object"});
+        let array = |max: Option<i64>| match max {
+            Some(m) => json!({"type": "array", "maxItems": m}),
+            None => json!({"type": "array"}),
+        };
+        let map = |max: Option<i64>| match max {
+            Some(m) => {
+                json!({"type": "object", "additionalProperties": {"type": "string"}, "maxProperties": m})
+            }
+            None => json!({"type": "object", "additionalProperties": {"type": "string"}}),
+        };
+        let cases: Vec<(Vec<Value>, Option<u64>)> = vec![
+            (vec![object.clone()], Some(1)),
+            (vec![array(Some(5))], Some(5)),
+            (vec![array(None)], None),
+            (vec![map(Some(10))], Some(10)),
+            (vec![map(None)], None),
+            (vec![map(Some(5)), array(Some(5))], Some(25)),
+            (vec![map(Some(5)), array(None)], None),
+            (vec![array(Some(3)), object.clone()], Some(3)),
+            (vec![array(Some(2)), object, map(Some(4))], Some(8)),
+            (
+                vec![array(Some(i64::MAX)), array(Some(100))],
+                Some(u64::MAX),
+            ),
+        ];
+        for (chain, want) in cases {
+            let got = chain
+                .iter()
+                .fold(Some(1), |c, schema| child_cardinality(c, schema));
+            assert_eq!(got, want, "{chain:?}");
+        }
+    }
+
+    #[test]
+    fn cost_factors_print_as_go_prints_them() {
+        let limit = STATIC_ESTIMATED_COST_LIMIT;
+        let factor = |cost: u64| {
+            let m = cost_error_message("c", cost, limit);
+            m["c exceeds budget by factor of ".len()..m.find(" (try").unwrap_or(m.len())].to_owned()
+        };
+        assert_eq!(factor(12_000_000), "1.200000x");
+        assert_eq!(factor(10_000_001), "1.000000x");
+        assert_eq!(factor(25_000_000), "2.5x");
+        assert_eq!(factor(1_000_000_000), "100.0x");
+        assert_eq!(factor(1_000_000_001), "more than 100x");
     }
 }
