@@ -21,11 +21,14 @@ fn definition(group: &str, spec_schema: Value) -> Value {
                     "properties": {"spec": spec_schema}}}}]}})
 }
 
+/// The messageExpression reads a string: one concatenating `string(self.minReplicas)` is
+/// refused by upstream when the definition is written (a converted value's size is unknown
+/// to the estimate; kubernetes/kubernetes#124234).
 fn rules_schema() -> Value {
     json!({"type": "object",
     "x-kubernetes-validations": [
         {"rule": "self.minReplicas <= self.maxReplicas",
-         "messageExpression": "'minReplicas (' + string(self.minReplicas) + ') must not exceed maxReplicas (' + string(self.maxReplicas) + ')'"},
+         "messageExpression": "'minReplicas must not exceed maxReplicas in tier ' + self.tier"},
         {"rule": "self.tier == oldSelf.tier", "message": "tier is immutable"},
         {"rule": "self.ports.all(p, p > 1024)", "message": "ports must be unprivileged",
          "fieldPath": ".ports", "reason": "FieldValueForbidden"},
@@ -100,7 +103,7 @@ async fn crd_rules_refuse_invalid_objects_with_upstreams_messages_and_paths() {
             cause(
                 "spec",
                 "FieldValueInvalid",
-                "Invalid value: \"object\": minReplicas (5) must not exceed maxReplicas (3)"
+                "Invalid value: \"object\": minReplicas must not exceed maxReplicas in tier gold"
             ),
             cause(
                 "spec.ports",
