@@ -194,14 +194,25 @@ fn is_scalar(t: &Type) -> bool {
 }
 
 /// Where the sizes of values the expression does not build come from.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Sizes<'a> {
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Sizes<'a> {
     /// Upstream's CRD size estimator over the schema's sizes (none: nothing is known).
-    Decl(Option<&'a DeclSize>),
-    /// Upstream's `testCostEstimator` (`library/cost_test.go`): any string or bytes is up to
-    /// this long.
+    pub(crate) root: Option<&'a DeclSize>,
+    /// Upstream's `testCostEstimator` (`library/cost_test.go`) instead: any string or bytes
+    /// is up to this long.
     #[cfg(test)]
-    StringsUpTo(u64),
+    pub(crate) strings_up_to: Option<u64>,
+}
+
+impl<'a> Sizes<'a> {
+    /// Sizes read from `root` (a CRD rule's node), or none.
+    pub(crate) fn of(root: Option<&'a DeclSize>) -> Sizes<'a> {
+        Sizes {
+            root,
+            #[cfg(test)]
+            strings_up_to: None,
+        }
+    }
 }
 
 struct Coster<'a> {
@@ -260,15 +271,12 @@ impl<'a> Coster<'a> {
     /// The CRD size estimator: the `MaxElements` of the node the path names, the path's
     /// first step (the variable) standing for the root.
     fn estimate_size(&self, node: &Operand<'_>) -> Option<Size> {
-        let root = match self.sizes {
-            Sizes::Decl(root) => root,
-            #[cfg(test)]
-            Sizes::StringsUpTo(n) => {
-                return matches!(node.t, Type::String | Type::Bytes).then_some(size(0, n));
-            }
-        };
+        #[cfg(test)]
+        if let Some(n) = self.sizes.strings_up_to {
+            return matches!(node.t, Type::String | Type::Bytes).then_some(size(0, n));
+        }
         let path = node.path.as_ref().filter(|p| !p.is_empty())?;
-        let mut current = root?;
+        let mut current = self.sizes.root?;
         for step in &path[1..] {
             current = current.child(step)?;
         }
@@ -817,7 +825,13 @@ mod tests {
                 case["min"].as_u64().unwrap_or_default(),
                 case["max"].as_u64().unwrap_or_default(),
             );
-            match Env::new().compile_sized(expr, Sizes::StringsUpTo(12)) {
+            match Env::new().compile_sized(
+                expr,
+                Sizes {
+                    root: None,
+                    strings_up_to: Some(12),
+                },
+            ) {
                 Ok(p) if p.estimated_cost == want => {}
                 Ok(p) => failures.push(format!(
                     "{} {expr}: {}..{}, upstream {}..{}",

@@ -72,7 +72,7 @@ impl Env {
     /// # Errors
     /// cel-go's issues when it does not parse or type-check.
     pub fn compile(&self, source: &str) -> Result<Program, CompileError> {
-        self.compile_sized(source, Sizes::Decl(self.sizes.as_deref()))
+        self.compile_sized(source, Sizes::of(self.sizes.as_deref()))
     }
 
     /// [`Env::compile`], the cost estimated with `sizes`.
