@@ -69,7 +69,8 @@ impl CostCheck {
         self.most_expensive.push((path, cost));
         // Stable, as Go's sort.Slice is not: ties between rules over 1% of the limit are
         // left in schema order.
-        self.most_expensive.sort_by(|a, b| b.1.cmp(&a.1));
+        self.most_expensive
+            .sort_by_key(|(_, cost)| std::cmp::Reverse(*cost));
         self.most_expensive.truncate(MOST_EXPENSIVE_KEPT);
     }
 
@@ -84,7 +85,7 @@ fn multiply_with_overflow_guard(base: u64, cardinality: u64) -> u64 {
     if base == 0 {
         return 0;
     }
-    base.checked_mul(cardinality).unwrap_or(u64::MAX)
+    base.saturating_mul(cardinality)
 }
 
 /// Upstream's `maxCardinality`: how many times a value of at least `min_size` bytes fits in
@@ -403,7 +404,7 @@ fn compile_node(
             &format!("{at}.additionalProperties"),
             false,
             child_cardinality,
-            costs.as_deref_mut(),
+            costs,
             errors,
         );
         if sub.has_rules() {
@@ -1117,9 +1118,10 @@ mod tests {
             ),
         ];
         for (chain, want) in cases {
-            let got = chain
-                .iter()
-                .fold(Some(1), |c, schema| child_cardinality(c, schema));
+            let mut got = Some(1);
+            for schema in &chain {
+                got = child_cardinality(got, schema);
+            }
             assert_eq!(got, want, "{chain:?}");
         }
     }
