@@ -10,14 +10,18 @@
 //! correlated as upstream correlates them: object properties by name, map values by key,
 //! `x-kubernetes-list-type: map` items by their keys; other list items have no old value.
 //!
-//! Not done (README: CEL): the compile-time cost estimate that refuses a rule whose
-//! worst case exceeds the limit (only the runtime limits are enforced), `allOf` rules, and
-//! the `set`/`map` list equality of `oldSelf == self`.
+//! When a definition is written, each rule's compile-time cost estimate
+//! ([`kubemock_cel::cost`]) times the most times its node can occur in an object is checked
+//! against upstream's per-expression limit, and the sum against the limit of the whole schema
+//! (`pkg/apis/apiextensions/validation/validation.go`, `cel_validation.go`).
+//!
+//! Not done (README: CEL): `allOf` rules, and the `set`/`map` list equality of
+//! `oldSelf == self`.
 
 use std::sync::Arc;
 
 use kubemock_cel::env::SharedProgram;
-use kubemock_cel::schema::{schema_type, to_value};
+use kubemock_cel::schema::{DeclSize, MAX_REQUEST_SIZE_BYTES, schema_sizes, schema_type, to_value};
 use kubemock_cel::{
     COST_LIMIT_MESSAGE, Env, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, Type, Value as Cel, Vars,
 };
@@ -35,6 +39,104 @@ const REASONS: [&str; 4] = [
 ];
 /// Upstream's `MaxEvaluatedMessageExpressionSizeBytes`.
 const MAX_MESSAGE_EXPRESSION_BYTES: usize = 5 * 1024;
+
+/// Upstream's `StaticEstimatedCostLimit`: the most one rule (or messageExpression) may be
+/// estimated to cost, times the most times its schema node can occur in an object.
+const STATIC_ESTIMATED_COST_LIMIT: u64 = 10_000_000;
+/// Upstream's `StaticEstimatedCRDCostLimit`: the most all the rules of one version's schema
+/// may be estimated to cost together.
+const STATIC_ESTIMATED_CRD_COST_LIMIT: u64 = 100_000_000;
+/// How many of the costliest rules the error on the total names (upstream's `TotalCost`
+/// keeps 4).
+const MOST_EXPENSIVE_KEPT: usize = 4;
+
+/// The sum of the estimated rule costs of one schema (upstream's `TotalCost`), and whether
+/// the per-expression limit is waived (on an update that leaves the version's schema
+/// unchanged, upstream's `suppressPerExpressionCost`).
+#[derive(Debug, Default)]
+pub(crate) struct CostCheck {
+    suppress_per_expression: bool,
+    total: u64,
+    /// The costliest rules of at least 1% of the total limit, costliest first.
+    most_expensive: Vec<(String, u64)>,
+}
+
+impl CostCheck {
+    fn observe(&mut self, path: String, cost: u64) {
+        self.total = self.total.saturating_add(cost);
+        if cost < STATIC_ESTIMATED_CRD_COST_LIMIT / 100 {
+            return;
+        }
+        self.most_expensive.push((path, cost));
+        // Stable, as Go's sort.Slice is not: ties between rules over 1% of the limit are
+        // left in schema order.
+        self.most_expensive
+            .sort_by_key(|(_, cost)| std::cmp::Reverse(*cost));
+        self.most_expensive.truncate(MOST_EXPENSIVE_KEPT);
+    }
+
+    /// The per-expression check of one cost; false when it is over the limit.
+    fn within_limit(&self, cost: u64) -> bool {
+        self.suppress_per_expression || cost <= STATIC_ESTIMATED_COST_LIMIT
+    }
+}
+
+/// Upstream's `multiplyWithOverflowGuard`.
+fn multiply_with_overflow_guard(base: u64, cardinality: u64) -> u64 {
+    if base == 0 {
+        return 0;
+    }
+    base.saturating_mul(cardinality)
+}
+
+/// Upstream's `maxCardinality`: how many times a value of at least `min_size` bytes fits in
+/// a request, with a comma after each.
+fn max_cardinality(min_size: i64) -> u64 {
+    (MAX_REQUEST_SIZE_BYTES / (min_size.max(0) + 1)) as u64
+}
+
+/// Upstream's `extractMaxElements`: by how much a node multiplies the occurrences of its
+/// children (`None`: without bound).
+fn max_elements(schema: &Value) -> Option<u64> {
+    let limit = |key: &str| {
+        schema
+            .get(key)
+            .and_then(Value::as_i64)
+            .map(|v| v.max(0) as u64)
+    };
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") if schema.get("additionalProperties").is_some() => limit("maxProperties"),
+        Some("array") => limit("maxItems"),
+        _ => Some(1),
+    }
+}
+
+/// The cardinality of a node's children (upstream's `childContext`): its own times what it
+/// multiplies them by, unbounded when either is.
+fn child_cardinality(cardinality: Option<u64>, schema: &Value) -> Option<u64> {
+    cardinality
+        .zip(max_elements(schema))
+        .map(|(c, m)| multiply_with_overflow_guard(c, m))
+}
+
+/// Upstream's `getCostErrorMessage`, its factor printed as Go prints it.
+fn cost_error_message(name: &str, cost: u64, limit: u64) -> String {
+    let factor = cost as f64 / limit as f64;
+    let factor = if factor > 100.0 {
+        "more than 100x".to_owned()
+    } else if factor < 1.5 {
+        format!("{factor:.6}x")
+    } else {
+        format!("{factor:.1}x")
+    };
+    format!(
+        "{name} exceeds budget by factor of {factor} (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+    )
+}
+
+fn forbidden(field: String, detail: &str) -> FieldError {
+    cause(field, "FieldValueForbidden", format!("Forbidden: {detail}"))
+}
 
 /// One compiled rule.
 struct Rule {
@@ -164,9 +266,55 @@ fn normalize_field_path(path: &str) -> String {
     out
 }
 
-/// Compiles the rules under `schema` (printed at `at`, upstream's schema path style). The
-/// errors are those that refuse the CRD.
+/// Compiles the rules under `schema` (printed at `at`, upstream's schema path style) to serve
+/// them; the errors are those that refuse the CRD, less the cost checks.
 pub(crate) fn compile(schema: &Value, at: &str, root: bool, errors: &mut Vec<FieldError>) -> Rules {
+    compile_node(schema, at, root, Some(1), None, errors)
+}
+
+/// Compiles the rules of a version's schema as the definition is written: [`compile`]'s
+/// errors and upstream's cost checks (`suppress_per_expression` when an update leaves the
+/// schema as it was).
+pub(crate) fn check(
+    schema: &Value,
+    at: &str,
+    suppress_per_expression: bool,
+    errors: &mut Vec<FieldError>,
+) {
+    let mut costs = CostCheck {
+        suppress_per_expression,
+        ..CostCheck::default()
+    };
+    compile_node(schema, at, true, Some(1), Some(&mut costs), errors);
+    if costs.total > STATIC_ESTIMATED_CRD_COST_LIMIT {
+        for (path, _) in &costs.most_expensive {
+            errors.push(forbidden(
+                path.clone(),
+                "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
+            ));
+        }
+        errors.push(forbidden(
+            at.to_owned(),
+            &cost_error_message(
+                "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+                costs.total,
+                STATIC_ESTIMATED_CRD_COST_LIMIT,
+            ),
+        ));
+    }
+}
+
+/// [`compile`] of one node: `cardinality` is the most times it can occur in an object
+/// (upstream's `CELSchemaContext.MaxCardinality`, `None` when unbounded), `costs` the cost
+/// checks when the definition is written.
+fn compile_node(
+    schema: &Value,
+    at: &str,
+    root: bool,
+    cardinality: Option<u64>,
+    mut costs: Option<&mut CostCheck>,
+    errors: &mut Vec<FieldError>,
+) -> Rules {
     let mut node = Rules {
         schema: schema.clone(),
         ..Rules::default()
@@ -176,29 +324,99 @@ pub(crate) fn compile(schema: &Value, at: &str, root: bool, errors: &mut Vec<Fie
         .and_then(Value::as_array)
     {
         let self_type = schema_type(schema, root, "self");
+        let resource_root = root
+            || schema
+                .get("x-kubernetes-embedded-resource")
+                .and_then(Value::as_bool)
+                == Some(true);
+        let sizes = schema_sizes(schema, resource_root).map(Arc::new);
+        // A rule on a node under an unbounded list or map is counted as often as the
+        // smallest value of the node fits in a request.
+        let times = cardinality.unwrap_or_else(|| {
+            sizes
+                .as_ref()
+                .map_or(1, |s| max_cardinality(s.min_serialized_size))
+        });
         for (i, raw) in list.iter().enumerate() {
             let here = format!("{at}.x-kubernetes-validations[{i}]");
-            if let Some(rule) = compile_rule(raw, &self_type, schema, &here, errors) {
+            let before = errors.len();
+            let (rule, estimated) =
+                compile_rule(raw, &self_type, sizes.clone(), schema, &here, errors);
+            if let Some(rule) = rule {
                 node.rules.push(rule);
+            }
+            // Where the node has no CEL sizes (upstream fails to build its type), nothing
+            // is estimated: accepting rather than refusing what upstream may accept.
+            if let (Some(check), Some(_)) = (costs.as_deref_mut(), &sizes) {
+                let rule_cost = multiply_with_overflow_guard(estimated.rule, times);
+                if !check.within_limit(rule_cost) {
+                    errors.insert(
+                        before,
+                        forbidden(
+                            format!("{here}.rule"),
+                            &cost_error_message(
+                                "estimated rule cost",
+                                rule_cost,
+                                STATIC_ESTIMATED_COST_LIMIT,
+                            ),
+                        ),
+                    );
+                }
+                check.observe(format!("{here}.rule"), rule_cost);
+                if let Some(message_cost) = estimated.message_expression {
+                    if !check.within_limit(message_cost) {
+                        errors.push(forbidden(
+                            format!("{here}.messageExpression"),
+                            &cost_error_message(
+                                "estimated messageExpression cost",
+                                message_cost,
+                                STATIC_ESTIMATED_COST_LIMIT,
+                            ),
+                        ));
+                    }
+                    check.observe(format!("{here}.messageExpression"), message_cost);
+                }
             }
         }
     }
+    let child_cardinality = child_cardinality(cardinality, schema);
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (name, child) in props {
-            let sub = compile(child, &format!("{at}.properties[{name}]"), false, errors);
+            let sub = compile_node(
+                child,
+                &format!("{at}.properties[{name}]"),
+                false,
+                child_cardinality,
+                costs.as_deref_mut(),
+                errors,
+            );
             if sub.has_rules() {
                 node.properties.push((name.clone(), sub));
             }
         }
     }
     if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
-        let sub = compile(items, &format!("{at}.items"), false, errors);
+        let sub = compile_node(
+            items,
+            &format!("{at}.items"),
+            false,
+            child_cardinality,
+            costs.as_deref_mut(),
+            errors,
+        );
         if sub.has_rules() {
             node.items = Some(Box::new(sub));
         }
     }
     if let Some(add) = schema.get("additionalProperties").filter(|a| a.is_object()) {
-        let sub = compile(add, &format!("{at}.additionalProperties"), false, errors);
+        let sub = compile_node(
+            add,
+            &format!("{at}.additionalProperties"),
+            false,
+            child_cardinality,
+            costs,
+            errors,
+        );
         if sub.has_rules() {
             node.additional = Some(Box::new(sub));
         }
@@ -206,12 +424,35 @@ pub(crate) fn compile(schema: &Value, at: &str, root: bool, errors: &mut Vec<Fie
     node
 }
 
+/// The estimated worst cases of a rule and of its messageExpression (compiled); 0 for a
+/// rule that does not compile, as upstream counts it.
+#[derive(Default)]
+struct Estimated {
+    rule: u64,
+    message_expression: Option<u64>,
+}
+
 fn compile_rule(
     raw: &Value,
     self_type: &Type,
+    sizes: Option<Arc<DeclSize>>,
     schema: &Value,
     here: &str,
     errors: &mut Vec<FieldError>,
+) -> (Option<Rule>, Estimated) {
+    let mut estimated = Estimated::default();
+    let rule = compile_rule_into(raw, self_type, sizes, schema, here, errors, &mut estimated);
+    (rule, estimated)
+}
+
+fn compile_rule_into(
+    raw: &Value,
+    self_type: &Type,
+    sizes: Option<Arc<DeclSize>>,
+    schema: &Value,
+    here: &str,
+    errors: &mut Vec<FieldError>,
+    estimated: &mut Estimated,
 ) -> Option<Rule> {
     let text = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_owned);
     let rule = text("rule").unwrap_or_default();
@@ -286,9 +527,12 @@ fn compile_rule(
     } else {
         self_type.clone()
     };
-    let env = Env::new()
+    let mut env = Env::new()
         .with_var("self", self_type.clone())
         .with_var("oldSelf", old_type);
+    if let Some(sizes) = sizes {
+        env = env.with_sizes(sizes);
+    }
     let program = match env.compile(&rule) {
         Ok(p) => p,
         Err(e) => {
@@ -308,6 +552,7 @@ fn compile_rule(
         ));
         return None;
     }
+    estimated.rule = program.estimated_cost.max;
     let uses_old_self = program.references("oldSelf");
     if optional_old_self && !uses_old_self {
         errors.push(cause(
@@ -327,6 +572,7 @@ fn compile_rule(
         } else {
             match env.compile(&src) {
                 Ok(p) if matches!(p.result_type, Type::String | Type::Dyn) => {
+                    estimated.message_expression = Some(p.estimated_cost.max);
                     message_expression = Some((src, Arc::new(p)));
                 }
                 Ok(_) => errors.push(cause(
@@ -692,5 +938,223 @@ mod tests {
             errors[0].detail,
             "Invalid value: apiextensions.ValidationRule{Rule:\"self.nope == 1\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:5: undefined field 'nope'\n | self.nope == 1\n | ....^"
         );
+    }
+
+    /// (field, reason) of each cause, sorted: upstream's tests match causes as a set.
+    fn fields(errors: &[FieldError]) -> Vec<(String, &'static str)> {
+        let mut out: Vec<_> = errors.iter().map(|e| (e.field.clone(), e.reason)).collect();
+        out.sort();
+        out
+    }
+
+    const AT: &str = "spec.validation.openAPIV3Schema";
+
+    fn checked(schema: &Value) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        check(schema, AT, false, &mut errors);
+        errors
+    }
+
+    fn forbidden_at(path: &str) -> (String, &'static str) {
+        (format!("{AT}{path}"), "FieldValueForbidden")
+    }
+
+    /// validation_test.go "forbid validation rules where cost total exceeds total limit".
+    #[test]
+    fn rules_over_the_total_limit_are_named_with_the_total() {
+        let schema = json!({"type": "object", "properties": {
+            "list": {"type": "array", "maxItems": 100000, "items": {"type": "string",
+                "maxLength": 5000,
+                "x-kubernetes-validations": [{"rule": "self.contains('keyword')"}]}},
+            "map": {"type": "object", "maxProperties": 1000, "additionalProperties": {
+                "type": "string", "maxLength": 5000,
+                "x-kubernetes-validations": [{"rule": "self.contains('keyword')"}]}},
+            "field": {"type": "integer",
+                "x-kubernetes-validations": [{"rule": "self > 50 && self < 100"}]}}});
+        let errors = checked(&schema);
+        let list = ".properties[list].items.x-kubernetes-validations[0].rule";
+        let map = ".properties[map].additionalProperties.x-kubernetes-validations[0].rule";
+        assert_eq!(
+            fields(&errors),
+            vec![
+                forbidden_at(""),
+                forbidden_at(list),
+                forbidden_at(list),
+                forbidden_at(map),
+            ]
+        );
+        // 2000 per string (20000 characters times 'keyword', 0.1 each, plus self), 100000
+        // times; 1000 times under the map.
+        let total = errors.last().map(|e| e.detail.clone()).unwrap_or_default();
+        assert_eq!(
+            total,
+            "Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of 2.0x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+        );
+        assert_eq!(
+            errors[0].detail,
+            "Forbidden: estimated rule cost exceeds budget by factor of 20.0x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+        );
+    }
+
+    /// validation_test.go "x-kubernetes-validations rule invalidated by messageExpression
+    /// exceeding per-expression estimated cost limit".
+    #[test]
+    fn a_message_expression_over_the_limit_refuses_the_definition() {
+        let schema = json!({"type": "object", "properties": {"f": {"type": "array",
+            "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "true",
+                "messageExpression": "self[0] + self[1] + self[2] + self[3] + self[4] + self[5] + self[6] + self[7]"}]}}});
+        assert_eq!(
+            fields(&checked(&schema)),
+            vec![forbidden_at(
+                ".properties[f].x-kubernetes-validations[0].messageExpression"
+            )]
+        );
+    }
+
+    /// validation_test.go "x-kubernetes-validations rule with lowerAscii check should be
+    /// within estimated cost limit".
+    #[test]
+    fn a_bounded_quadratic_rule_is_within_the_limit() {
+        let schema = json!({"type": "object", "properties": {"f": {"type": "array",
+            "maxItems": 5, "items": {"type": "string", "maxLength": 5},
+            "x-kubernetes-validations": [{"rule": "self.all(x, self.exists_one(y, x.lowerAscii() == y.lowerAscii()))"}]}}});
+        assert!(checked(&schema).is_empty());
+    }
+
+    /// validation_test.go "x-kubernetes-validations rule invalidated by messageExpression
+    /// exceeding per-CRD estimated cost limit".
+    #[test]
+    fn a_message_expression_over_the_total_limit_is_named_twice() {
+        let schema = json!({"type": "object", "properties": {"f": {"type": "array",
+            "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "true",
+                "messageExpression": "string(self[0]) + string(self[1]) + string(self[2])"}]}}});
+        let message = ".properties[f].x-kubernetes-validations[0].messageExpression";
+        assert_eq!(
+            fields(&checked(&schema)),
+            vec![
+                forbidden_at(""),
+                forbidden_at(message),
+                forbidden_at(message)
+            ]
+        );
+    }
+
+    /// An unchanged schema is spared the per-expression limit (validation_test.go "suppress
+    /// per-expression cost limit in pre-existing versions"), not the total's.
+    #[test]
+    fn an_unchanged_schema_is_spared_the_per_expression_limit_only() {
+        let rule_at = ".properties[f].x-kubernetes-validations[0].rule";
+        let per_expression = json!({"type": "object", "properties": {"f": {"type": "array",
+            "maxItems": 1000, "items": {"type": "string", "maxLength": 20000},
+            "x-kubernetes-validations": [{"rule": "self.all(x, x.matches('^[a-z]+$'))"}]}}});
+        assert_eq!(
+            fields(&checked(&per_expression)),
+            vec![forbidden_at(rule_at)]
+        );
+        let mut errors = Vec::new();
+        check(&per_expression, AT, true, &mut errors);
+        assert!(errors.is_empty());
+        let total = json!({"type": "object", "properties": {"f": {"type": "array",
+            "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "self.all(x, x.matches('^[a-z]+$'))"}]}}});
+        let mut errors = Vec::new();
+        check(&total, AT, true, &mut errors);
+        assert_eq!(
+            fields(&errors),
+            vec![forbidden_at(""), forbidden_at(rule_at)]
+        );
+    }
+
+    /// validation_test.go `TestPerCRDEstimatedCost`.
+    #[test]
+    fn the_total_keeps_the_four_costliest_rules_over_one_percent() {
+        let cases: [(&[u64], &[u64], u64); 8] = [
+            (&[], &[], 0),
+            (&[1000000], &[1000000], 1000000),
+            (&[900000], &[], 900000),
+            (&[5000000, 25000000], &[25000000, 5000000], 30000000),
+            (&[5000000, 25000000, 900000], &[25000000, 5000000], 30900000),
+            (
+                &[16000000, 50000000, 34000000, 50000000],
+                &[50000000, 50000000, 34000000, 16000000],
+                150000000,
+            ),
+            (
+                &[16000000, 50000000, 900000, 34000000, 50000000, 50000001],
+                &[50000001, 50000000, 50000000, 34000000],
+                200900001,
+            ),
+            (
+                &[u64::MAX / 2, u64::MAX / 2, 1, 10, 100, 1000],
+                &[u64::MAX / 2, u64::MAX / 2],
+                u64::MAX,
+            ),
+        ];
+        for (costs, expensive, total) in cases {
+            let mut check = CostCheck::default();
+            for c in costs {
+                check.observe(String::new(), *c);
+            }
+            let kept: Vec<u64> = check.most_expensive.iter().map(|(_, c)| *c).collect();
+            assert_eq!(
+                (kept.as_slice(), check.total),
+                (expensive, total),
+                "{costs:?}"
+            );
+        }
+    }
+
+    /// validation_test.go `TestCostInfo`: the cardinality of a string under each chain.
+    #[test]
+    fn cardinality_multiplies_down_the_schema() {
+        let object = json!({"type": "object"});
+        let array = |max: Option<i64>| match max {
+            Some(m) => json!({"type": "array", "maxItems": m}),
+            None => json!({"type": "array"}),
+        };
+        let map = |max: Option<i64>| match max {
+            Some(m) => {
+                json!({"type": "object", "additionalProperties": {"type": "string"}, "maxProperties": m})
+            }
+            None => json!({"type": "object", "additionalProperties": {"type": "string"}}),
+        };
+        let cases: Vec<(Vec<Value>, Option<u64>)> = vec![
+            (vec![object.clone()], Some(1)),
+            (vec![array(Some(5))], Some(5)),
+            (vec![array(None)], None),
+            (vec![map(Some(10))], Some(10)),
+            (vec![map(None)], None),
+            (vec![map(Some(5)), array(Some(5))], Some(25)),
+            (vec![map(Some(5)), array(None)], None),
+            (vec![array(Some(3)), object.clone()], Some(3)),
+            (vec![array(Some(2)), object, map(Some(4))], Some(8)),
+            (
+                vec![array(Some(i64::MAX)), array(Some(100))],
+                Some(u64::MAX),
+            ),
+        ];
+        for (chain, want) in cases {
+            let mut got = Some(1);
+            for schema in &chain {
+                got = child_cardinality(got, schema);
+            }
+            assert_eq!(got, want, "{chain:?}");
+        }
+    }
+
+    #[test]
+    fn cost_factors_print_as_go_prints_them() {
+        let limit = STATIC_ESTIMATED_COST_LIMIT;
+        let factor = |cost: u64| {
+            let m = cost_error_message("c", cost, limit);
+            m["c exceeds budget by factor of ".len()..m.find(" (try").unwrap_or(m.len())].to_owned()
+        };
+        assert_eq!(factor(12_000_000), "1.200000x");
+        assert_eq!(factor(10_000_001), "1.000000x");
+        assert_eq!(factor(25_000_000), "2.5x");
+        assert_eq!(factor(1_000_000_000), "100.0x");
+        assert_eq!(factor(1_000_000_001), "more than 100x");
     }
 }

@@ -38,8 +38,8 @@
 //!   served.
 //! - `status`: [`ApiError`], the one mapping from failures to `metav1.Status` responses;
 //!   `field_error`: one field's validation error (a cause of a 422).
-//! - `cel_rules`: CRDs' `x-kubernetes-validations`, compiled per served schema and run on
-//!   custom objects' writes.
+//! - `cel_rules`: CRDs' `x-kubernetes-validations`, compiled and cost-checked when a
+//!   definition is written, compiled per served schema and run on custom objects' writes.
 //! - `state`: [`AppState`] and [`ServerConfig`]; `AppState::fetch` is the one read of a
 //!   single key, for handlers, admission, tokens and the startup objects alike.
 //! - `metrics`: request and store metrics, and their Prometheus text for `/metrics`.

@@ -6,6 +6,7 @@
 //! `dyn` is let through everywhere, as cel-go lets it through: what cannot be known before
 //! run time (an int-or-string field, a preserved-unknown subtree) is checked when it runs.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
@@ -94,9 +95,26 @@ const LIBRARY_TYPE_NAMES: [&str; 5] = [
     "kubernetes.NamedFormat",
 ];
 
+/// What the checker resolved a call to, kept for the cost estimate (`crate::cost`), which
+/// like cel-go's `checker/cost.go` prices a call by its overload.
+#[derive(Debug)]
+pub(crate) struct CallInfo {
+    /// The function's (qualified) name.
+    pub(crate) name: Arc<str>,
+    /// Called as a member (`x.f()`); false for a global, also a qualified global written as
+    /// a member call (`optional.none()`), whose target is then no operand.
+    pub(crate) member: bool,
+    /// The parameter types (receiver first) of each overload that matched.
+    pub(crate) overloads: Vec<Vec<Type>>,
+}
+
 pub(crate) struct Checker<'a> {
     vars: &'a [(String, Type)],
     scopes: Vec<(String, Type)>,
+    /// The type found for each expression, by id.
+    pub(crate) types: HashMap<u64, Type>,
+    /// The resolution of each call through the function table, by the call's id.
+    pub(crate) calls: HashMap<u64, CallInfo>,
     /// Issues: the expression id they are at, and the message.
     pub(crate) issues: Vec<(u64, String)>,
     /// Variables the expression reads (`oldSelf` makes a transition rule).
@@ -137,6 +155,8 @@ impl<'a> Checker<'a> {
         Checker {
             vars,
             scopes: Vec::new(),
+            types: HashMap::new(),
+            calls: HashMap::new(),
             issues: Vec::new(),
             referenced: Vec::new(),
         }
@@ -157,6 +177,12 @@ impl<'a> Checker<'a> {
     }
 
     pub(crate) fn check(&mut self, e: &IdedExpr) -> (Node, Type) {
+        let (node, t) = self.check_expr(e);
+        self.types.insert(e.id, t.clone());
+        (node, t)
+    }
+
+    fn check_expr(&mut self, e: &IdedExpr) -> (Node, Type) {
         match &e.expr {
             Expr::Unspecified => (Node::Const(Value::Null), Type::Dyn),
             Expr::Literal(l) => {
@@ -486,6 +512,14 @@ impl<'a> Checker<'a> {
                 if !root_is_var && LIBRARY.has_global(&full) {
                     if let Some(fmt) = full.strip_prefix("format.") {
                         if call.args.is_empty() && k8s::FORMAT_NAMES.contains(&fmt) {
+                            self.calls.insert(
+                                id,
+                                CallInfo {
+                                    name: full.as_str().into(),
+                                    member: false,
+                                    overloads: Vec::new(),
+                                },
+                            );
                             return (
                                 Node::Const(Value::Format(fmt.into())),
                                 Type::Opaque(k8s::FORMAT),
@@ -545,6 +579,18 @@ impl<'a> Checker<'a> {
             return (Node::Const(Value::Null), Type::Dyn);
         }
         let found = LIBRARY.resolve(&name, member, &types);
+        let all = LIBRARY.overloads(&name);
+        self.calls.insert(
+            id,
+            CallInfo {
+                name: name.clone(),
+                member,
+                overloads: found
+                    .iter()
+                    .filter_map(|(i, _)| all.get(*i).map(|o| o.params.clone()))
+                    .collect(),
+            },
+        );
         let result = match found.as_slice() {
             [] => {
                 let shown: Vec<String> = types.iter().map(ToString::to_string).collect();

@@ -5,8 +5,10 @@
 use std::sync::Arc;
 
 use crate::check::{Checker, Node};
+use crate::cost::{CostEstimate, Sizes, estimate};
 use crate::error::{CompileError, EvalError, format_issue};
 use crate::eval::{Activation, Interpreter};
+use crate::schema::DeclSize;
 use crate::types::Type;
 use crate::value::Value;
 
@@ -25,6 +27,9 @@ const MAX_RECURSION_DEPTH: u16 = 250;
 #[derive(Clone, Debug, Default)]
 pub struct Env {
     vars: Vec<(String, Type)>,
+    /// The sizes of the variables' values for the cost estimate (a CRD rule's `self` and
+    /// `oldSelf` share them); none leaves every size unknown.
+    sizes: Option<Arc<DeclSize>>,
 }
 
 /// A compiled expression.
@@ -35,6 +40,9 @@ pub struct Program {
     pub result_type: Type,
     /// The declared variables the expression reads.
     pub referenced: Vec<String>,
+    /// The compile-time cost estimate (cel-go's `EstimateCost`), under the sizes the
+    /// environment was given ([`Env::with_sizes`]).
+    pub estimated_cost: CostEstimate,
 }
 
 impl Env {
@@ -51,11 +59,28 @@ impl Env {
         self
     }
 
+    /// Gives the sizes of the variables' values (upstream's CRD size estimator: every
+    /// variable's path is read from the same root), for [`Program::estimated_cost`].
+    #[must_use]
+    pub fn with_sizes(mut self, sizes: Arc<DeclSize>) -> Env {
+        self.sizes = Some(sizes);
+        self
+    }
+
     /// Parses and checks `source`.
     ///
     /// # Errors
     /// cel-go's issues when it does not parse or type-check.
     pub fn compile(&self, source: &str) -> Result<Program, CompileError> {
+        self.compile_sized(source, Sizes::of(self.sizes.as_deref()))
+    }
+
+    /// [`Env::compile`], the cost estimated with `sizes`.
+    pub(crate) fn compile_sized(
+        &self,
+        source: &str,
+        sizes: Sizes<'_>,
+    ) -> Result<Program, CompileError> {
         let parser = cel::parser::Parser::new()
             .enable_optional_syntax(true)
             .max_recursion_depth(MAX_RECURSION_DEPTH);
@@ -89,10 +114,12 @@ impl Env {
                 messages: checker.issues.iter().map(|(_, m)| m.clone()).collect(),
             });
         }
+        let estimated_cost = estimate(&expr, &checker.types, &checker.calls, sizes);
         Ok(Program {
             node,
             result_type,
             referenced: checker.referenced,
+            estimated_cost,
         })
     }
 }

@@ -14,7 +14,9 @@
 //!
 //! Layout:
 //! - `value`: values; `types`: the checker's types.
-//! - `check`: type checking and lowering; `eval`: the cost-counting interpreter.
+//! - `check`: type checking and lowering; `eval`: the cost-counting interpreter;
+//!   `cost`: the compile-time cost estimate (cel-go's `EstimateCost`), with which upstream
+//!   refuses a CRD whose rule may cost too much.
 //! - `library`: the function table (standard, extended strings, sets, lists, regex, URL,
 //!   quantity, format, IP, CIDR, optional).
 //! - `env`: compile and run; `schema`: OpenAPI schemas as CEL types and JSON as values.
@@ -23,6 +25,7 @@
 //!   variables, validations, messages, audit annotations), their variables and budget.
 
 pub mod admission;
+pub mod cost;
 pub mod env;
 pub mod error;
 pub mod formats;
@@ -34,6 +37,7 @@ mod check;
 mod eval;
 mod library;
 
+pub use cost::CostEstimate;
 pub use env::{
     Env, Evaluation, PER_CALL_LIMIT, Program, RUNTIME_CEL_COST_BUDGET,
     RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS,

@@ -149,6 +149,217 @@ pub fn schema_type(schema: &Json, root: bool, path: &str) -> Type {
     }
 }
 
+/// Upstream's `DefaultMaxRequestSizeBytes` (`staging/src/k8s.io/apiserver/pkg/apis/cel/
+/// config.go` `MaxRequestSizeBytes`): the largest request body, from which the estimate
+/// bounds a list, map or string the schema leaves unbounded.
+pub const MAX_REQUEST_SIZE_BYTES: i64 = 3 * 1024 * 1024;
+/// `MinStringSize` (`pkg/cel/limits.go`): `""`.
+const MIN_STRING_SIZE: i64 = 2;
+/// `MinBoolSize`: `true`.
+const MIN_BOOL_SIZE: i64 = 4;
+/// `MinNumberSize`: `0`.
+const MIN_NUMBER_SIZE: i64 = 1;
+/// `MaxDurationSizeJSON`: the longest duration string upstream assumes, with its quotes.
+const MAX_DURATION_SIZE_JSON: i64 = 32;
+/// `MaxDatetimeSizeJSON`: `9999-12-31T23:59:59.999999999Z` with its quotes.
+const MAX_DATETIME_SIZE_JSON: i64 = 32;
+/// `MinDurationSizeJSON`: `"0"`.
+const MIN_DURATION_SIZE_JSON: i64 = 3;
+/// `JSONDateSize`: `"YYYY-MM-DD"`.
+const JSON_DATE_SIZE: i64 = 12;
+/// `MinDatetimeSizeJSON`: a full date and time with its quotes and `T`.
+const MIN_DATETIME_SIZE_JSON: i64 = 21;
+
+/// The sizes upstream's `DeclType` carries for a schema node
+/// (`staging/src/k8s.io/apiserver/pkg/cel/types.go`), made as `SchemaDeclType` makes them
+/// (`pkg/cel/common/schemas.go`): what the compile-time cost estimate (`crate::cost`) reads
+/// for the size of `self`, a field, a list's items, a map's keys or values.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeclSize {
+    /// `MaxElements`: the most characters of a string (bytes for `format: byte`), items
+    /// of a list or entries of a map (`maxLength` (times 4 for a string, a rune being up
+    /// to 4 bytes), `maxItems`, `maxProperties`, else as many as fit in a request); 0 for
+    /// scalars.
+    pub max_elements: i64,
+    /// `MinSerializedSize`: the fewest bytes a value takes in JSON.
+    pub min_serialized_size: i64,
+    /// An object's fields, by (escaped) CEL name.
+    pub fields: BTreeMap<String, DeclSize>,
+    /// A list's items or a map's values.
+    pub elem: Option<Box<DeclSize>>,
+    /// A map's keys.
+    pub key: Option<Box<DeclSize>>,
+}
+
+impl DeclSize {
+    fn simple(min_serialized_size: i64, max_elements: i64) -> DeclSize {
+        DeclSize {
+            max_elements,
+            min_serialized_size,
+            ..DeclSize::default()
+        }
+    }
+
+    /// The node a cost-estimate path names below this one (`@items`, `@values`, `@keys` or
+    /// a field), as upstream's CRD `sizeEstimator` walks it.
+    pub fn child(&self, step: &str) -> Option<&DeclSize> {
+        match step {
+            "@items" | "@values" => self.elem.as_deref(),
+            "@keys" => self.key.as_deref(),
+            name => self.fields.get(name),
+        }
+    }
+}
+
+fn int_of(schema: &Json, key: &str) -> Option<i64> {
+    schema.get(key).and_then(Json::as_i64).map(|v| v.max(0))
+}
+
+/// `estimateMaxStringLengthPerRequest` for a string that is not int-or-string.
+fn max_string_length(format: Option<&str>) -> i64 {
+    match format {
+        Some("duration") => MAX_DURATION_SIZE_JSON,
+        Some("date") => JSON_DATE_SIZE,
+        Some("date-time") => MAX_DATETIME_SIZE_JSON,
+        // 2 for the quotes
+        _ => MAX_REQUEST_SIZE_BYTES - 2,
+    }
+}
+
+/// Whether the root already declares `kind`, `apiVersion` and `metadata.name`/`generateName`
+/// as upstream's `WithTypeAndObjectMeta` wants them; else it puts its own in their place.
+fn has_type_and_object_meta(schema: &Json) -> bool {
+    let prop = |s: &Json, name: &str, t: &str| {
+        s.get("properties")
+            .and_then(|p| p.get(name))
+            .and_then(|p| p.get("type"))
+            .and_then(Json::as_str)
+            == Some(t)
+    };
+    let metadata = schema.get("properties").and_then(|p| p.get("metadata"));
+    prop(schema, "kind", "string")
+        && prop(schema, "apiVersion", "string")
+        && prop(schema, "metadata", "object")
+        && metadata.is_some_and(|m| prop(m, "name", "string") && prop(m, "generateName", "string"))
+}
+
+/// The sizes of the schema node `schema` (`root` for a resource's root), `None` where
+/// upstream's `SchemaDeclType` declares nothing (an array without items, a map whose
+/// values are not declared, a node without a type).
+pub fn schema_sizes(schema: &Json, root: bool) -> Option<DeclSize> {
+    if flag(schema, "x-kubernetes-int-or-string") {
+        return Some(DeclSize::simple(1, MAX_REQUEST_SIZE_BYTES - 2));
+    }
+    let embedded = |s: &Json| flag(s, "x-kubernetes-embedded-resource");
+    match schema.get("type").and_then(Json::as_str) {
+        Some("array") => {
+            let items = schema.get("items").filter(|i| i.is_object())?;
+            let item = schema_sizes(items, embedded(items))?;
+            let max = int_of(schema, "maxItems").unwrap_or(
+                // estimateMaxArrayItemsFromMinSize: 2 for `[]`, 1 per comma
+                (MAX_REQUEST_SIZE_BYTES - 2) / (item.min_serialized_size + 1),
+            );
+            Some(DeclSize {
+                max_elements: max,
+                min_serialized_size: 2,
+                elem: Some(Box::new(item)),
+                ..DeclSize::default()
+            })
+        }
+        Some("object") => {
+            if let Some(values) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                let value = schema_sizes(values, embedded(values))?;
+                let max = int_of(schema, "maxProperties").unwrap_or(
+                    // estimateMaxAdditionalPropertiesFromMinSize: a key of 2 bytes with its
+                    // quotes, colon and comma around the smallest value, in `{}`
+                    (MAX_REQUEST_SIZE_BYTES - 2) / (value.min_serialized_size + 6),
+                );
+                return Some(DeclSize {
+                    max_elements: max,
+                    min_serialized_size: 2,
+                    elem: Some(Box::new(value)),
+                    key: Some(Box::new(DeclSize::simple(MIN_STRING_SIZE, 0))),
+                    ..DeclSize::default()
+                });
+            }
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Json::as_array)
+                .map(|r| r.iter().filter_map(Json::as_str).collect())
+                .unwrap_or_default();
+            let mut out = DeclSize::simple(2, 0);
+            let meta = root && !has_type_and_object_meta(schema);
+            for (name, child) in schema
+                .get("properties")
+                .and_then(Json::as_object)
+                .into_iter()
+                .flatten()
+            {
+                if meta && matches!(name.as_str(), "kind" | "apiVersion" | "metadata") {
+                    continue;
+                }
+                if let Some(size) = schema_sizes(child, embedded(child)) {
+                    if required.contains(&name.as_str()) && child.get("default").is_none() {
+                        out.min_serialized_size += name.len() as i64 + size.min_serialized_size + 4;
+                    }
+                    if let Some(escaped) = escape(name) {
+                        out.fields.insert(escaped, size);
+                    }
+                }
+            }
+            if meta {
+                let string = || DeclSize::simple(MIN_STRING_SIZE, MAX_REQUEST_SIZE_BYTES - 2);
+                let mut metadata = DeclSize::simple(2, 0);
+                metadata.fields.insert("name".into(), string());
+                metadata.fields.insert("generateName".into(), string());
+                out.fields.insert("kind".into(), string());
+                out.fields.insert("apiVersion".into(), string());
+                out.fields.insert("metadata".into(), metadata);
+            }
+            Some(out)
+        }
+        Some("string") => {
+            let format = schema.get("format").and_then(Json::as_str);
+            let max_length = int_of(schema, "maxLength");
+            Some(match format {
+                Some("byte") => DeclSize::simple(
+                    MIN_STRING_SIZE,
+                    max_length.unwrap_or(max_string_length(format)),
+                ),
+                Some("duration") => {
+                    DeclSize::simple(MIN_DURATION_SIZE_JSON, max_string_length(format))
+                }
+                Some("date") => DeclSize::simple(JSON_DATE_SIZE, max_string_length(format)),
+                Some("date-time") => {
+                    DeclSize::simple(MIN_DATETIME_SIZE_JSON, max_string_length(format))
+                }
+                _ => {
+                    let enum_max = schema
+                        .get("enum")
+                        .and_then(Json::as_array)
+                        .filter(|e| !e.is_empty())
+                        .map(|e| {
+                            e.iter()
+                                .filter_map(Json::as_str)
+                                .map(|s| s.len() as i64)
+                                .max()
+                                .unwrap_or(0)
+                        });
+                    let max = match (max_length, enum_max) {
+                        (Some(m), _) => m.saturating_mul(4),
+                        (None, Some(e)) => e,
+                        (None, None) => max_string_length(format),
+                    };
+                    DeclSize::simple(MIN_STRING_SIZE, max)
+                }
+            })
+        }
+        Some("boolean") => Some(DeclSize::simple(MIN_BOOL_SIZE, 0)),
+        Some("number" | "integer") => Some(DeclSize::simple(MIN_NUMBER_SIZE, 0)),
+        _ => None,
+    }
+}
+
 /// The CEL value of `json` under `schema` (property names escaped as [`schema_type`]
 /// declares them; a string that does not parse as its format stays a string, the schema
 /// validator reports it).

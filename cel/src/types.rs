@@ -142,6 +142,12 @@ pub(crate) fn assignable(param: &Type, arg: &Type, bindings: &mut Bindings) -> b
         (Type::Optional(p), Type::Optional(a)) => assignable(p, a, bindings),
         (Type::Object(a), Type::Object(b)) => Arc::ptr_eq(a, b) || a == b,
         (Type::Null, Type::Null) => true,
+        // cel-go's legacy nullable kinds (`checker/types.go` `isLegacyNullable`): `obj ==
+        // null` type-checks.
+        (Type::Object(_) | Type::Opaque(_) | Type::Duration | Type::Timestamp, Type::Null)
+        | (Type::Null, Type::Object(_) | Type::Opaque(_) | Type::Duration | Type::Timestamp) => {
+            true
+        }
         (p, a) => std::mem::discriminant(p) == std::mem::discriminant(a) && p == a,
     }
 }

@@ -2,7 +2,9 @@
 //! (`all`, `exists`), maps, quantities, a transition rule on `oldSelf`, a messageExpression,
 //! a reason and a fieldPath, each refusing an invalid object with upstream's message and field
 //! path (`staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/validation.go`);
-//! a definition whose rule does not compile refused with cel-go's issue text; schema formats.
+//! a definition whose rule does not compile refused with cel-go's issue text; a definition
+//! whose rule's estimated cost is over budget refused with upstream's text (`pkg/apis/
+//! apiextensions/validation/validation.go`); schema formats.
 
 use kubemock_conformance::{Harness, Reply};
 use serde_json::{Value, json};
@@ -19,11 +21,14 @@ fn definition(group: &str, spec_schema: Value) -> Value {
                     "properties": {"spec": spec_schema}}}}]}})
 }
 
+/// The messageExpression reads a string: one concatenating `string(self.minReplicas)` is
+/// refused by upstream when the definition is written (a converted value's size is unknown
+/// to the estimate; kubernetes/kubernetes#124234).
 fn rules_schema() -> Value {
     json!({"type": "object",
     "x-kubernetes-validations": [
         {"rule": "self.minReplicas <= self.maxReplicas",
-         "messageExpression": "'minReplicas (' + string(self.minReplicas) + ') must not exceed maxReplicas (' + string(self.maxReplicas) + ')'"},
+         "messageExpression": "'minReplicas must not exceed maxReplicas in tier ' + self.tier"},
         {"rule": "self.tier == oldSelf.tier", "message": "tier is immutable"},
         {"rule": "self.ports.all(p, p > 1024)", "message": "ports must be unprivileged",
          "fieldPath": ".ports", "reason": "FieldValueForbidden"},
@@ -98,7 +103,7 @@ async fn crd_rules_refuse_invalid_objects_with_upstreams_messages_and_paths() {
             cause(
                 "spec",
                 "FieldValueInvalid",
-                "Invalid value: \"object\": minReplicas (5) must not exceed maxReplicas (3)"
+                "Invalid value: \"object\": minReplicas must not exceed maxReplicas in tier gold"
             ),
             cause(
                 "spec.ports",
@@ -201,6 +206,79 @@ async fn a_definition_whose_rule_does_not_compile_is_refused() {
             .ends_with(": cel expression must evaluate to a bool"),
         "{}",
         refused.body
+    );
+}
+
+/// The kubebuilder surprise: a rule over a list of strings with neither `maxItems` nor
+/// `maxLength` is estimated at 659,710,961,252 (1,048,575 items of up to 3,145,726
+/// characters, each matched against the pattern), over the per-expression limit and the
+/// schema's total; upstream refuses the definition with three causes. With the bounds set,
+/// the same rule is accepted and enforced.
+#[tokio::test]
+async fn a_definition_whose_rule_costs_too_much_is_refused_until_bounded() {
+    let h = Harness::start().await;
+    let rule = json!([{"rule": "self.all(x, x.matches('^[a-z]+$'))"}]);
+    let unbounded = json!({"type": "object", "properties": {"names": {"type": "array",
+        "items": {"type": "string"}, "x-kubernetes-validations": rule}}});
+    let refused = h
+        .post(DEFINITIONS, &definition("cost.example.com", unbounded))
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    let at = "spec.validation.openAPIV3Schema";
+    let rule_at =
+        format!("{at}.properties[spec].properties[names].x-kubernetes-validations[0].rule");
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    assert_eq!(
+        causes(&refused),
+        [
+            cause(
+                &rule_at,
+                "FieldValueForbidden",
+                &format!(
+                    "Forbidden: estimated rule cost exceeds budget by factor of more than 100x {hint}"
+                )
+            ),
+            cause(
+                &rule_at,
+                "FieldValueForbidden",
+                "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"
+            ),
+            cause(
+                at,
+                "FieldValueForbidden",
+                &format!(
+                    "Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {hint}"
+                )
+            ),
+        ],
+        "{}",
+        refused.body
+    );
+
+    let bounded = json!({"type": "object", "properties": {"names": {"type": "array",
+        "maxItems": 10, "items": {"type": "string", "maxLength": 10},
+        "x-kubernetes-validations": rule}}});
+    let created = h
+        .post(DEFINITIONS, &definition("cost.example.com", bounded))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let ns = h.namespace("cel-cost").await;
+    let pools = format!("/apis/cost.example.com/v1/namespaces/{ns}/pools");
+    let pool = |name: &str, names: Value| {
+        json!({"apiVersion": "cost.example.com/v1", "kind": "Pool",
+            "metadata": {"name": name}, "spec": {"names": names}})
+    };
+    let ok = h.post(&pools, &pool("ok", json!(["abc", "def"]))).await;
+    assert_eq!(ok.status, 201, "{}", ok.body);
+    let bad = h.post(&pools, &pool("bad", json!(["abc", "ABC"]))).await;
+    assert_eq!(bad.status, 422, "{}", bad.body);
+    assert_eq!(
+        causes(&bad),
+        [cause(
+            "spec.names",
+            "FieldValueInvalid",
+            "Invalid value: \"array\": failed rule: self.all(x, x.matches('^[a-z]+$'))"
+        )]
     );
 }
 

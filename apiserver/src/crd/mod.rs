@@ -92,25 +92,47 @@ pub(crate) fn admit(
 }
 
 /// The `x-kubernetes-validations` of every version's schema compiled, as upstream does when
-/// a definition is written: a rule that does not compile refuses it. Upstream checks its
-/// internal form, where schemas all versions share are one `spec.validation`, so the paths
-/// are printed there when they are shared.
-fn cel_rule_errors(versions: &[Value], errors: &mut Vec<FieldError>) {
+/// a definition is written: a rule that does not compile, or whose estimated cost is over
+/// budget, refuses it. Upstream checks its internal form, where schemas all versions share
+/// are one `spec.validation`, so the paths are printed there when they are shared. On an
+/// update, a version whose schema is unchanged (by name; for a shared schema, the first
+/// version's) is spared the per-expression cost limit, as upstream spares it
+/// (`suppressExpressionCostForUnchangedSchema`), so a definition accepted under older
+/// estimates stays writable.
+fn cel_rule_errors(versions: &[Value], old: Option<&[Value]>, errors: &mut Vec<FieldError>) {
+    let schema_of = |v: &Value| {
+        v.get("schema")
+            .and_then(|s| s.get("openAPIV3Schema"))
+            .cloned()
+    };
+    let unchanged = |version: &Value| {
+        let name = text(version, &["name"]);
+        old.into_iter().flatten().any(|o| {
+            text(o, &["name"]) == name
+                && schema_of(o).is_some()
+                && schema_of(o) == schema_of(version)
+        })
+    };
     let schemas: Vec<Option<&Value>> = versions
         .iter()
         .map(|v| v.get("schema").and_then(|s| s.get("openAPIV3Schema")))
         .collect();
     let shared = !schemas.is_empty() && schemas.iter().all(|s| s.is_some() && *s == schemas[0]);
     if shared {
-        if let Some(Some(schema)) = schemas.first() {
-            crate::cel_rules::compile(schema, "spec.validation.openAPIV3Schema", true, errors);
+        if let (Some(Some(schema)), Some(first)) = (schemas.first(), versions.first()) {
+            crate::cel_rules::check(
+                schema,
+                "spec.validation.openAPIV3Schema",
+                unchanged(first),
+                errors,
+            );
         }
         return;
     }
-    for (index, schema) in schemas.iter().enumerate() {
+    for (index, (schema, version)) in schemas.iter().zip(versions).enumerate() {
         if let Some(schema) = schema {
             let at = format!("spec.versions[{index}].schema.openAPIV3Schema");
-            crate::cel_rules::compile(schema, &at, true, errors);
+            crate::cel_rules::check(schema, &at, unchanged(version), errors);
         }
     }
 }
@@ -269,7 +291,11 @@ fn admit_definition(old: Option<&Object>, object: &mut Object) -> ApiResult<()> 
             ));
         }
     }
-    cel_rule_errors(&versions, &mut errors);
+    let old_versions = old
+        .and_then(|o| o.get("spec"))
+        .and_then(|s| s.get("versions"))
+        .and_then(Value::as_array);
+    cel_rule_errors(&versions, old_versions.map(Vec::as_slice), &mut errors);
     if let Some(old) = old {
         let old_scope = old.get("spec").map(|s| text(s, &["scope"])).unwrap_or("");
         if !old_scope.is_empty() && old_scope != scope {
