@@ -18,6 +18,10 @@ use crate::transport::Client;
 /// Distinct events remembered for aggregation (client-go's LRU holds 4096).
 pub const AGGREGATION_CACHE: usize = 4096;
 
+/// Names tried after the first for one event whose time-based name is taken (a virtual
+/// clock standing still); past them the AlreadyExists error is reported.
+const NAME_ATTEMPTS: i64 = 16;
+
 /// Type of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventType {
@@ -162,7 +166,7 @@ impl Recorder {
             .filter(|ns| !ns.is_empty())
             .unwrap_or_else(|| "default".to_owned());
         let nanos = now.0.timestamp_nanos_opt().unwrap_or_default();
-        let event = Event {
+        let mut event = Event {
             metadata: ObjectMeta {
                 name: Some(format!("{}.{:x}", key.name, nanos)),
                 namespace: Some(namespace.clone()),
@@ -181,7 +185,20 @@ impl Recorder {
             ..Event::default()
         };
         let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
-        let created = api.create(&PostParams::default(), &event).await?;
+        // The name is the object's and the time's, as client-go names events. On a virtual
+        // clock that stands still, two events about one object share the time: the later
+        // takes the next free nanosecond instead of being refused as AlreadyExists.
+        let mut attempt = 0;
+        let created = loop {
+            match api.create(&PostParams::default(), &event).await {
+                Err(err) if err.is_already_exists() && attempt < NAME_ATTEMPTS => {
+                    attempt += 1;
+                    let bumped = nanos.saturating_add(attempt);
+                    event.metadata.name = Some(format!("{}.{:x}", key.name, bumped));
+                }
+                result => break result?,
+            }
+        };
         self.remember(
             key,
             Recorded {

@@ -14,9 +14,9 @@ use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::chrono::{DateTime, TimeZone, Utc};
 use kubemock_client::{Api, ListParams, Patch, PatchParams, PostParams};
 use kubemock_controllers::ManagerConfig;
-use kubemock_controllers::kubelet::KubeletConfig;
 use kubemock_controllers::clock::FakeClock;
 use kubemock_controllers::cronjob::SCHEDULED_TIMESTAMP_ANNOTATION;
+use kubemock_controllers::kubelet::KubeletConfig;
 use serde_json::{Value, json};
 
 const NS: &str = "default";
