@@ -4,9 +4,9 @@
 //! error reads) lives here once, so the two can never drift apart.
 //!
 //! It is pure: no HTTP, no store, and none of our other crates (`.ci/run` checks its
-//! dependency tree); of tokio it uses only the channel and timer of [`clock`]. Each module
-//! ports one upstream package, cites its files, and is tested with the cases of upstream's
-//! own tests.
+//! dependency tree); of tokio it uses only the channel and timer of `clock`, behind the `clock`
+//! feature (kubemock-cel leaves it off). Each module ports one upstream package, cites its files,
+//! and is tested with the cases of upstream's own tests.
 //!
 //! # Layout
 //! - [`quantity`]: `resource.Quantity` (`1.5Gi`, `100m`): parsing, canonical form, arithmetic,
@@ -32,7 +32,7 @@
 //!   `build.rs` embeds (`pkg/runtime/serializer/protobuf`).
 //! - [`managedfields`]: server-side apply's field sets, kinds' shapes, merge and comparison
 //!   (structured-merge-diff).
-//! - [`clock`]: the one clock of a process, the system's or a virtual one that tests move.
+//! - `clock` (feature `clock`): the one clock of a process, the system's or a virtual one that tests move.
 //! - [`quota`]: resource quota accounting: what an object consumes, scopes, the admission's
 //!   arithmetic and messages (`pkg/quota/v1`).
 //! - [`version`]: the Kubernetes release kubemock reports (`pkg/version`).
@@ -44,6 +44,7 @@
 //!   instead.
 //! - No function panics on any input.
 
+#[cfg(feature = "clock")]
 pub mod clock;
 pub mod duration;
 pub mod field;

@@ -6,13 +6,19 @@
 //! [`requeue_on_moves`] turns each move into a look at every object of a controller (as the
 //! CronJob controller does), instead of sleeping until a time that never comes in real time.
 
+use k8s_openapi::chrono::{DateTime, Utc};
 pub use kubemock_apimachinery::clock::{Clock, FakeClock, NotVirtual};
+use kubemock_client::{ObjectKey, Resource, Store, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
-/// Calls `requeue` after every move of a fake clock, until `token` is cancelled; returns at
+/// Calls `requeue` with the new time after every move of a fake clock, until `token` is cancelled; returns at
 /// once for the system clock (controllers requeue "after D" in real time then). Moves that
 /// come faster than `requeue` runs are seen as one.
-pub async fn requeue_on_moves(clock: Clock, token: CancellationToken, mut requeue: impl FnMut()) {
+pub async fn requeue_on_moves(
+    clock: Clock,
+    token: CancellationToken,
+    mut requeue: impl FnMut(DateTime<Utc>),
+) {
     let Some(mut moves) = clock.subscribe() else {
         return;
     };
@@ -23,6 +29,23 @@ pub async fn requeue_on_moves(clock: Clock, token: CancellationToken, mut requeu
         }
         let now = *moves.borrow_and_update();
         tracing::debug!(%now, "clock moved; requeueing");
-        requeue();
+        requeue(now);
     }
+}
+
+/// [`requeue_on_moves`] for what most controllers want: on every move of a fake clock, each
+/// object of `store` into `queue`, for a controller whose objects wait for times (deadlines,
+/// availability, schedules).
+pub async fn requeue_all_on_moves<K: Resource>(
+    clock: Clock,
+    token: CancellationToken,
+    queue: WorkQueue<ObjectKey>,
+    store: Store<K>,
+) {
+    requeue_on_moves(clock, token, move |_| {
+        for object in store.list() {
+            queue.add(object.key());
+        }
+    })
+    .await;
 }

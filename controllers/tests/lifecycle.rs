@@ -17,14 +17,16 @@ use kubemock_controllers::clock::FakeClock;
 use kubemock_controllers::kubelet::KubeletConfig;
 use serde_json::{Value, json};
 
-/// A cluster whose kubelet runs on a fake clock standing at a whole second.
+/// A cluster whose controllers (the kubelet's among them: the manager gives it its clock)
+/// run on a fake clock standing at a whole second.
 async fn start(namespace: &str) -> (Cluster, Api<Pod>, FakeClock) {
     let clock = FakeClock::new(Utc::now().trunc_subsecs(0));
-    let config = ManagerConfig::default().with_kubelet(KubeletConfig {
-        nodes: 1,
-        clock: clock.clone().into(),
-        ..KubeletConfig::default()
-    });
+    let config = ManagerConfig::default()
+        .with_kubelet(KubeletConfig {
+            nodes: 1,
+            ..KubeletConfig::default()
+        })
+        .with_clock(clock.clone());
     let cluster = Cluster::start_with(config).await;
     cluster.namespace(namespace).await;
     let pods = Api::namespaced(cluster.client.clone(), namespace);

@@ -14,9 +14,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use kubemock_client::events::Recorder;
-use kubemock_client::{
-    ApiResource, Client, Controller, InformerFactory, Resource, SharedInformer, Store,
-};
+use kubemock_client::{ApiResource, Client, Controller, InformerFactory, SharedInformer, Store};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
@@ -68,14 +66,13 @@ impl CronJobController {
         let controller = Controller::new("cronjob", self.cron_jobs)
             .workers(WORKERS)
             .owns(&self.jobs, &ApiResource::of::<CronJob>());
-        let queue = controller.queue();
-        let cron_jobs = ctx.cron_jobs.clone();
         // A fake clock that moves makes every CronJob due for a look.
-        let clock_moves = crate::clock::requeue_on_moves(self.clock.clone(), token.clone(), || {
-            for cron_job in cron_jobs.list() {
-                queue.add(cron_job.key());
-            }
-        });
+        let clock_moves = crate::clock::requeue_all_on_moves(
+            self.clock.clone(),
+            token.clone(),
+            controller.queue(),
+            ctx.cron_jobs.clone(),
+        );
         let run = controller.run(
             move |key| sync::sync(key, ctx.clone()),
             crate::error::error_policy,

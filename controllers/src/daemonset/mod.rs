@@ -118,14 +118,12 @@ impl DaemonSetController {
         );
         // A fake clock that moves makes every object due for a look: what waits for a time
         // (availability, deadlines) is requeued "after" real time otherwise.
-        let queue = controller.queue();
-        let objects = ctx.daemonsets.clone();
-        let clock_moves =
-            crate::clock::requeue_on_moves(self.clock.clone(), token.clone(), move || {
-                for object in objects.list() {
-                    queue.add(object.key());
-                }
-            });
+        let clock_moves = crate::clock::requeue_all_on_moves(
+            self.clock.clone(),
+            token.clone(),
+            controller.queue(),
+            ctx.daemonsets.clone(),
+        );
         let run = controller.run(
             move |key| sync::sync(key, ctx.clone()),
             crate::error::error_policy,

@@ -106,14 +106,12 @@ impl JobController {
             .owns(&self.pods, &ApiResource::of::<Job>());
         let queue = controller.queue();
         // A fake clock that moves makes every Job due for a look (deadlines and TTLs).
-        let clock_moves = crate::clock::requeue_on_moves(self.clock.clone(), token.clone(), {
-            let (queue, jobs) = (queue.clone(), ctx.jobs.clone());
-            move || {
-                for job in jobs.list() {
-                    queue.add(job.key());
-                }
-            }
-        });
+        let clock_moves = crate::clock::requeue_all_on_moves(
+            self.clock.clone(),
+            token.clone(),
+            queue.clone(),
+            ctx.jobs.clone(),
+        );
         let job_of = |pod: &Pod| {
             controller_of(&pod.metadata)
                 .filter(|o| o.kind == "Job")

@@ -200,11 +200,11 @@ impl Kubelet {
             crate::error::error_policy,
             token.clone(),
         ));
-        let node_clock_moves = tokio::spawn(queue_on_clock_moves(
+        let node_clock_moves = tokio::spawn(crate::clock::requeue_all_on_moves(
             self.config.clock.clone(),
-            self.nodes.store(),
-            node_queue,
             token.clone(),
+            node_queue,
+            self.nodes.store(),
         ));
         if self.config.nodes > 0 {
             loop {
@@ -236,16 +236,8 @@ impl Kubelet {
         // A fake clock's move wakes the pods whose time it reached.
         let queue = controller.queue();
         let wake_ctx = ctx.clone();
-        let clock_moves = async {
-            let Some(mut moves) = self.config.clock.subscribe() else {
-                return;
-            };
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    changed = moves.changed() => if changed.is_err() { return },
-                }
-                let now = *moves.borrow_and_update();
+        let clock_moves =
+            crate::clock::requeue_on_moves(self.config.clock.clone(), token.clone(), move |now| {
                 let due: Vec<ObjectKey> = {
                     let mut wakes = wake_ctx.wakes.lock();
                     let due: Vec<ObjectKey> = wakes
@@ -261,8 +253,7 @@ impl Kubelet {
                 for key in due {
                     queue.add(key);
                 }
-            }
-        };
+            });
         let run = controller.run(
             move |key| sync_pod(key, ctx.clone()),
             crate::error::error_policy,
@@ -359,29 +350,6 @@ async fn renew_lease(
             } else {
                 Err(err.into())
             }
-        }
-    }
-}
-
-/// Queues every node's heartbeat each time a fake `clock` moves, so Leases are renewed and
-/// statuses posted at the new time without waiting for the real-time requeue.
-async fn queue_on_clock_moves(
-    clock: Clock,
-    nodes: Store<Node>,
-    queue: kubemock_client::WorkQueue<ObjectKey>,
-    token: CancellationToken,
-) {
-    let Some(mut moves) = clock.subscribe() else {
-        return;
-    };
-    loop {
-        tokio::select! {
-            _ = token.cancelled() => return,
-            changed = moves.changed() => if changed.is_err() { return },
-        }
-        moves.borrow_and_update();
-        for node in nodes.list() {
-            queue.add(node.key());
         }
     }
 }

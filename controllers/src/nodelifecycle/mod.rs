@@ -136,21 +136,11 @@ impl NodeLifecycleController {
             });
         let queue = controller.queue();
         let nodes = ctx.nodes.clone();
-        let clock_moves = async {
-            let Some(mut moves) = self.clock.subscribe() else {
-                return;
-            };
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    changed = moves.changed() => if changed.is_err() { return },
-                }
-                moves.borrow_and_update();
-                for node in nodes.list() {
-                    queue.add_after(node.key(), CLOCK_MOVE_SETTLE);
-                }
+        let clock_moves = crate::clock::requeue_on_moves(self.clock.clone(), token.clone(), |_| {
+            for node in nodes.list() {
+                queue.add_after(node.key(), CLOCK_MOVE_SETTLE);
             }
-        };
+        });
         let run = controller.run(
             move |key| sync(key, ctx.clone()),
             crate::error::error_policy,

@@ -95,14 +95,12 @@ impl ReplicaSetController {
         );
         // A fake clock that moves makes every object due for a look: what waits for a time
         // (availability, deadlines) is requeued "after" real time otherwise.
-        let queue = controller.queue();
-        let objects = ctx.replicasets.clone();
-        let clock_moves =
-            crate::clock::requeue_on_moves(self.clock.clone(), token.clone(), move || {
-                for object in objects.list() {
-                    queue.add(object.key());
-                }
-            });
+        let clock_moves = crate::clock::requeue_all_on_moves(
+            self.clock.clone(),
+            token.clone(),
+            controller.queue(),
+            ctx.replicasets.clone(),
+        );
         let run = controller.run(
             move |key| sync::sync(key, ctx.clone()),
             crate::error::error_policy,

@@ -103,22 +103,12 @@ impl TaintEvictionController {
             });
         let queue = controller.queue();
         let waiting = ctx.clone();
-        let clock_moves = async {
-            let Some(mut moves) = self.clock.subscribe() else {
-                return;
-            };
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    changed = moves.changed() => if changed.is_err() { return },
-                }
-                moves.borrow_and_update();
-                let keys: Vec<ObjectKey> = waiting.waiting.lock().keys().cloned().collect();
-                for key in keys {
-                    queue.add(key);
-                }
+        let clock_moves = crate::clock::requeue_on_moves(self.clock.clone(), token.clone(), |_| {
+            let keys: Vec<ObjectKey> = waiting.waiting.lock().keys().cloned().collect();
+            for key in keys {
+                queue.add(key);
             }
-        };
+        });
         let run = controller.run(
             move |key| sync(key, ctx.clone()),
             crate::error::error_policy,
