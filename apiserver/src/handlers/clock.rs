@@ -31,20 +31,7 @@ use crate::status::{ApiError, ApiResult, Details};
 /// A request for `clocks`.
 pub(crate) async fn serve(call: &Call, method: Method) -> ApiResult<Response> {
     let resource = &call.target.resource;
-    if call.target.subresource.is_some() {
-        return Err(ApiError::route_method_not_allowed());
-    }
-    let verb = match (&method, call.target.name.is_some()) {
-        (&Method::GET, true) => "get",
-        (&Method::GET, false) if call.target.watches(&call.query) => "watch",
-        (&Method::GET, false) => "list",
-        (&Method::PUT, true) => "update",
-        (&Method::PATCH, true) => "patch",
-        (&Method::POST, _) => "create",
-        (&Method::DELETE, true) => "delete",
-        (&Method::DELETE, false) => "deletecollection",
-        _ => return Err(ApiError::route_method_not_allowed()),
-    };
+    let verb = super::testing::verb(call, &method)?;
     call.require_verb(verb)?;
     let clock = call.state.clock();
     if verb == "list" {

@@ -61,18 +61,29 @@ pub(crate) async fn serve(call: &Call, method: Method) -> ApiResult<Response> {
     }
 }
 
-/// The verb of a POST to a create-only resource, refused otherwise.
+/// The Kubernetes verb of a request for a resource of this group, as upstream's routes give
+/// them (`PUT` and `PATCH` only on an item); 405 for a subresource or any other method.
+pub(super) fn verb(call: &Call, method: &Method) -> ApiResult<&'static str> {
+    if call.target.subresource.is_some() {
+        return Err(ApiError::route_method_not_allowed());
+    }
+    Ok(match (method, call.target.name.is_some()) {
+        (&Method::GET, true) => "get",
+        (&Method::GET, false) if call.target.watches(&call.query) => "watch",
+        (&Method::GET, false) => "list",
+        (&Method::POST, _) => "create",
+        (&Method::PUT, true) => "update",
+        (&Method::PATCH, true) => "patch",
+        (&Method::DELETE, true) => "delete",
+        (&Method::DELETE, false) => "deletecollection",
+        _ => return Err(ApiError::route_method_not_allowed()),
+    })
+}
+
+/// A POST to a create-only resource's collection; any other request refused.
 fn require_create(call: &Call, method: &Method) -> ApiResult<()> {
-    if call.target.subresource.is_some() || call.target.name.is_some() || method != Method::POST {
-        let verb = match (method, call.target.name.is_some()) {
-            (&Method::GET, true) => "get",
-            (&Method::GET, false) => "list",
-            (&Method::PUT, _) => "update",
-            (&Method::PATCH, _) => "patch",
-            (&Method::DELETE, true) => "delete",
-            (&Method::DELETE, false) => "deletecollection",
-            _ => return Err(ApiError::route_method_not_allowed()),
-        };
+    let verb = verb(call, method)?;
+    if verb != "create" || call.target.name.is_some() {
         return Err(ApiError::verb_not_supported(&call.target.resource, verb));
     }
     Ok(())
@@ -136,20 +147,7 @@ async fn compaction(call: &Call, method: Method) -> ApiResult<Response> {
 
 async fn requests(call: &Call, method: Method) -> ApiResult<Response> {
     let resource = &call.target.resource;
-    if call.target.subresource.is_some() {
-        return Err(ApiError::route_method_not_allowed());
-    }
-    let verb = match (&method, call.target.name.is_some()) {
-        (&Method::GET, true) => "get",
-        (&Method::GET, false) if call.target.watches(&call.query) => "watch",
-        (&Method::GET, false) => "list",
-        (&Method::DELETE, false) => "deletecollection",
-        (&Method::DELETE, true) => "delete",
-        (&Method::POST, _) => "create",
-        (&Method::PUT, _) => "update",
-        (&Method::PATCH, _) => "patch",
-        _ => return Err(ApiError::route_method_not_allowed()),
-    };
+    let verb = verb(call, &method)?;
     call.require_verb(verb)?;
     let Some(log) = call.state.request_log() else {
         return Err(ApiError::unavailable(
