@@ -187,9 +187,13 @@ async fn scaling_up_and_down_keeps_exactly_the_replicas_and_deletes_unready_pods
 #[tokio::test]
 async fn orphans_are_adopted_nonmatching_pods_released_and_deletion_cascades() {
     let (cluster, replicasets, pods) = start("rs-adopt").await;
+    // Bound to a node: if the controller's first sync does not see the orphan yet, it creates
+    // two pods, then adopts the orphan and deletes one of the three. Unassigned pods rank
+    // first for deletion (upstream `pkg/controller/controller_utils.go`, `ActivePodsWithRanks`),
+    // so the orphan stays instead of a coin toss between pods of the same second.
     let orphan: Pod = serde_json::from_value(json!({
         "metadata": {"name": "orphan", "labels": {"app": "adopter"}},
-        "spec": {"containers": [{"name": "c", "image": "nginx"}]}
+        "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "nginx"}]}
     }))
     .expect("a pod");
     pods.create(&PostParams::default(), &orphan)
