@@ -668,10 +668,10 @@ where
         });
         let layer = self.layer.clone();
         Box::pin(async move {
-            let revision_before = layer.store.current_revision().await.unwrap_or(0);
+            let revision_before = revision(layer.store.as_ref()).await;
             let mut response = inner.call(request).await?;
             let latency = head.start.elapsed();
-            let revision_after = layer.store.current_revision().await.unwrap_or(0);
+            let revision_after = revision(layer.store.as_ref()).await;
             let (request_body, request_truncated) = match request_body {
                 Some(captured) => captured.lock().take(),
                 None => (None, false),
@@ -711,6 +711,15 @@ where
             }
             Ok(response)
         })
+    }
+}
+
+/// The store's current revision for an entry (0 if the store cannot say): without a future
+/// when the store holds it in memory, as the sled store does.
+async fn revision(store: &dyn Kv) -> u64 {
+    match store.revision_now() {
+        Some(revision) => revision,
+        None => store.current_revision().await.unwrap_or(0),
     }
 }
 

@@ -231,6 +231,14 @@ pub trait Kv: Send + Sync {
     /// The current revision: the last change visible to readers and watchers.
     async fn current_revision(&self) -> Result<Revision>;
 
+    /// The current revision when the implementation holds it in memory and can answer without
+    /// a future (the sled store: one atomic load); `None` when it cannot (then ask
+    /// [`Kv::current_revision`]). For per-request bookkeeping such as the request log, where
+    /// the boxed future of an async trait call is a measurable share of a GET's cost.
+    fn revision_now(&self) -> Option<Revision> {
+        None
+    }
+
     /// The compaction point: the oldest revision still readable.
     async fn compacted_revision(&self) -> Result<Revision>;
 

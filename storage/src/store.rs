@@ -1211,6 +1211,10 @@ impl Kv for SledStore {
         Ok(self.revision())
     }
 
+    fn revision_now(&self) -> Option<Revision> {
+        Some(self.revision())
+    }
+
     async fn compacted_revision(&self) -> Result<Revision> {
         self.shared.check_open()?;
         Ok(self.compaction_point())

@@ -61,6 +61,10 @@ pub(crate) struct Counters {
     applied: AtomicU64,
     /// When it last acted, in seconds since the epoch (0: never).
     last_applied: AtomicU64,
+    /// Whether the stored status may differ from what the counters say: set when they move
+    /// (and when a stored Fault's status does not match), cleared by the flush that writes
+    /// it. The flush reads and parses only these Faults, not every Fault every round.
+    dirty: AtomicBool,
 }
 
 /// One stored Fault, compiled.
@@ -93,6 +97,7 @@ impl Fault {
             return false;
         }
         let number = self.counters.matched.fetch_add(1, Ordering::AcqRel) + 1;
+        self.counters.dirty.store(true, Ordering::Release);
         if number <= schedule.after {
             return false;
         }
@@ -153,44 +158,96 @@ fn roll(seed: u64, number: u64) -> f64 {
     (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// The Faults in force, as the request path reads them.
+/// The Faults in force, as the request path reads them: indexed by the resource and the
+/// namespace they name, so that a request looks only at Faults that could match it (100
+/// Faults for other namespaces cost a request two hash lookups, not 100 checks).
 #[derive(Debug, Default)]
 pub(crate) struct Current {
-    /// Per resource (plural) that some fault names, the faults that may match it (those
-    /// naming it and those naming no resource), in name order.
-    by_resource: HashMap<String, Vec<Arc<Fault>>>,
-    /// The faults naming no resource, in name order.
-    any_resource: Vec<Arc<Fault>>,
+    /// Per resource (plural) that some fault names, the faults that may match it: those
+    /// naming it and those naming no resource.
+    by_resource: HashMap<String, ByNamespace>,
+    /// The faults naming no resource.
+    any_resource: ByNamespace,
+}
+
+/// One resource's candidates, by namespace.
+#[derive(Debug, Default)]
+struct ByNamespace {
+    /// Per namespace that some of them name, those naming it and those naming none, in name
+    /// order.
+    by_namespace: HashMap<String, Vec<Arc<Fault>>>,
+    /// Those naming no namespace, in name order (the only ones that can match a request in
+    /// another namespace, or a cluster-scoped one).
+    any_namespace: Vec<Arc<Fault>>,
+}
+
+impl ByNamespace {
+    /// The index of `faults` (already those of one resource and of any resource).
+    fn of(faults: &[&Arc<Fault>]) -> ByNamespace {
+        let mut sorted: Vec<Arc<Fault>> = faults.iter().map(|f| Arc::clone(f)).collect();
+        sorted.sort_by(|a, b| a.name.cmp(&b.name));
+        let namespace_of = |fault: &Fault| fault.compiled.matcher.namespace.clone();
+        let mut index = ByNamespace {
+            any_namespace: sorted
+                .iter()
+                .filter(|f| namespace_of(f).is_none())
+                .cloned()
+                .collect(),
+            ..ByNamespace::default()
+        };
+        for namespace in sorted.iter().filter_map(|f| namespace_of(f)) {
+            if index.by_namespace.contains_key(&namespace) {
+                continue;
+            }
+            let list = sorted
+                .iter()
+                .filter(|f| namespace_of(f).is_none_or(|ns| ns == namespace))
+                .cloned()
+                .collect();
+            index.by_namespace.insert(namespace, list);
+        }
+        index
+    }
+
+    fn candidates(&self, namespace: Option<&str>) -> &[Arc<Fault>] {
+        namespace
+            .and_then(|ns| self.by_namespace.get(ns))
+            .map_or(&self.any_namespace, Vec::as_slice)
+    }
 }
 
 impl Current {
-    /// The faults that may match a request for `resource`, in name order.
-    pub(crate) fn candidates(&self, resource: &str) -> &[Arc<Fault>] {
+    /// The faults that may match a request for `resource` in `namespace` (`None`: a
+    /// cluster-scoped request, or a list across namespaces), in name order.
+    pub(crate) fn candidates(&self, resource: &str, namespace: Option<&str>) -> &[Arc<Fault>] {
         self.by_resource
             .get(resource)
-            .map_or(&self.any_resource, Vec::as_slice)
+            .unwrap_or(&self.any_resource)
+            .candidates(namespace)
     }
 
     fn build(stored: &BTreeMap<Vec<u8>, Arc<Fault>>) -> Current {
-        let mut current = Current::default();
+        let any: Vec<&Arc<Fault>> = stored
+            .values()
+            .filter(|f| f.compiled.matcher.resource.is_none())
+            .collect();
+        let mut named: HashMap<&str, Vec<&Arc<Fault>>> = HashMap::new();
         for fault in stored.values() {
-            match &fault.compiled.matcher.resource {
-                Some(resource) => {
-                    current
-                        .by_resource
-                        .entry(resource.clone())
-                        .or_default()
-                        .push(Arc::clone(fault));
-                }
-                None => current.any_resource.push(Arc::clone(fault)),
+            if let Some(resource) = &fault.compiled.matcher.resource {
+                named.entry(resource).or_default().push(fault);
             }
         }
-        // Each resource's list also holds the faults for any resource, in name order.
-        for list in current.by_resource.values_mut() {
-            list.extend(current.any_resource.iter().cloned());
-            list.sort_by(|a, b| a.name.cmp(&b.name));
+        Current {
+            by_resource: named
+                .into_iter()
+                .map(|(resource, mut faults)| {
+                    // Each resource's lists also hold the faults for any resource.
+                    faults.extend(any.iter().copied());
+                    (resource.to_owned(), ByNamespace::of(&faults))
+                })
+                .collect(),
+            any_resource: ByNamespace::of(&any),
         }
-        current
     }
 }
 
@@ -250,15 +307,18 @@ impl Faults {
                         Some(old) if old.uid == uid => Arc::clone(&old.counters),
                         _ => Arc::new(counters_of(object.get("status"))),
                     };
-                    stored.insert(
-                        key.to_vec(),
-                        Arc::new(Fault {
-                            name,
-                            uid,
-                            compiled,
-                            counters,
-                        }),
-                    );
+                    let fault = Fault {
+                        name,
+                        uid,
+                        compiled,
+                        counters,
+                    };
+                    // A new Fault, a changed spec (its action summary), or counters ahead of
+                    // what is stored: the flush has a status to write.
+                    if object.get("status") != Some(&fault.status()) {
+                        fault.counters.dirty.store(true, Ordering::Release);
+                    }
+                    stored.insert(key.to_vec(), Arc::new(fault));
                 }
                 Err(errors) => {
                     // Admission refuses such an object: only a store written by another build
@@ -283,11 +343,12 @@ impl Faults {
             .await;
     }
 
-    /// The Faults whose stored status differs from their counters, with their keys.
+    /// The Faults whose stored status may differ from their counters, with their keys.
     fn to_flush(&self) -> Vec<(Vec<u8>, Arc<Fault>)> {
         self.stored
             .read()
             .iter()
+            .filter(|(_, fault)| fault.counters.dirty.load(Ordering::Acquire))
             .map(|(key, fault)| (key.clone(), Arc::clone(fault)))
             .collect()
     }
@@ -312,6 +373,7 @@ fn counters_of(status: Option<&Value>) -> Counters {
         matched: AtomicU64::new(number("matched")),
         applied: AtomicU64::new(number("applied")),
         last_applied: AtomicU64::new(last),
+        dirty: AtomicBool::new(false),
     }
 }
 
@@ -374,11 +436,16 @@ async fn flush_loop(store: Arc<dyn Kv>, shutdown: CancellationToken, faults: Arc
     }
 }
 
-/// Writes the status of each Fault whose stored status is not what its counters say. A
-/// write that loses to a concurrent one is tried again at the next round.
+/// Writes the status of each Fault whose stored status may not be what its counters say
+/// (marked dirty). A write that loses to a concurrent one is tried again at the next round.
 pub(crate) async fn flush(store: &dyn Kv, faults: &Faults) {
     for (key, fault) in faults.to_flush() {
+        // Cleared before the status is read, so that a move of the counters from now on
+        // marks it again; set again below when the write does not happen.
+        let dirty = &fault.counters.dirty;
+        dirty.store(false, Ordering::Release);
         let Ok(found) = store.get(&key, None).await else {
+            dirty.store(true, Ordering::Release);
             return;
         };
         let Some(kv) = found.kv else { continue };
@@ -405,8 +472,12 @@ pub(crate) async fn flush(store: &dyn Kv, faults: &Faults) {
             .await
         {
             Ok(UpdateOutcome::Updated { .. }) => {}
-            Ok(_) => debug!(fault = %fault.name, "fault status write lost a race; next round"),
+            Ok(_) => {
+                dirty.store(true, Ordering::Release);
+                debug!(fault = %fault.name, "fault status write lost a race; next round");
+            }
             Err(err) => {
+                dirty.store(true, Ordering::Release);
                 debug!(error = %err, "fault status write failed");
                 return;
             }
@@ -475,7 +546,7 @@ mod tests {
     }
 
     #[test]
-    fn candidates_are_the_resources_faults_and_the_faults_for_any_resource_in_name_order() {
+    fn candidates_are_the_faults_for_the_resource_and_namespace_or_any_in_name_order() {
         let index = Faults::default();
         let put = |name: &str, spec: Value| {
             let object = json!({"metadata": {"name": name, "uid": name}, "spec": spec});
@@ -496,7 +567,7 @@ mod tests {
         let current = index.current();
         let names = |resource: &str| -> Vec<String> {
             current
-                .candidates(resource)
+                .candidates(resource, Some("default"))
                 .iter()
                 .map(|f| f.name.clone())
                 .collect()
@@ -505,13 +576,41 @@ mod tests {
         assert_eq!(names("configmaps"), ["a", "c"]);
         assert_eq!(names("secrets"), ["a"]);
         assert!(index.any());
+        // By namespace: a fault naming one is a candidate there only; the others everywhere.
+        put(
+            "d",
+            json!({"match": {"resource": "pods", "namespace": "team"}, "action": {"compact": true}}),
+        );
+        put(
+            "e",
+            json!({"match": {"namespace": "team"}, "action": {"compact": true}}),
+        );
+        let current = index.current();
+        let names_in = |resource: &str, namespace: Option<&str>| -> Vec<String> {
+            current
+                .candidates(resource, namespace)
+                .iter()
+                .map(|f| f.name.clone())
+                .collect()
+        };
+        assert_eq!(names_in("pods", Some("team")), ["a", "b", "d", "e"]);
+        assert_eq!(names_in("pods", Some("default")), ["a", "b"]);
+        assert_eq!(names_in("pods", None), ["a", "b"]);
+        assert_eq!(names_in("secrets", Some("team")), ["a", "e"]);
+        assert_eq!(names_in("configmaps", Some("team")), ["a", "c", "e"]);
+        for name in ["d", "e"] {
+            index.apply(format!("{PREFIX}{name}").as_bytes(), None);
+        }
         // Counters survive a recompilation of the same object.
-        current.candidates("pods")[1].fires(0);
+        current.candidates("pods", None)[1].fires(0);
         put(
             "b",
             json!({"match": {"resource": "pods"}, "action": {"compact": true}, "count": 5}),
         );
-        assert_eq!(index.current().candidates("pods")[1].status()["matched"], 1);
+        assert_eq!(
+            index.current().candidates("pods", None)[1].status()["matched"],
+            1
+        );
         for name in ["a", "b", "c"] {
             index.apply(format!("{PREFIX}{name}").as_bytes(), None);
         }
