@@ -1,6 +1,7 @@
 //! `kubemock::testing::Cluster` and the virtual clock (issue 21, items 4 and 5): the README's
 //! example (a conflict injected, the controller's retry seen in the request log), and the
-//! clock driving the server's timestamps, a CronJob and a Job's TTL; moves refused without a
+//! clock driving the server's timestamps, a CronJob, a Job's TTL and active deadline, a
+//! Deployment's progress deadline and minReadySeconds; moves refused without a
 //! virtual clock, bad moves refused with a 422.
 
 use std::time::Duration;
@@ -287,5 +288,252 @@ async fn the_clock_refuses_moves_without_a_virtual_clock_and_bad_moves_with_a_42
         virtual_clock.now().await.unwrap(),
         start_time(),
         "a dry run"
+    );
+}
+
+/// Polls `probe` every 20 ms until it gives `Some`, failing the test with `what` after
+/// [`WAIT`].
+async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The (status, reason) of a Deployment's condition `kind`.
+fn deployment_condition(deployment: &Deployment, kind: &str) -> Option<(String, String)> {
+    deployment
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind)
+        .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
+}
+
+/// A Deployment of `replicas` pods of `app`, with `spec` merged into its spec and `annotations`
+/// on its pod template.
+fn deployment(
+    app: &str,
+    replicas: i32,
+    spec: serde_json::Value,
+    annotations: serde_json::Value,
+) -> Deployment {
+    let mut object = json!({"metadata": {"name": app}, "spec": {
+        "replicas": replicas, "selector": {"matchLabels": {"app": app}},
+        "template": {"metadata": {"labels": {"app": app}, "annotations": annotations},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    if let (Some(target), serde_json::Value::Object(extra)) = (object["spec"].as_object_mut(), spec)
+    {
+        target.extend(extra);
+    }
+    serde_json::from_value(object).unwrap()
+}
+
+// Upstream: pkg/controller/deployment/util/deployment_util.go `DeploymentTimedOut` (the
+// Progressing condition's lastUpdateTime plus progressDeadlineSeconds, strictly before now).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stalled_rollout_exceeds_its_progress_deadline_when_the_clock_passes_it_and_not_before() {
+    let cluster = Cluster::builder()
+        .virtual_clock(start_time())
+        .start()
+        .await
+        .unwrap();
+    let deployments: Api<Deployment> = Api::default_namespaced(cluster.kube_client());
+    // Its pod runs but becomes Ready only an hour after it starts: no progress until then.
+    let stalled = deployment(
+        "stalled",
+        1,
+        json!({"progressDeadlineSeconds": 600}),
+        json!({"kubemock.dev/ready-after": "3600"}),
+    );
+    deployments
+        .create(&PostParams::default(), &stalled)
+        .await
+        .unwrap();
+    eventually(
+        "the rollout to be in progress with its pod created",
+        || async {
+            let d = deployments.get("stalled").await.unwrap();
+            let progressing = deployment_condition(&d, "Progressing")?;
+            let updated = d.status.as_ref()?.updated_replicas.unwrap_or(0);
+            (progressing.0 == "True" && updated == 1).then_some(())
+        },
+    )
+    .await;
+
+    cluster.advance(Duration::from_secs(599)).await.unwrap();
+    tokio::time::sleep(QUIET).await;
+    let d = deployments.get("stalled").await.unwrap();
+    assert_eq!(
+        deployment_condition(&d, "Progressing").map(|c| c.0),
+        Some("True".to_owned()),
+        "timed out before its deadline: {:?}",
+        d.status
+    );
+
+    cluster.advance(Duration::from_secs(2)).await.unwrap();
+    let progressing = eventually("the rollout to exceed its progress deadline", || async {
+        let d = deployments.get("stalled").await.unwrap();
+        deployment_condition(&d, "Progressing").filter(|c| c.1 == "ProgressDeadlineExceeded")
+    })
+    .await;
+    assert_eq!(progressing.0, "False");
+}
+
+// Upstream: pkg/api/v1/pod/util.go `IsPodAvailable` (Ready for minReadySeconds, by the Ready
+// condition's lastTransitionTime, strictly before now).
+#[tokio::test(flavor = "multi_thread")]
+async fn ready_pods_count_as_available_once_the_clock_passes_min_ready_seconds() {
+    let cluster = Cluster::builder()
+        .virtual_clock(start_time())
+        .start()
+        .await
+        .unwrap();
+    let deployments: Api<Deployment> = Api::default_namespaced(cluster.kube_client());
+    let patient = deployment("patient", 2, json!({"minReadySeconds": 300}), json!({}));
+    deployments
+        .create(&PostParams::default(), &patient)
+        .await
+        .unwrap();
+    let counts = |d: &Deployment| {
+        let status = d.status.clone().unwrap_or_default();
+        (
+            status.ready_replicas.unwrap_or(0),
+            status.available_replicas.unwrap_or(0),
+        )
+    };
+    eventually("both pods to be Ready", || async {
+        let d = deployments.get("patient").await.unwrap();
+        (counts(&d).0 == 2).then_some(())
+    })
+    .await;
+
+    cluster.advance(Duration::from_secs(299)).await.unwrap();
+    tokio::time::sleep(QUIET).await;
+    let d = deployments.get("patient").await.unwrap();
+    assert_eq!(counts(&d), (2, 0), "available before minReadySeconds");
+    assert_eq!(
+        deployment_condition(&d, "Available"),
+        Some(("False".to_owned(), "MinimumReplicasUnavailable".to_owned()))
+    );
+
+    cluster.advance(Duration::from_secs(2)).await.unwrap();
+    eventually("both pods to be available", || async {
+        let d = deployments.get("patient").await.unwrap();
+        (counts(&d) == (2, 2)
+            && deployment_condition(&d, "Available").is_some_and(|c| c.0 == "True"))
+        .then_some(())
+    })
+    .await;
+}
+
+// Upstream: pkg/controller/job/job_controller.go `pastActiveDeadline` (startTime plus
+// activeDeadlineSeconds, reached or passed) and the `DeadlineExceeded` failure.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_fails_with_deadline_exceeded_when_the_clock_passes_its_active_deadline() {
+    let cluster = Cluster::builder()
+        .virtual_clock(start_time())
+        .start()
+        .await
+        .unwrap();
+    let jobs: Api<Job> = Api::default_namespaced(cluster.kube_client());
+    let job = serde_json::from_value(json!({"metadata": {"name": "slow"}, "spec": {
+        "activeDeadlineSeconds": 120,
+        "template": {"metadata": {"annotations": {"kubemock.dev/run-seconds": "3600"}},
+            "spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}}}}))
+    .unwrap();
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let failed = |job: &Job| {
+        job.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Failed" && c.status == "True"))
+            .map(|c| c.reason.clone().unwrap_or_default())
+    };
+    eventually("the Job's pod to be running", || async {
+        let job = jobs.get("slow").await.unwrap();
+        let status = job.status?;
+        (status.active == Some(1) && status.ready == Some(1)).then_some(())
+    })
+    .await;
+
+    cluster.advance(Duration::from_secs(119)).await.unwrap();
+    tokio::time::sleep(QUIET).await;
+    let job = jobs.get("slow").await.unwrap();
+    assert_eq!(
+        failed(&job),
+        None,
+        "failed before its deadline: {:?}",
+        job.status
+    );
+
+    cluster.advance(Duration::from_secs(2)).await.unwrap();
+    let reason = eventually("the Job to fail", || async {
+        failed(&jobs.get("slow").await.unwrap())
+    })
+    .await;
+    assert_eq!(reason, "DeadlineExceeded");
+    eventually("the Job's pod to be gone", || async {
+        let job = jobs.get("slow").await.unwrap();
+        (job.status?.active.unwrap_or(0) == 0).then_some(())
+    })
+    .await;
+}
+
+/// `componentstatuses/controller-manager`'s Healthy status.
+async fn controller_manager_healthy(cluster: &Cluster) -> String {
+    let url = format!(
+        "{}/api/v1/componentstatuses/controller-manager",
+        cluster.url()
+    );
+    let status: serde_json::Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+    status["conditions"][0]["status"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
+// The server judges a leader-election lease by its clock (issue 21: "lease expiry in leader
+// election as the server sees it"); kubemock's electors stamp renewTime from the same clock.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_leader_lease_nobody_renews_expires_when_the_virtual_clock_passes_it() {
+    let cluster = Cluster::builder()
+        .controllers(false)
+        .virtual_clock(start_time())
+        .start()
+        .await
+        .unwrap();
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(cluster.kube_client(), "kube-system");
+    let lease = serde_json::from_value(json!({
+        "metadata": {"name": "kube-controller-manager"},
+        "spec": {"holderIdentity": "elsewhere", "leaseDurationSeconds": 15,
+            "acquireTime": "2030-01-01T00:00:00.000000Z",
+            "renewTime": "2030-01-01T00:00:00.000000Z"}}))
+    .unwrap();
+    leases.create(&PostParams::default(), &lease).await.unwrap();
+    assert_eq!(controller_manager_healthy(&cluster).await, "True");
+    cluster.advance(Duration::from_secs(15)).await.unwrap();
+    assert_eq!(
+        controller_manager_healthy(&cluster).await,
+        "True",
+        "held to the end of its duration"
+    );
+    cluster.advance(Duration::from_secs(1)).await.unwrap();
+    assert_eq!(
+        controller_manager_healthy(&cluster).await,
+        "False",
+        "expired on the virtual clock"
     );
 }

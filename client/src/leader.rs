@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kubemock_apimachinery::clock::Clock;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -86,6 +87,11 @@ pub struct LeaderElector {
     observed_at: Instant,
     /// The last holder reported through `NewLeader`.
     reported_leader: Option<String>,
+    /// Where the lease's `acquireTime` and `renewTime` come from (the process's virtual clock
+    /// in tests), as client-go's elector writes them from its `clock`. Expiry is still judged
+    /// by local observation in real time (`observed_at`): a jump of a virtual clock must not
+    /// depose a leader that keeps renewing.
+    clock: Clock,
 }
 
 impl LeaderElector {
@@ -99,7 +105,15 @@ impl LeaderElector {
             observed: None,
             observed_at: Instant::now(),
             reported_leader: None,
+            clock: Clock::system(),
         }
+    }
+
+    /// Stamps the lease's times from `clock` (the system clock by default).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     fn jittered(&self) -> Duration {
@@ -205,7 +219,7 @@ impl LeaderElector {
     }
 
     fn spec(&self, old: Option<&LeaseSpec>) -> LeaseSpec {
-        let now = MicroTime(crate::resource::now());
+        let now = MicroTime(self.clock.now());
         let held_by_us =
             old.and_then(|s| s.holder_identity.as_deref()) == Some(&self.config.identity);
         let transitions = old.and_then(|s| s.lease_transitions).unwrap_or(0);
@@ -335,7 +349,7 @@ impl LeaderElector {
         let Some(lease) = self.lease.clone().filter(|l| self.holds(l)) else {
             return Ok(());
         };
-        let now = MicroTime(crate::resource::now());
+        let now = MicroTime(self.clock.now());
         let mut released = lease.clone();
         released.spec = Some(LeaseSpec {
             holder_identity: None,

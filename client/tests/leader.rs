@@ -161,3 +161,70 @@ async fn a_vanished_leader_is_replaced_once_its_lease_expires() {
     b.token.cancel();
     b.task.await.expect("stops");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_on_a_virtual_clock_stamps_the_lease_from_it_and_survives_its_jumps() {
+    use k8s_openapi::chrono::{TimeZone, Utc};
+    use kubemock_apimachinery::clock::{Clock, FakeClock};
+
+    let (_server, client) = common::server().await;
+    let api: Api<Lease> = Api::namespaced(client, "default");
+    let start = Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap();
+    let fake = FakeClock::new(start);
+    let config = LeaderElectionConfig::new("virtual").timings(LEASE, RENEW, RETRY);
+    let elector =
+        LeaderElector::new(api.clone(), "lock", config).with_clock(Clock::from(fake.clone()));
+    let token = CancellationToken::new();
+    let leading = Arc::new(AtomicUsize::new(0));
+    let (tx, mut events) = mpsc::channel(64);
+    let task = tokio::spawn({
+        let (token, leading) = (token.clone(), leading.clone());
+        async move {
+            elector
+                .run(
+                    token,
+                    move |lead_token| async move {
+                        leading.fetch_add(1, Ordering::SeqCst);
+                        lead_token.cancelled().await;
+                        leading.fetch_sub(1, Ordering::SeqCst);
+                    },
+                    move |event| {
+                        let _ = tx.try_send(("virtual".to_owned(), event));
+                    },
+                )
+                .await;
+        }
+    });
+    next_started(&mut events).await;
+    let spec = api.get("lock").await.expect("lease").spec.expect("spec");
+    assert_eq!(spec.acquire_time.map(|t| t.0), Some(start));
+    assert_eq!(spec.renew_time.map(|t| t.0), Some(start));
+
+    // Six hours later on the virtual clock: the next renewal carries the new time, and the
+    // leader, judging expiry by what it observes in real time, never stepped down.
+    fake.advance(Duration::from_secs(6 * 3600));
+    let later = start + Duration::from_secs(6 * 3600);
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while api
+            .get("lock")
+            .await
+            .expect("lease")
+            .spec
+            .and_then(|s| s.renew_time)
+            .map(|t| t.0)
+            != Some(later)
+        {
+            tokio::time::sleep(RETRY / 2).await;
+        }
+    })
+    .await
+    .expect("a renewal at the virtual time");
+    assert_eq!(leading.load(Ordering::SeqCst), 1, "still the leader");
+    while let Ok(Some((_, event))) =
+        tokio::time::timeout(Duration::from_millis(1), events.recv()).await
+    {
+        assert_ne!(event, LeaderEvent::StoppedLeading);
+    }
+    token.cancel();
+    task.await.expect("stops");
+}

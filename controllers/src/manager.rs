@@ -329,12 +329,14 @@ async fn start(
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(ENDPOINTS) {
-        let controller = EndpointsController::new(clients.client(ENDPOINTS).await?, &factory);
+        let controller = EndpointsController::new(clients.client(ENDPOINTS).await?, &factory)
+            .with_clock(config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(ENDPOINTSLICE) {
         let client = clients.client(ENDPOINTSLICE).await?;
-        let controller = EndpointSliceController::new(client, &factory);
+        let controller =
+            EndpointSliceController::new(client, &factory).with_clock(config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(CRONJOB) {
@@ -350,7 +352,8 @@ async fn start(
         let scheduler = Scheduler::new(
             client.unwrap_or_else(|| agent(&credentials.root)),
             &informers,
-        );
+        )
+        .with_clock(config.clock.clone());
         controllers.spawn(scheduler.run(token.child_token()));
     }
     if config.is_enabled(KUBELET) {
@@ -363,7 +366,8 @@ async fn start(
         controllers.spawn(kubelet.run(token.child_token()));
     }
     if config.is_enabled(NAMESPACE) {
-        let controller = NamespaceController::new(clients.client(NAMESPACE).await?, &factory);
+        let controller = NamespaceController::new(clients.client(NAMESPACE).await?, &factory)
+            .with_clock(config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(DISRUPTION) {
@@ -386,7 +390,7 @@ async fn start(
     }
     if config.is_enabled(PERSISTENTVOLUME_BINDER) {
         let client = clients.client(PERSISTENTVOLUME_BINDER).await?;
-        let controller = VolumeBinder::new(client, &factory);
+        let controller = VolumeBinder::new(client, &factory).with_clock(config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(PVC_PROTECTION) {
@@ -403,7 +407,7 @@ async fn start(
         // An external provisioner's permissions are the binder's (volumes: create, delete;
         // claims and classes: read; events), so it runs as the binder's account.
         let client = clients.client(PERSISTENTVOLUME_BINDER).await?;
-        let controller = Provisioner::new(client, &factory);
+        let controller = Provisioner::new(client, &factory).with_clock(config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(NODE_LIFECYCLE) {
@@ -483,7 +487,8 @@ pub async fn run_with_leader_election(
         Some(LEADER_ELECTION_AGENT),
     );
     let leases: Api<Lease> = Api::namespaced(client, &election.namespace);
-    let elector = LeaderElector::new(leases, &election.name, election.config);
+    let elector = LeaderElector::new(leases, &election.name, election.config)
+        .with_clock(config.clock.clone());
     elector
         .run(
             token,

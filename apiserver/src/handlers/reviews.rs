@@ -435,9 +435,10 @@ async fn lease_held(call: &Call, name: &str) -> ApiResult<bool> {
         .get("renewTime")
         .and_then(Value::as_str)
         .and_then(time::parse_rfc3339);
-    // Real time, not the server's clock: the candidates (kube-controller-manager, out of
-    // process too) renew the lease on their own clocks, the system's.
-    let now = kubemock_apimachinery::clock::Clock::system().unix_nanos();
+    // The server's clock (virtual with `--virtual-clock`): kubemock's candidates stamp
+    // `renewTime` from the same clock (in process, or following the server's from their own
+    // process), so a lease nobody renews expires when the clock passes its duration.
+    let now = call.state.clock().unix_nanos();
     Ok(!holder.is_empty()
         && renewed.is_some_and(|at| now <= at + i128::from(duration) * 1_000_000_000))
 }

@@ -5,6 +5,7 @@
 //! `RepackSubsets`), and at most 1,000 addresses (the rest truncated, with the
 //! `endpoints.kubernetes.io/over-capacity` annotation).
 
+use crate::clock::Clock;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -47,6 +48,8 @@ pub struct EndpointsController {
     services: SharedInformer<Service>,
     pods: SharedInformer<Pod>,
     endpoints: SharedInformer<Endpoints>,
+    /// Where event timestamps come from (the system clock unless set).
+    clock: Clock,
 }
 
 impl EndpointsController {
@@ -57,7 +60,16 @@ impl EndpointsController {
             services: factory.informer::<Service>(),
             pods: factory.informer::<Pod>(),
             endpoints: factory.informer::<Endpoints>(),
+            clock: Clock::system(),
         }
+    }
+
+    /// Reads the time from `clock` (the server's virtual clock in tests and with
+    /// `--virtual-clock`).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Runs until `token` is cancelled.
@@ -67,7 +79,8 @@ impl EndpointsController {
             services: self.services.store(),
             pods: self.pods.store(),
             endpoints: self.endpoints.store(),
-            recorder: Recorder::new(self.client.clone(), "endpoint-controller"),
+            recorder: Recorder::new(self.client.clone(), "endpoint-controller")
+                .with_clock(self.clock.clone()),
         });
         let services = self.services.store();
         let controller = Controller::new("endpoint", self.services)

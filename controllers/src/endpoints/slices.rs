@@ -10,6 +10,7 @@
 //! `EndpointSliceTracker`, the controller remembers what it wrote and waits for the cache to
 //! show it before syncing that Service again.
 
+use crate::clock::Clock;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -62,6 +63,8 @@ pub struct EndpointSliceController {
     pods: SharedInformer<Pod>,
     nodes: SharedInformer<Node>,
     slices: SharedInformer<EndpointSlice>,
+    /// Where event timestamps come from (the system clock unless set).
+    clock: Clock,
 }
 
 impl EndpointSliceController {
@@ -73,7 +76,16 @@ impl EndpointSliceController {
             pods: factory.informer::<Pod>(),
             nodes: factory.informer::<Node>(),
             slices: factory.informer::<EndpointSlice>(),
+            clock: Clock::system(),
         }
+    }
+
+    /// Reads the time from `clock` (the server's virtual clock in tests and with
+    /// `--virtual-clock`).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Runs until `token` is cancelled.
@@ -85,7 +97,8 @@ impl EndpointSliceController {
             nodes: self.nodes.store(),
             slices: self.slices.store(),
             tracker: Tracker::default(),
-            recorder: Recorder::new(self.client.clone(), "endpoint-slice-controller"),
+            recorder: Recorder::new(self.client.clone(), "endpoint-slice-controller")
+                .with_clock(self.clock.clone()),
         });
         let services = self.services.store();
         let controller = Controller::new("endpointslice", self.services)

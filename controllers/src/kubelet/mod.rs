@@ -188,7 +188,8 @@ impl Kubelet {
             wakes: Mutex::new(HashMap::new()),
             leases: Mutex::new(HashMap::new()),
             config: self.config.clone(),
-            recorder: Recorder::new(self.client.clone(), "kubelet"),
+            recorder: Recorder::new(self.client.clone(), "kubelet")
+                .with_clock(self.config.clock.clone()),
         });
         // Each simulated node's heartbeat: its Lease and status, again every LEASE_RENEW
         // (sync_node requeues itself), and at once when a fake clock moves.

@@ -9,6 +9,7 @@ mod deleter;
 
 pub use conditions::{CONDITION_TYPES, ContentReport, update_conditions};
 
+use crate::clock::Clock;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +39,8 @@ const RECHECK: Duration = Duration::from_millis(250);
 pub struct NamespaceController {
     client: Client,
     namespaces: SharedInformer<Namespace>,
+    /// Where event timestamps and condition times come from (the system clock unless set).
+    clock: Clock,
 }
 
 impl NamespaceController {
@@ -46,16 +49,26 @@ impl NamespaceController {
         NamespaceController {
             client,
             namespaces: factory.informer::<Namespace>(),
+            clock: Clock::system(),
         }
+    }
+
+    /// Reads the time from `clock` (the server's virtual clock in tests and with
+    /// `--virtual-clock`).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Runs until `token` is cancelled.
     pub async fn run(self, token: CancellationToken) {
         let client = Arc::new(self.client);
+        let clock = self.clock;
         Controller::new("namespace", self.namespaces)
             .workers(WORKERS)
             .run(
-                move |key| sync(key, client.clone()),
+                move |key| sync(key, client.clone(), clock.clone()),
                 crate::error::error_policy,
                 token,
             )
@@ -65,7 +78,7 @@ impl NamespaceController {
 
 /// One step for one namespace (upstream `namespacedResourcesDeleter.Delete`). Reads the
 /// namespace from the server, not the cache: other controllers edit it while it terminates.
-async fn sync(key: ObjectKey, client: Arc<Client>) -> Result<Action> {
+async fn sync(key: ObjectKey, client: Arc<Client>, clock: Clock) -> Result<Action> {
     let api: Api<Namespace> = Api::all((*client).clone());
     let Some(mut namespace) = api.get_opt(&key.name).await? else {
         return Ok(Action::AwaitChange);
@@ -84,7 +97,7 @@ async fn sync(key: ObjectKey, client: Arc<Client>) -> Result<Action> {
         return Ok(Action::AwaitChange);
     }
     let pass = deleter::delete_all_content(&client, &key.name).await;
-    let now = Time(kubemock_client::resource::now());
+    let now = Time(clock.now());
     let failures = pass.report.failures(&now);
     let status = namespace.status.get_or_insert_with(Default::default);
     let conditions = status.conditions.get_or_insert_with(Vec::new);

@@ -107,7 +107,8 @@ impl NodeLifecycleController {
             leases: self.leases.store(),
             pods: self.pods.store(),
             // Upstream's recorder: `eventBroadcaster.NewRecorder(..., "node-controller")`.
-            recorder: Recorder::new(self.client.clone(), "node-controller"),
+            recorder: Recorder::new(self.client.clone(), "node-controller")
+                .with_clock(self.clock.clone()),
             clock: self.clock.clone(),
             health: Mutex::new(HashMap::new()),
             all_disrupted: Mutex::new(false),

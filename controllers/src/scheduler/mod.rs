@@ -10,6 +10,7 @@
 pub mod fit;
 pub mod volumes;
 
+use crate::clock::Clock;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -52,6 +53,8 @@ struct Context {
     /// Serialises the decisions (usage, choice, assumption); never held across an await.
     deciding: Mutex<()>,
     recorder: Recorder,
+    /// The time of the `PodScheduled` condition.
+    clock: Clock,
     volumes: volumes::VolumeCaches,
 }
 
@@ -63,6 +66,8 @@ pub struct Scheduler {
     claims: SharedInformer<PersistentVolumeClaim>,
     volumes: SharedInformer<PersistentVolume>,
     classes: SharedInformer<StorageClass>,
+    /// Where event timestamps and condition times come from (the system clock unless set).
+    clock: Clock,
 }
 
 fn pending(pod: &Pod) -> bool {
@@ -89,7 +94,16 @@ impl Scheduler {
             claims: factory.informer(),
             volumes: factory.informer(),
             classes: factory.informer(),
+            clock: Clock::system(),
         }
+    }
+
+    /// Reads the time from `clock` (the server's virtual clock in tests and with
+    /// `--virtual-clock`).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Runs until `token` is cancelled.
@@ -101,7 +115,9 @@ impl Scheduler {
             assumed: Mutex::new(HashMap::new()),
             waiting: Mutex::new(HashMap::new()),
             deciding: Mutex::new(()),
-            recorder: Recorder::new(self.client.clone(), DEFAULT_SCHEDULER),
+            recorder: Recorder::new(self.client.clone(), DEFAULT_SCHEDULER)
+                .with_clock(self.clock.clone()),
+            clock: self.clock.clone(),
             volumes: volumes::VolumeCaches {
                 claims: self.claims.store(),
                 volumes: self.volumes.store(),
@@ -381,7 +397,7 @@ async fn mark_unschedulable(
         status: "False".to_owned(),
         reason: Some("Unschedulable".to_owned()),
         message: Some(message.clone()),
-        last_transition_time: Some(Time(kubemock_client::resource::now())),
+        last_transition_time: Some(Time(ctx.clock.now())),
         last_probe_time: None,
     });
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);

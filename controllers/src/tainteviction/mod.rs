@@ -85,7 +85,8 @@ impl TaintEvictionController {
             client: self.client.clone(),
             pods: self.pods.store(),
             nodes: self.nodes.store(),
-            recorder: Recorder::new(self.client.clone(), "taint-eviction-controller"),
+            recorder: Recorder::new(self.client.clone(), "taint-eviction-controller")
+                .with_clock(self.clock.clone()),
             clock: self.clock.clone(),
             waiting: Mutex::new(HashMap::new()),
         });

@@ -14,6 +14,7 @@
 //! `pv.kubernetes.io/bind-completed`), then its status, each from the answer of the last, and
 //! a failed step is finished by the next sync.
 
+use crate::clock::Clock;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
@@ -86,6 +87,8 @@ pub struct VolumeBinder {
     volumes: SharedInformer<PersistentVolume>,
     classes: SharedInformer<StorageClass>,
     pods: SharedInformer<k8s_openapi::api::core::v1::Pod>,
+    /// Where event timestamps come from (the system clock unless set).
+    clock: Clock,
 }
 
 impl VolumeBinder {
@@ -97,13 +100,22 @@ impl VolumeBinder {
             volumes: factory.informer(),
             classes: factory.informer(),
             pods: factory.informer(),
+            clock: Clock::system(),
         }
+    }
+
+    /// Reads the time from `clock` (the server's virtual clock in tests and with
+    /// `--virtual-clock`).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Runs until `token` is cancelled: one queue of claims, one of volumes.
     pub async fn run(self, token: CancellationToken) {
         let ctx = Arc::new(Context {
-            recorder: Recorder::new(self.client.clone(), COMPONENT),
+            recorder: Recorder::new(self.client.clone(), COMPONENT).with_clock(self.clock.clone()),
             client: self.client,
             claims: self.claims.store(),
             volumes: self.volumes.store(),

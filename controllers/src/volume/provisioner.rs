@@ -9,6 +9,7 @@
 //! policy `Delete` is deleted. Volumes of a node-bound claim carry that node's affinity, so
 //! their pods return to it. Nothing is written to any disk: the hostPath is a name.
 
+use crate::clock::Clock;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
@@ -91,6 +92,8 @@ pub struct Provisioner {
     volumes: SharedInformer<PersistentVolume>,
     classes: SharedInformer<StorageClass>,
     nodes: SharedInformer<Node>,
+    /// Where event timestamps come from (the system clock unless set).
+    clock: Clock,
 }
 
 impl Provisioner {
@@ -102,7 +105,16 @@ impl Provisioner {
             volumes: factory.informer(),
             classes: factory.informer(),
             nodes: factory.informer(),
+            clock: Clock::system(),
         }
+    }
+
+    /// Reads the time from `clock` (the server's virtual clock in tests and with
+    /// `--virtual-clock`).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Creates the default class (a refusal is logged: in the secure mode kubemock's
@@ -120,7 +132,8 @@ impl Provisioner {
             }
         }
         let ctx = Arc::new(Context {
-            recorder: Recorder::new(self.client.clone(), PROVISIONER),
+            recorder: Recorder::new(self.client.clone(), PROVISIONER)
+                .with_clock(self.clock.clone()),
             client: self.client,
             claims: self.claims.store(),
             volumes: self.volumes.store(),
