@@ -15,8 +15,9 @@
 //! against upstream's per-expression limit, and the sum against the limit of the whole schema
 //! (`pkg/apis/apiextensions/validation/validation.go`, `cel_validation.go`).
 //!
-//! Not done (README: CEL): `allOf` rules, and the `set`/`map` list equality of
-//! `oldSelf == self`.
+//! Lists compare and concatenate as their `x-kubernetes-list-type` says (`kubemock_cel::value::
+//! ListKind`); rules under `allOf`/`anyOf`/`oneOf`/`not` are refused, as upstream refuses them
+//! in a CRD's structural schema.
 
 use std::sync::Arc;
 
@@ -285,6 +286,11 @@ pub(crate) fn check(
         suppress_per_expression,
         ..CostCheck::default()
     };
+    // Sorted, as upstream's `ValidateStructural` sorts its errors.
+    let mut nested = Vec::new();
+    nested_rules(schema, at, false, &mut nested);
+    nested.sort_by(|a, b| a.field.cmp(&b.field));
+    errors.extend(nested);
     compile_node(schema, at, true, Some(1), Some(&mut costs), errors);
     if costs.total > STATIC_ESTIMATED_CRD_COST_LIMIT {
         for (path, _) in &costs.most_expensive {
@@ -301,6 +307,51 @@ pub(crate) fn check(
                 STATIC_ESTIMATED_CRD_COST_LIMIT,
             ),
         ));
+    }
+}
+
+/// Rules under `allOf`, `anyOf`, `oneOf` or `not` (at any depth there): forbidden in a CRD's
+/// structural schema, as upstream forbids them (`apiextensions-apiserver/pkg/apiserver/
+/// schema/validation.go`, `validateNestedValueValidation` with `AllowNestedXValidations`
+/// false), since only the structural part of a schema is validated with CEL.
+fn nested_rules(schema: &Value, at: &str, nested: bool, errors: &mut Vec<FieldError>) {
+    let Some(node) = schema.as_object() else {
+        return;
+    };
+    if nested && node.contains_key("x-kubernetes-validations") {
+        errors.push(forbidden(
+            format!("{at}.x-kubernetes-validations"),
+            "must be empty to be structural",
+        ));
+    }
+    if let Some(properties) = node.get("properties").and_then(Value::as_object) {
+        for (name, property) in properties {
+            nested_rules(
+                property,
+                &format!("{at}.properties[{name}]"),
+                nested,
+                errors,
+            );
+        }
+    }
+    for child in ["items", "additionalProperties"] {
+        if let Some(sub) = node.get(child) {
+            nested_rules(sub, &format!("{at}.{child}"), nested, errors);
+        }
+    }
+    for quantifier in ["allOf", "anyOf", "oneOf"] {
+        for (index, sub) in node
+            .get(quantifier)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            nested_rules(sub, &format!("{at}.{quantifier}[{index}]"), true, errors);
+        }
+    }
+    if let Some(not) = node.get("not") {
+        nested_rules(not, &format!("{at}.not"), true, errors);
     }
 }
 

@@ -288,7 +288,7 @@ impl<'a> Interpreter<'a> {
             Node::Comprehension(c) => {
                 let range = self.eval(&c.range)?;
                 let items: Vec<Value> = match &range {
-                    Value::List(l) => l.as_ref().clone(),
+                    Value::List(l) => l.to_vec(),
                     Value::Map(m) => m.keys().map(Key::to_value).collect(),
                     _ => return Err(no_such_overload()),
                 };

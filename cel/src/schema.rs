@@ -16,7 +16,7 @@ use base64::Engine;
 use serde_json::Value as Json;
 
 use crate::types::{ObjectType, Type};
-use crate::value::{Key, MapValue, Value};
+use crate::value::{Key, ListKind, MapValue, Value};
 
 /// CEL's reserved words (escaping.go `celReservedSymbols`): a schema property of that name
 /// is escaped as `__word__`, and a policy variable may not be named so.
@@ -401,7 +401,8 @@ pub fn to_value(schema: Option<&Json>, json: &Json) -> Value {
         }
         Json::Array(items) => {
             let item_schema = schema.get("items");
-            Value::list(items.iter().map(|i| to_value(item_schema, i)).collect())
+            let values = items.iter().map(|i| to_value(item_schema, i)).collect();
+            Value::typed_list(values, list_kind(schema))
         }
         Json::String(s) => match schema.get("format").and_then(Json::as_str) {
             Some("byte") => match base64::engine::general_purpose::STANDARD.decode(s) {
@@ -431,6 +432,26 @@ pub fn to_value(schema: Option<&Json>, json: &Json) -> Value {
     }
 }
 
+/// The [`ListKind`] of an array schema's `x-kubernetes-list-type` (map keys escaped as the
+/// items' properties are).
+fn list_kind(schema: &Json) -> ListKind {
+    match schema.get("x-kubernetes-list-type").and_then(Json::as_str) {
+        Some("set") => ListKind::Set,
+        Some("map") => {
+            let keys = schema
+                .get("x-kubernetes-list-map-keys")
+                .and_then(Json::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Json::as_str)
+                .map(|k| Arc::from(escape(k).unwrap_or_else(|| k.to_owned())))
+                .collect();
+            ListKind::Map(keys)
+        }
+        _ => ListKind::Atomic,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -443,5 +464,194 @@ mod tests {
         assert_eq!(escape("namespace").as_deref(), Some("__namespace__"));
         assert_eq!(escape("1abc"), None);
         assert_eq!(escape("a b"), None);
+    }
+
+    fn list_schemas() -> (Json, Json, Json, Json) {
+        let int = serde_json::json!({"type": "integer", "format": "int64"});
+        let map_list = serde_json::json!({"type": "array", "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["key"],
+            "items": {"type": "object", "properties": {"key": {"type": "string"}, "val": int}}});
+        let multi_key = serde_json::json!({"type": "array", "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["key1", "key2"],
+            "items": {"type": "object", "properties": {"key1": {"type": "string"},
+                "key2": {"type": "string"}, "val": int}}});
+        let set = serde_json::json!({"type": "array", "x-kubernetes-list-type": "set",
+            "items": {"type": "string"}});
+        let atomic = serde_json::json!({"type": "array", "items": {"type": "string"}});
+        (map_list, multi_key, set, atomic)
+    }
+
+    // Upstream's table: apiextensions-apiserver/pkg/apiserver/schema/cel/values_test.go
+    // `TestEquality` (its list cases; objects and maps are plain maps here).
+    #[test]
+    fn lists_compare_as_their_list_type_says() {
+        use serde_json::json;
+        let (map_list, multi_key, set, atomic) = list_schemas();
+        let kv = |k: &str, v: i64| json!({"key": k, "val": v});
+        let kkv = |a: &str, b: &str, v: i64| json!({"key1": a, "key2": b, "val": v});
+        let cases = [
+            (
+                "map lists are equal regardless of order",
+                &map_list,
+                json!([kv("a", 1), kv("b", 2)]),
+                json!([kv("b", 2), kv("a", 1)]),
+                true,
+            ),
+            (
+                "map lists are not equal if contents differs",
+                &map_list,
+                json!([kv("a", 1), kv("b", 2)]),
+                json!([kv("a", 1), kv("b", 3)]),
+                false,
+            ),
+            (
+                "map lists are not equal if length differs",
+                &map_list,
+                json!([kv("a", 1), kv("b", 2)]),
+                json!([kv("a", 1), kv("b", 2), kv("c", 3)]),
+                false,
+            ),
+            (
+                "multi-key map lists are equal regardless of order",
+                &multi_key,
+                json!([kkv("a1", "a2", 1), kkv("b1", "b2", 2)]),
+                json!([kkv("b1", "b2", 2), kkv("a1", "a2", 1)]),
+                true,
+            ),
+            (
+                "multi-key map lists with different contents are not equal",
+                &multi_key,
+                json!([kkv("a1", "a2", 1), kkv("b1", "b2", 2)]),
+                json!([kkv("a1", "a2", 1), kkv("b1", "b2", 3)]),
+                false,
+            ),
+            (
+                "multi-key map lists with different keys are not equal",
+                &multi_key,
+                json!([kkv("a1", "a2", 1), kkv("b1", "b2", 2)]),
+                json!([kkv("a1", "a2", 1), kkv("c1", "c2", 3)]),
+                false,
+            ),
+            (
+                "multi-key map lists with different lengths are not equal",
+                &multi_key,
+                json!([kkv("a1", "a2", 1)]),
+                json!([kkv("a1", "a2", 1), kkv("b1", "b2", 3)]),
+                false,
+            ),
+            (
+                "set lists are equal regardless of order",
+                &set,
+                json!(["a", "b"]),
+                json!(["b", "a"]),
+                true,
+            ),
+            (
+                "set lists are not equal if contents differ",
+                &set,
+                json!(["a", "b"]),
+                json!(["a", "c"]),
+                false,
+            ),
+            (
+                "set lists are not equal if lengths differ",
+                &set,
+                json!(["a", "b"]),
+                json!(["a", "b", "c"]),
+                false,
+            ),
+            (
+                "identical atomic lists are equal",
+                &atomic,
+                json!(["a", "b"]),
+                json!(["a", "b"]),
+                true,
+            ),
+            (
+                "atomic lists are not equal if order differs",
+                &atomic,
+                json!(["a", "b"]),
+                json!(["b", "a"]),
+                false,
+            ),
+            (
+                "atomic lists are not equal if contents differ",
+                &atomic,
+                json!(["a", "b"]),
+                json!(["a", "c"]),
+                false,
+            ),
+            (
+                "atomic lists are not equal if lengths differ",
+                &atomic,
+                json!(["a", "b"]),
+                json!(["a", "b", "c"]),
+                false,
+            ),
+        ];
+        for (name, schema, lhs, rhs, equal) in cases {
+            let (lhs, rhs) = (to_value(Some(schema), &lhs), to_value(Some(schema), &rhs));
+            assert_eq!(lhs.equals(&rhs), equal, "{name}");
+            assert_eq!(rhs.equals(&lhs), equal, "{name}, reversed");
+        }
+    }
+
+    // Upstream: values_test.go `TestLister` (Contains and Add of each list type).
+    #[test]
+    fn lists_add_as_their_list_type_says() {
+        use serde_json::json;
+        let (map_list, _, set, atomic) = list_schemas();
+        let kv = |k: &str, v: i64| json!({"key": k, "val": v});
+        let cases = [
+            (
+                &map_list,
+                json!([kv("a", 1), kv("b", 2)]),
+                json!([kv("a", 2), kv("c", 1)]),
+                json!([kv("b", 3), kv("c", 4)]),
+                json!([kv("a", 1), kv("b", 3), kv("c", 4)]),
+            ),
+            (
+                &set,
+                json!(["a", "b"]),
+                json!(["c"]),
+                json!(["b", "c"]),
+                json!(["a", "b", "c"]),
+            ),
+            (
+                &atomic,
+                json!(["a", "b"]),
+                json!(["c"]),
+                json!(["b", "c"]),
+                json!(["a", "b", "b", "c"]),
+            ),
+        ];
+        for (schema, items, absent, addition, expected) in cases {
+            let Value::List(list) = to_value(Some(schema), &items) else {
+                panic!("a list");
+            };
+            let item_schema = schema.get("items");
+            for item in items.as_array().into_iter().flatten() {
+                let item = to_value(item_schema, item);
+                assert!(list.iter().any(|i| i.equals(&item)), "contains {item}");
+            }
+            for item in absent.as_array().into_iter().flatten() {
+                let item = to_value(item_schema, item);
+                assert!(
+                    !list.iter().any(|i| i.equals(&item)),
+                    "does not contain {item}"
+                );
+            }
+            let Value::List(addition) = to_value(Some(schema), &addition) else {
+                panic!("a list");
+            };
+            let added = Value::concat_lists(&list, &addition);
+            let expected = to_value(None, &expected);
+            // Compared element by element: the result keeps the list's kind.
+            assert!(expected.equals(&added), "{added} is not {expected}");
+            let Value::List(added) = added else {
+                panic!("a list")
+            };
+            assert_eq!(added.kind(), list.kind());
+        }
     }
 }

@@ -58,6 +58,140 @@ impl Key {
 /// A CEL map.
 pub type MapValue = BTreeMap<Key, Value>;
 
+/// How a list from an object compares and concatenates: its schema's
+/// `x-kubernetes-list-type` (upstream: `apiserver/pkg/cel/common/values.go`,
+/// `unstructuredList`, `unstructuredSetList`, `unstructuredMapList`). Lists written in an
+/// expression are atomic.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ListKind {
+    /// Ordered: equal element by element; `+` concatenates.
+    #[default]
+    Atomic,
+    /// `set`: equal when of one size and every element of the other is in it, in any order;
+    /// `+` appends the other's elements not in it yet.
+    Set,
+    /// `map`, keyed by these properties (escaped as CEL sees them): equal when of one size and
+    /// every element of the other has an equal element of the same key in it; `+` replaces
+    /// elements of the same key in place and appends the others.
+    Map(Arc<[Arc<str>]>),
+}
+
+/// A list value: its elements (the `Vec` it dereferences to) and its [`ListKind`].
+#[derive(Clone, Debug, Default)]
+pub struct ListValue {
+    items: Vec<Value>,
+    kind: ListKind,
+}
+
+impl std::ops::Deref for ListValue {
+    type Target = Vec<Value>;
+
+    fn deref(&self) -> &Vec<Value> {
+        &self.items
+    }
+}
+
+impl ListValue {
+    /// How the list compares and concatenates.
+    pub fn kind(&self) -> &ListKind {
+        &self.kind
+    }
+
+    /// The key of a map list's element: its key properties' values (absent ones `None`);
+    /// `None` when the element is not an object.
+    fn map_key(keys: &[Arc<str>], element: &Value) -> Option<Vec<Option<Value>>> {
+        let Value::Map(fields) = element else {
+            return None;
+        };
+        Some(
+            keys.iter()
+                .map(|k| fields.get(&Key::String(k.clone())).cloned())
+                .collect(),
+        )
+    }
+
+    fn same_key(a: &[Option<Value>], b: &[Option<Value>]) -> bool {
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(x, y)| match (x, y) {
+                (None, None) => true,
+                (Some(x), Some(y)) => x.type_name() == y.type_name() && x.equals(y),
+                _ => false,
+            })
+    }
+
+    /// `self == other` with `self` on the left: upstream's `Equal` of the left operand's list
+    /// kind decides (so the comparison is not symmetric when only one side is a set or map
+    /// list, as upstream's is not).
+    fn equals(&self, other: &ListValue) -> bool {
+        if self.items.len() != other.items.len() {
+            return false;
+        }
+        match &self.kind {
+            ListKind::Atomic => self
+                .items
+                .iter()
+                .zip(other.items.iter())
+                .all(|(x, y)| x.equals(y)),
+            // Upstream looks elements up in a Go map of the native values: same type and
+            // value.
+            ListKind::Set => other.items.iter().all(|o| {
+                self.items
+                    .iter()
+                    .any(|s| s.type_name() == o.type_name() && s.equals(o))
+            }),
+            ListKind::Map(keys) => other.items.iter().all(|o| {
+                let Some(key) = Self::map_key(keys, o) else {
+                    return false;
+                };
+                self.items.iter().any(|s| {
+                    Self::map_key(keys, s).is_some_and(|k| Self::same_key(&k, &key)) && s.equals(o)
+                })
+            }),
+        }
+    }
+
+    /// `self + other`, keeping `self`'s kind.
+    fn concat(&self, other: &ListValue) -> ListValue {
+        let mut items = self.items.clone();
+        match &self.kind {
+            ListKind::Atomic => items.extend(other.items.iter().cloned()),
+            ListKind::Set => {
+                for o in other.items.iter() {
+                    if !items
+                        .iter()
+                        .any(|s| s.type_name() == o.type_name() && s.equals(o))
+                    {
+                        items.push(o.clone());
+                    }
+                }
+            }
+            ListKind::Map(keys) => {
+                let mut item_keys: Vec<Option<Vec<Option<Value>>>> =
+                    items.iter().map(|i| Self::map_key(keys, i)).collect();
+                for o in other.items.iter() {
+                    let key = Self::map_key(keys, o);
+                    let at = key.as_ref().and_then(|key| {
+                        item_keys
+                            .iter()
+                            .position(|k| k.as_ref().is_some_and(|k| Self::same_key(k, key)))
+                    });
+                    match at {
+                        Some(at) => items[at] = o.clone(),
+                        None => {
+                            items.push(o.clone());
+                            item_keys.push(key);
+                        }
+                    }
+                }
+            }
+        }
+        ListValue {
+            items,
+            kind: self.kind.clone(),
+        }
+    }
+}
+
 /// A CIDR: the address as written and its prefix length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cidr {
@@ -100,7 +234,7 @@ pub enum Value {
     /// `bytes`.
     Bytes(Arc<[u8]>),
     /// `list(T)`.
-    List(Arc<Vec<Value>>),
+    List(Arc<ListValue>),
     /// `map(K, V)`; JSON objects too.
     Map(Arc<MapValue>),
     /// `google.protobuf.Duration`, in nanoseconds.
@@ -129,9 +263,19 @@ impl Value {
         Value::String(s.into())
     }
 
-    /// A list value.
+    /// A list value (atomic, as lists written in expressions are).
     pub fn list(items: Vec<Value>) -> Value {
-        Value::List(Arc::new(items))
+        Value::typed_list(items, ListKind::Atomic)
+    }
+
+    /// A list value of an object's list of `kind` (its schema's `x-kubernetes-list-type`).
+    pub fn typed_list(items: Vec<Value>, kind: ListKind) -> Value {
+        Value::List(Arc::new(ListValue { items, kind }))
+    }
+
+    /// `a + b` of two lists: `a`'s kind decides ([`ListKind`]).
+    pub fn concat_lists(a: &ListValue, b: &ListValue) -> Value {
+        Value::List(Arc::new(a.concat(b)))
     }
 
     /// The CEL type name of the value, as cel-go prints it in errors and `type()`.
@@ -194,9 +338,7 @@ impl Value {
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::String(a), Value::String(b)) => a == b,
             (Value::Bytes(a), Value::Bytes(b)) => a == b,
-            (Value::List(a), Value::List(b)) => {
-                a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y))
-            }
+            (Value::List(a), Value::List(b)) => a.equals(b),
             (Value::Map(a), Value::Map(b)) => {
                 a.len() == b.len()
                     && a.iter()

@@ -123,3 +123,34 @@ fn an_expression_past_the_per_call_limit_is_cancelled() {
     assert!(cheap.eval(&Vars::new(), 5).result.is_err());
     assert!(cheap.eval(&Vars::new(), 100).result.is_ok());
 }
+
+// Set and map lists of an object, as the schema types them (apiserver/pkg/cel/common/values.go).
+#[test]
+fn map_lists_merge_by_key_and_compare_regardless_of_order() {
+    let schema = serde_json::json!({"type": "array", "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+        "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "port": {"type": "integer"}}}});
+    let value = |json: serde_json::Value| kubemock_cel::schema::to_value(Some(&schema), &json);
+    let env = Env::new()
+        .with_var("self", Type::Dyn)
+        .with_var("oldSelf", Type::Dyn);
+    let program = env.compile("oldSelf + self == self").expect("compiles");
+    let run = |old: serde_json::Value, new: serde_json::Value| {
+        let vars = Vars::new()
+            .with("self", value(new))
+            .with("oldSelf", value(old));
+        match program.eval(&vars, PER_CALL_LIMIT).result {
+            Ok(Value::Bool(b)) => b,
+            other => panic!("{other:?}"),
+        }
+    };
+    let old = serde_json::json!([{"name": "http", "port": 80}, {"name": "grpc", "port": 9000}]);
+    let reordered =
+        serde_json::json!([{"name": "grpc", "port": 9000}, {"name": "http", "port": 80}]);
+    let changed = serde_json::json!([{"name": "grpc", "port": 9001}, {"name": "http", "port": 80}]);
+    let removed = serde_json::json!([{"name": "http", "port": 8080}]);
+    assert!(run(old.clone(), reordered));
+    assert!(run(old.clone(), changed));
+    assert!(!run(old, removed));
+}

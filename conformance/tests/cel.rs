@@ -478,3 +478,116 @@ async fn errors_in_parts_an_update_leaves_unchanged_ratchet() {
     assert_eq!(fixed.status, 200, "{}", fixed.body);
     assert!(warnings(&fixed).is_empty(), "{:?}", warnings(&fixed));
 }
+
+// Lists of `x-kubernetes-list-type: set` and `map` compare regardless of order, and `+`
+// merges map lists by key (upstream: apiserver/pkg/cel/common/values.go,
+// `unstructuredSetList` and `unstructuredMapList`): transition rules `self == oldSelf` and
+// `oldSelf + self == self` let a client reorder them.
+#[tokio::test]
+async fn set_and_map_lists_compare_regardless_of_order_in_rules() {
+    let h = Harness::start().await;
+    let schema = json!({"type": "object", "properties": {
+        "zones": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "zones are immutable"}]},
+        "order": {"type": "array", "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "order is immutable"}]},
+        "ports": {"type": "array", "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string"}, "port": {"type": "integer"}}},
+            "x-kubernetes-validations": [{"rule": "oldSelf + self == self",
+                "message": "ports may not be removed"}]}}});
+    let crd = definition("lists.example.com", schema);
+    let created = h.post(DEFINITIONS, &crd).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let ns = h.namespace("cel-lists").await;
+    let pools = format!("/apis/lists.example.com/v1/namespaces/{ns}/pools");
+    let object = |spec: Value| {
+        json!({"apiVersion": "lists.example.com/v1", "kind": "Pool",
+            "metadata": {"name": "p"}, "spec": spec})
+    };
+    let spec = json!({"zones": ["a", "b"], "order": ["x", "y"],
+        "ports": [{"name": "http", "port": 80}, {"name": "grpc", "port": 9000}]});
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let stored = loop {
+        let reply = h.post(&pools, &object(spec.clone())).await;
+        if reply.status == 201 || tokio::time::Instant::now() > deadline {
+            assert_eq!(reply.status, 201, "{}", reply.body);
+            break reply.body;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    // Reordered set and map lists are equal to the old ones; the map list's `+` merges by
+    // key (an atomic `+` would double its size).
+    let mut reordered = stored.clone();
+    reordered["spec"]["zones"] = json!(["b", "a"]);
+    reordered["spec"]["ports"] =
+        json!([{"name": "grpc", "port": 9000}, {"name": "http", "port": 80}]);
+    let accepted = h.put(&format!("{pools}/p"), &reordered).await;
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+
+    // A reordered atomic list, a changed set and a removed map entry are not.
+    let mut changed = accepted.body.clone();
+    changed["spec"]["order"] = json!(["y", "x"]);
+    changed["spec"]["zones"] = json!(["a", "c"]);
+    changed["spec"]["ports"] = json!([{"name": "http", "port": 8080}]);
+    let refused = h.put(&format!("{pools}/p"), &changed).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    let mut got = causes(&refused);
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            cause(
+                "spec.order",
+                "FieldValueInvalid",
+                "Invalid value: \"array\": order is immutable"
+            ),
+            cause(
+                "spec.ports",
+                "FieldValueInvalid",
+                "Invalid value: \"array\": ports may not be removed"
+            ),
+            cause(
+                "spec.zones",
+                "FieldValueInvalid",
+                "Invalid value: \"array\": zones are immutable"
+            ),
+        ]
+    );
+}
+
+// Upstream: apiextensions-apiserver/pkg/apis/apiextensions/validation/validation_test.go,
+// "x-kubernetes-validations should be forbidden under oneOf/anyOf/allOf/not, structural
+// schema" (the paths of its `forbidden` matches, sorted as `ValidateStructural` sorts).
+#[tokio::test]
+async fn rules_under_all_of_any_of_one_of_and_not_are_refused() {
+    let h = Harness::start().await;
+    let rule = json!([{"rule": "self > 0"}]);
+    let schema = json!({"type": "object", "properties": {"a": {"type": "number",
+        "not": {"x-kubernetes-validations": rule},
+        "anyOf": [{"x-kubernetes-validations": rule}],
+        "allOf": [{"x-kubernetes-validations": rule}],
+        "oneOf": [{"x-kubernetes-validations": rule}]}}});
+    let refused = h
+        .post(DEFINITIONS, &definition("nested.example.com", schema))
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    let at = "spec.validation.openAPIV3Schema.properties[spec].properties[a]";
+    let forbidden = |q: &str| {
+        cause(
+            &format!("{at}.{q}.x-kubernetes-validations"),
+            "FieldValueForbidden",
+            "Forbidden: must be empty to be structural",
+        )
+    };
+    assert_eq!(
+        causes(&refused),
+        [
+            forbidden("allOf[0]"),
+            forbidden("anyOf[0]"),
+            forbidden("not"),
+            forbidden("oneOf[0]"),
+        ]
+    );
+}

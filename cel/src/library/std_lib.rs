@@ -41,9 +41,7 @@ fn add(a: &[Value]) -> R {
         (Value::Double(x), Value::Double(y)) => Ok(Value::Double(x + y)),
         (Value::String(x), Value::String(y)) => Ok(Value::string(format!("{x}{y}"))),
         (Value::Bytes(x), Value::Bytes(y)) => Ok(Value::Bytes([&x[..], &y[..]].concat().into())),
-        (Value::List(x), Value::List(y)) => {
-            Ok(Value::list(x.iter().chain(y.iter()).cloned().collect()))
-        }
+        (Value::List(x), Value::List(y)) => Ok(Value::concat_lists(x, y)),
         (Value::Duration(x), Value::Duration(y)) => {
             x.checked_add(*y).map(Value::Duration).ok_or_else(overflow)
         }

@@ -8,7 +8,7 @@ use super::std_lib::{compare, compile_regex, format_double, to_string};
 use super::{Library, err, linear_cost, no_such_overload, traversal_cost};
 use crate::error::EvalError;
 use crate::types::Type;
-use crate::value::Value;
+use crate::value::{ListValue, Value};
 
 type R = Result<Value, EvalError>;
 
@@ -26,7 +26,7 @@ fn i(v: &Value) -> Result<i64, EvalError> {
     }
 }
 
-fn list(v: &Value) -> Result<&Arc<Vec<Value>>, EvalError> {
+fn list(v: &Value) -> Result<&Arc<ListValue>, EvalError> {
     match v {
         Value::List(l) => Ok(l),
         _ => Err(no_such_overload()),
@@ -346,7 +346,7 @@ fn trim(a: &[Value]) -> R {
 
 // --- Kubernetes lists (lists.go) ---
 
-fn ordered_items(a: &[Value]) -> Result<&Arc<Vec<Value>>, EvalError> {
+fn ordered_items(a: &[Value]) -> Result<&Arc<ListValue>, EvalError> {
     list(&a[0])
 }
 
