@@ -1753,6 +1753,7 @@ spec:
             |out| out == "Running",
         )
         .await;
+    let big = "0123456789abcdef\n".repeat(1 << 18);
     for binary in ["kubectl", KUBECTL_SPDY] {
         let run = |args: &'static [&'static str], stdin: &'static [u8]| {
             cluster.run_kubectl(binary, args, stdin)
@@ -1772,6 +1773,18 @@ spec:
             run(&["exec", "-i", "web", "--", "cat"], b"line 1\nline 2\n").await,
             (0, "line 1\nline 2\n".to_owned(), String::new()),
             "{binary}"
+        );
+        // More stdin than the session's queues hold, echoed back while it is still sent: the
+        // session must keep forwarding output while the program waits to write it.
+        let (code, out, err) = cluster
+            .run_kubectl(binary, &["exec", "-i", "web", "--", "cat"], big.as_bytes())
+            .await;
+        assert_eq!(code, 0, "{binary}: {err}");
+        assert!(
+            out == big,
+            "{binary}: {} of {} bytes back",
+            out.len(),
+            big.len()
         );
         let (code, out, _) = run(
             &[

@@ -42,11 +42,78 @@ pub(crate) enum Program {
 /// A running simulated process: where stdin goes, where output comes from, and its exit code
 /// once the output has ended.
 struct Process {
-    stdin: Option<mpsc::Sender<Bytes>>,
+    stdin: StdinPipe,
     output: mpsc::Receiver<Output>,
     exit: oneshot::Receiver<i32>,
     task: tokio::task::JoinHandle<()>,
     argv: Vec<String>,
+}
+
+/// How many stdin chunks the session holds for a program that is not reading; past it the
+/// session stops reading the connection (TCP's backpressure then slows the client) while it
+/// still forwards output, so that a program blocked on its output never waits on its input.
+const PENDING_STDIN: usize = 16;
+
+/// Stdin on its way to the program: queued here, never awaited in the frame loop.
+struct StdinPipe {
+    sender: Option<mpsc::Sender<Bytes>>,
+    pending: std::collections::VecDeque<Bytes>,
+    /// The client closed stdin: the program gets end of file once `pending` is delivered.
+    closing: bool,
+}
+
+impl StdinPipe {
+    fn push(&mut self, data: &[u8]) {
+        if self.sender.is_some() && !self.closing && !data.is_empty() {
+            self.pending.push_back(Bytes::copy_from_slice(data));
+        }
+    }
+
+    fn close(&mut self) {
+        self.closing = true;
+        if self.pending.is_empty() {
+            self.sender = None;
+        }
+    }
+
+    /// Whether the session may read more of the connection.
+    fn has_room(&self) -> bool {
+        self.pending.len() < PENDING_STDIN
+    }
+
+    /// A sender to deliver the next pending chunk with, if there is one.
+    fn ready_sender(&self) -> Option<mpsc::Sender<Bytes>> {
+        if self.pending.is_empty() {
+            None
+        } else {
+            self.sender.clone()
+        }
+    }
+
+    /// Delivers the next pending chunk through `permit` (`None`: the program stopped reading).
+    fn deliver(&mut self, permit: Option<mpsc::OwnedPermit<Bytes>>) {
+        match (permit, self.pending.pop_front()) {
+            (Some(permit), Some(chunk)) => {
+                permit.send(chunk);
+            }
+            (None, _) => {
+                self.sender = None;
+                self.pending.clear();
+            }
+            (Some(_), None) => {}
+        }
+        if self.closing && self.pending.is_empty() {
+            self.sender = None;
+        }
+    }
+}
+
+/// Waits for room in the program's stdin (never, without a sender).
+async fn stdin_room(sender: Option<mpsc::Sender<Bytes>>) -> Option<mpsc::OwnedPermit<Bytes>> {
+    match sender {
+        Some(sender) => sender.reserve_owned().await.ok(),
+        None => std::future::pending().await,
+    }
 }
 
 impl Drop for Process {
@@ -117,7 +184,11 @@ async fn start(session: &Session, program: Program) -> Process {
         }
     };
     Process {
-        stdin: session.streams.stdin.then_some(stdin_tx),
+        stdin: StdinPipe {
+            sender: session.streams.stdin.then_some(stdin_tx),
+            pending: std::collections::VecDeque::new(),
+            closing: false,
+        },
         output,
         exit,
         task,
@@ -175,17 +246,10 @@ where
             match message {
                 websocket::Message::Binary(data) => match data.first() {
                     Some(&channel::CLOSE) if v5 && data.get(1) == Some(&channel::STDIN) => {
-                        process.stdin = None;
+                        process.stdin.close();
                     }
                     Some(&channel::STDIN) => {
-                        if let Some(stdin) = &process.stdin
-                            && stdin
-                                .send(Bytes::copy_from_slice(data.get(1..).unwrap_or_default()))
-                                .await
-                                .is_err()
-                        {
-                            process.stdin = None;
-                        }
+                        process.stdin.push(data.get(1..).unwrap_or_default());
                     }
                     // Resize (4) and anything else: a simulated terminal has no size.
                     _ => {}
@@ -202,14 +266,18 @@ where
                 websocket::Message::Text(_) | websocket::Message::Pong => {}
             }
         }
+        let room = process.stdin.has_room();
+        let stdin = process.stdin.ready_sender();
+        let delivering = stdin.is_some();
         tokio::select! {
-            read = reader.read_buf(&mut buffer) => {
+            read = reader.read_buf(&mut buffer), if room => {
                 if read? == 0 {
                     return Ok(());
                 }
                 decoder.push(&buffer);
                 buffer.clear();
             }
+            permit = stdin_room(stdin), if delivering => process.stdin.deliver(permit),
             chunk = process.output.recv() => match chunk {
                 Some(Output::Stdout(bytes)) if streams.stdout => {
                     writer.write_all(&websocket::channel(channel::STDOUT, &bytes)).await?;
@@ -298,25 +366,20 @@ where
                         .write_all(&spdy::syn_reply(&mut deflater, stream))
                         .await?;
                     if fin && ids.stdin == Some(stream) {
-                        process.stdin = None;
+                        process.stdin.close();
                     }
                 }
                 spdy::Frame::Data { stream, fin, data } => {
                     if ids.stdin == Some(stream) {
-                        if let Some(stdin) = &process.stdin
-                            && !data.is_empty()
-                            && stdin.send(Bytes::from(data)).await.is_err()
-                        {
-                            process.stdin = None;
-                        }
+                        process.stdin.push(&data);
                         if fin {
-                            process.stdin = None;
+                            process.stdin.close();
                         }
                     }
                 }
                 spdy::Frame::RstStream { stream, .. } => {
                     if ids.stdin == Some(stream) {
-                        process.stdin = None;
+                        process.stdin.close();
                     }
                 }
                 spdy::Frame::Ping { id } => writer.write_all(&spdy::ping(id)).await?,
@@ -325,8 +388,12 @@ where
             }
         }
         let streams_ready = ready(&ids);
+        let room = process.stdin.has_room();
+        let stdin = process.stdin.ready_sender();
+        let delivering = stdin.is_some();
         tokio::select! {
-            read = reader.read_buf(&mut buffer) => {
+            permit = stdin_room(stdin), if delivering => process.stdin.deliver(permit),
+            read = reader.read_buf(&mut buffer), if room => {
                 if read? == 0 {
                     return Ok(());
                 }
