@@ -1620,9 +1620,9 @@ async fn kubectl_drain_is_blocked_by_a_disruption_budget_then_completes() {
 }
 
 /// `kubectl logs` of a simulated container: its `kubemock.dev/log` lines, and `-f` streaming
-/// until the pod is deleted; `kubectl exec` is refused with a message saying why.
+/// until the pod is deleted.
 #[tokio::test]
-async fn kubectl_logs_and_follow_end_with_the_pod_and_exec_says_it_is_not_simulated() {
+async fn kubectl_logs_and_follow_end_with_the_pod() {
     let cluster = Cluster::start_with(&["--nodes", "1"]).await;
     cluster
         .kubectl(&[
@@ -1661,24 +1661,329 @@ async fn kubectl_logs_and_follow_end_with_the_pod_and_exec_says_it_is_not_simula
         .expect("the stream ends with the pod")
         .expect("read");
     assert_eq!(end, None);
+}
 
-    cluster.kubectl(&["run", "q", "--image=nginx"]).await;
-    cluster
-        .kubectl_until(&["get", "pod", "q", "-o=jsonpath={.status.phase}"], |out| {
-            out == "Running"
-        })
-        .await;
-    let (ok, _, err) = common::kubectl(
-        &cluster.dir.path().join("kubeconfig"),
-        &cluster.dir.path().join("cache"),
-        &["exec", "q", "--", "echo", "hi"],
+/// kubectl 1.27, which speaks SPDY for exec, attach and port-forward (the bundled kubectls
+/// are preinstalled on the project's machines; `kubectl` on PATH is 1.32, which speaks
+/// WebSocket `v5.channel.k8s.io` and tunnels port-forward's SPDY in WebSocket).
+const KUBECTL_SPDY: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.27";
+
+impl Cluster {
+    /// Runs `binary` (a kubectl) with this cluster's kubeconfig, a private cache and `stdin`;
+    /// returns (exit code, stdout, stderr).
+    async fn run_kubectl(
+        &self,
+        binary: &str,
+        args: &[&str],
+        stdin: &[u8],
+    ) -> (i32, String, String) {
+        use tokio::io::AsyncWriteExt as _;
+        let mut child = Command::new(binary)
+            .arg("--kubeconfig")
+            .arg(self.dir.path().join("kubeconfig"))
+            .arg("--cache-dir")
+            .arg(self.dir.path().join(format!("cache-{}", binary.len())))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("run kubectl (preinstalled on the project's machines)");
+        let mut input = child.stdin.take().expect("stdin");
+        input.write_all(stdin).await.expect("write stdin");
+        drop(input);
+        let out = tokio::time::timeout(WAIT, child.wait_with_output())
+            .await
+            .expect("kubectl finished before the deadline")
+            .expect("kubectl output");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+/// `kubectl exec` into a simulated container over both protocols (docs/pod-io.md): the
+/// built-ins' output and exit codes, stdin, the container's env and mounted ConfigMap and
+/// Secret files, an unknown program (127 and a message), and upstream's refusal of a
+/// container the pod does not have.
+#[tokio::test]
+async fn kubectl_exec_runs_builtins_with_exit_codes_over_websocket_and_spdy() {
+    let cluster = Cluster::start_with(&["--nodes", "1"]).await;
+    let manifest = cluster.dir.path().join("pod.yaml");
+    std::fs::write(
+        &manifest,
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+data: {greeting: "hello from a ConfigMap"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: sec}
+stringData: {password: s3cret}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, annotations: {kubemock.dev/log: "attached line"}}
+spec:
+  containers:
+  - name: app
+    image: nginx
+    env:
+    - {name: MODE, value: prod}
+    - name: PASSWORD
+      valueFrom: {secretKeyRef: {name: sec, key: password}}
+    volumeMounts:
+    - {name: config, mountPath: /etc/config}
+  volumes:
+  - name: config
+    configMap: {name: cfg}
+"#,
     )
-    .await;
-    assert!(!ok);
-    assert!(
-        err.contains("kubemock does not simulate pods/exec yet"),
-        "{err}"
-    );
+    .expect("write manifest");
+    cluster
+        .kubectl(&["apply", "-f", manifest.to_str().expect("utf-8 path")])
+        .await;
+    cluster
+        .kubectl_until(
+            &["get", "pod", "web", "-o=jsonpath={.status.phase}"],
+            |out| out == "Running",
+        )
+        .await;
+    let big = "0123456789abcdef\n".repeat(1 << 18);
+    for binary in ["kubectl", KUBECTL_SPDY] {
+        let run = |args: &'static [&'static str], stdin: &'static [u8]| {
+            cluster.run_kubectl(binary, args, stdin)
+        };
+        assert_eq!(
+            run(&["exec", "web", "--", "echo", "hi"], b"").await,
+            (0, "hi\n".to_owned(), String::new()),
+            "{binary}"
+        );
+        let (code, _, err) = run(&["exec", "web", "--", "false"], b"").await;
+        assert_eq!(code, 1, "{binary}: {err}");
+        assert!(
+            err.contains("command terminated with exit code 1"),
+            "{binary}: {err}"
+        );
+        assert_eq!(
+            run(&["exec", "-i", "web", "--", "cat"], b"line 1\nline 2\n").await,
+            (0, "line 1\nline 2\n".to_owned(), String::new()),
+            "{binary}"
+        );
+        // More stdin than the session's queues hold, echoed back while it is still sent: the
+        // session must keep forwarding output while the program waits to write it.
+        let (code, out, err) = cluster
+            .run_kubectl(binary, &["exec", "-i", "web", "--", "cat"], big.as_bytes())
+            .await;
+        assert_eq!(code, 0, "{binary}: {err}");
+        assert!(
+            out == big,
+            "{binary}: {} of {} bytes back",
+            out.len(),
+            big.len()
+        );
+        let (code, out, _) = run(
+            &[
+                "exec",
+                "web",
+                "--",
+                "sh",
+                "-c",
+                "cat /etc/config/greeting; echo; echo $MODE $PASSWORD; hostname; exit 3",
+            ],
+            b"",
+        )
+        .await;
+        assert_eq!(
+            (code, out.as_str()),
+            (3, "hello from a ConfigMap\nprod s3cret\nweb\n"),
+            "{binary}"
+        );
+        let (code, _, err) = run(&["exec", "web", "--", "nginx", "-s", "reload"], b"").await;
+        assert_eq!(code, 127, "{binary}: {err}");
+        assert!(
+            err.contains("kubemock: container app runs no program nginx; built-ins are cat, echo,"),
+            "{binary}: {err}"
+        );
+        let (code, _, err) = run(&["exec", "web", "-c", "nope", "--", "true"], b"").await;
+        assert_eq!(code, 1, "{binary}");
+        assert!(
+            err.contains("container nope is not valid for pod web"),
+            "{binary}: {err}"
+        );
+    }
+    // A container that does not run (its pod waits for a node no kubelet serves): the
+    // kubelet's refusal, as kubectl shows it.
+    cluster
+        .kubectl(&[
+            "run",
+            "stuck",
+            "--image=nginx",
+            r#"--overrides={"spec":{"nodeName":"no-such-node"}}"#,
+        ])
+        .await;
+    for binary in ["kubectl", KUBECTL_SPDY] {
+        let (code, _, err) = cluster
+            .run_kubectl(binary, &["exec", "stuck", "--", "true"], b"")
+            .await;
+        assert_eq!(code, 1, "{binary}");
+        assert!(
+            err.contains(r#"error: unable to upgrade connection: container not found ("stuck")"#),
+            "{binary}: {err}"
+        );
+    }
+    // attach: the container's simulated output, then the session holds until the container
+    // ends (here, with its pod).
+    let mut attached = Vec::new();
+    for binary in ["kubectl", KUBECTL_SPDY] {
+        let mut child = Command::new(binary)
+            .arg("--kubeconfig")
+            .arg(cluster.dir.path().join("kubeconfig"))
+            .arg("--cache-dir")
+            .arg(cluster.dir.path().join(format!("cache-{}", binary.len())))
+            .args(["attach", "web"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("kubectl attach");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let first = tokio::time::timeout(WAIT, lines.next_line())
+            .await
+            .expect("a line before the deadline")
+            .expect("read");
+        assert_eq!(first.as_deref(), Some("attached line"), "{binary}");
+        attached.push((binary, child, lines));
+    }
+    cluster
+        .kubectl(&["delete", "pod", "web", "--wait=false"])
+        .await;
+    for (binary, mut child, mut lines) in attached {
+        let end = tokio::time::timeout(WAIT, lines.next_line())
+            .await
+            .expect("attach ends with the container")
+            .expect("read");
+        assert_eq!(end, None, "{binary}");
+        let status = tokio::time::timeout(WAIT, child.wait())
+            .await
+            .expect("kubectl attach exits")
+            .expect("wait");
+        assert!(status.success(), "{binary}: {status}");
+    }
+}
+
+/// `kubectl port-forward` over both protocols: a port the pod's `kubemock.dev/port.<PORT>`
+/// annotation configures answers a TCP client with its text; a port it does not ends the
+/// connection and kubectl reports the error stream's message, then exits as it does when a
+/// real pod's port refuses.
+#[tokio::test]
+async fn kubectl_port_forward_answers_from_the_annotation_or_reports_nothing_listens() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let cluster = Cluster::start_with(&["--nodes", "1"]).await;
+    // YAML's escapes: kubectl's flags would turn the CRLFs into LFs.
+    let manifest = cluster.dir.path().join("pod.yaml");
+    std::fs::write(
+        &manifest,
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  annotations:
+    kubemock.dev/port.8080: "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"
+spec:
+  containers: [{name: app, image: nginx}]
+"#,
+    )
+    .expect("write manifest");
+    cluster
+        .kubectl(&["apply", "-f", manifest.to_str().expect("utf-8 path")])
+        .await;
+    cluster
+        .kubectl_until(
+            &["get", "pod", "web", "-o=jsonpath={.status.phase}"],
+            |out| out == "Running",
+        )
+        .await;
+    for binary in ["kubectl", KUBECTL_SPDY] {
+        let mut forward = Command::new(binary)
+            .arg("--kubeconfig")
+            .arg(cluster.dir.path().join("kubeconfig"))
+            .arg("--cache-dir")
+            .arg(
+                cluster
+                    .dir
+                    .path()
+                    .join(format!("pf-cache-{}", binary.len())),
+            )
+            .args(["port-forward", "pod/web", ":8080", ":80"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("kubectl port-forward");
+        // "Forwarding from 127.0.0.1:LOCAL -> REMOTE", once per port and address family.
+        let mut lines = BufReader::new(forward.stdout.take().expect("stdout")).lines();
+        let mut locals = std::collections::HashMap::new();
+        while locals.len() < 2 {
+            let line = tokio::time::timeout(WAIT, lines.next_line())
+                .await
+                .expect("kubectl listens before the deadline")
+                .expect("read")
+                .expect("a line");
+            if let Some(rest) = line.strip_prefix("Forwarding from 127.0.0.1:")
+                && let Some((local, remote)) = rest.split_once(" -> ")
+            {
+                locals.insert(remote.to_owned(), local.to_owned());
+            }
+        }
+        let mut answered = tokio::net::TcpStream::connect(format!("127.0.0.1:{}", locals["8080"]))
+            .await
+            .expect("connect");
+        answered
+            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .expect("send");
+        let mut reply = String::new();
+        tokio::time::timeout(WAIT, answered.read_to_string(&mut reply))
+            .await
+            .expect("the answer before the deadline")
+            .expect("read");
+        assert_eq!(
+            reply, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n",
+            "{binary}"
+        );
+        let mut refused = tokio::net::TcpStream::connect(format!("127.0.0.1:{}", locals["80"]))
+            .await
+            .expect("connect");
+        let mut rest = Vec::new();
+        let _ = refused.write_all(b"hello").await;
+        let read = tokio::time::timeout(WAIT, refused.read_to_end(&mut rest))
+            .await
+            .expect("closed before the deadline");
+        assert!(read.is_err() || rest.is_empty(), "{binary}: {rest:?}");
+        let status = tokio::time::timeout(WAIT, forward.wait())
+            .await
+            .expect("kubectl ends with the lost connection")
+            .expect("wait");
+        assert!(!status.success(), "{binary}");
+        let mut err = String::new();
+        forward
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut err)
+            .await
+            .expect("stderr");
+        assert!(
+            err.contains("an error occurred forwarding")
+                && err.contains("kubemock: pod default/web serves nothing on port 80"),
+            "{binary}: {err}"
+        );
+    }
 }
 
 /// A ValidatingWebhookConfiguration (YAML) denying ConfigMaps labelled `deny: "yes"` through

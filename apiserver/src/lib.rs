@@ -112,6 +112,7 @@ mod object;
 mod openapi;
 mod partial;
 pub mod pki;
+mod podio;
 mod query;
 mod ratchet;
 mod rbac;

@@ -988,7 +988,8 @@ async fn s16_an_eviction_charges_the_pods_disruption_budget() {
 /// `pods/log` of a simulated container (`handlers::logs`, upstream
 /// `pkg/registry/core/pod/rest/log.go` and the kubelet's log options): the pod's
 /// `kubemock.dev/log` lines, `tailLines`, `timestamps` and `limitBytes`; upstream's refusals;
-/// and the streaming subresources kubemock does not simulate answer a 400 that says so.
+/// `proxy`, which kubemock does not simulate, answers a 400 that says so; exec refuses an
+/// unknown container and a missing command as upstream does.
 #[tokio::test]
 async fn s16_pod_logs_follow_the_kubelets_options_and_refusals() {
     let h = Harness::start().await;
@@ -1109,15 +1110,33 @@ async fn s16_pod_logs_follow_the_kubelets_options_and_refusals() {
         "previous terminated container \"side\" in pod \"web\" not found"
     );
 
-    for sub in ["exec", "attach", "portforward", "proxy"] {
-        let reply = h.get(&format!("{pods}/web/{sub}")).await;
-        assert_eq!(reply.status, 400, "{sub}");
-        assert!(
-            reply.body["message"].as_str().is_some_and(
-                |m| m.starts_with(&format!("kubemock does not simulate pods/{sub} yet"))
-            ),
-            "{}",
-            reply.body
-        );
-    }
+    let reply = h.get(&format!("{pods}/web/proxy")).await;
+    assert_eq!(reply.status, 400);
+    assert!(
+        reply.body["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("kubemock does not simulate pods/proxy")),
+        "{}",
+        reply.body
+    );
+    // The streaming subresources check as upstream does before upgrading (podio): the
+    // container (apiserver), then the kubelet's options.
+    let reply = h
+        .get(&format!(
+            "{pods}/web/exec?container=nope&command=true&stdout=true"
+        ))
+        .await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(
+        reply.body["message"],
+        "container nope is not valid for pod web"
+    );
+    let reply = h
+        .get(&format!("{pods}/web/exec?container=app&stdout=true"))
+        .await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(
+        reply.body["message"],
+        "you must specify at least one command for the container"
+    );
 }

@@ -9,9 +9,9 @@
 //! container still waiting, no previous container (`previous` reads the run the container's
 //! `lastState.terminated` records: a restarted container's).
 //!
-//! `exec`, `attach`, `portforward` and the `proxy` subresources of pods and nodes need
-//! processes and sockets kubemock does not simulate yet: they answer a 400 that says so,
-//! instead of a 404 that looks like a missing API.
+//! `exec`, `attach` and `portforward` are served by `podio`; the `proxy` subresources of pods
+//! and nodes need sockets kubemock does not simulate: they answer a 400 that says so, instead
+//! of a 404 that looks like a missing API.
 
 use std::convert::Infallible;
 
@@ -78,7 +78,12 @@ pub(crate) async fn log(call: &Call) -> ApiResult<Response> {
 
 /// Returns once the pod at `key` is deleted or `container` is no longer running (or the
 /// watch fails).
-async fn until_ended(state: &crate::state::AppState, key: String, after: u64, container: String) {
+pub(crate) async fn until_ended(
+    state: &crate::state::AppState,
+    key: String,
+    after: u64,
+    container: String,
+) {
     let Ok(mut watch) = state.store().watch(Bytes::from(key.clone()), after).await else {
         return;
     };
@@ -225,7 +230,7 @@ fn names(pod: &Object, list: &str) -> Vec<String> {
 }
 
 /// The container the request reads (upstream `LogLocation`'s choice and refusals).
-fn container_of(pod: &Object, name: &str, asked: Option<&str>) -> ApiResult<String> {
+pub(crate) fn container_of(pod: &Object, name: &str, asked: Option<&str>) -> ApiResult<String> {
     let (containers, init) = (names(pod, "containers"), names(pod, "initContainers"));
     let ephemeral = names(pod, "ephemeralContainers");
     match asked {
@@ -357,7 +362,7 @@ fn state_of(
 }
 
 /// The container's log lines, from the pod's annotations or the default line.
-fn log_lines(pod: &Object, container: &str) -> Vec<String> {
+pub(crate) fn log_lines(pod: &Object, container: &str) -> Vec<String> {
     let annotations = pod.get("metadata").and_then(|m| m.get("annotations"));
     let annotation = |key: &str| {
         annotations
@@ -431,11 +436,11 @@ fn stamp_of(started: &str) -> String {
     }
 }
 
-/// `exec`, `attach`, `portforward` and `proxy` of pods, `proxy` of nodes: not simulated yet.
+/// `proxy` of pods and nodes: not simulated.
 pub(crate) fn not_simulated(call: &Call) -> ApiResult<Response> {
     let what = call.target.subresource.as_deref().unwrap_or_default();
     let plural = &call.target.resource.plural;
     Err(ApiError::bad_request(format!(
-        "kubemock does not simulate {plural}/{what} yet: its simulated containers run no processes and serve no ports (README: Simulated cluster)"
+        "kubemock does not simulate {plural}/{what}: its simulated containers serve no ports (docs/pod-io.md)"
     )))
 }

@@ -281,6 +281,8 @@ pub(crate) struct RequestParts {
     audit: Option<crate::audit::AuditHandle>,
     headers: HeaderMap,
     body: Body,
+    /// The connection's upgrade, for the streaming subresources (`podio`).
+    upgrade: Option<hyper::upgrade::OnUpgrade>,
 }
 
 impl<S: Send + Sync> FromRequest<S> for RequestParts {
@@ -296,6 +298,7 @@ impl<S: Send + Sync> FromRequest<S> for RequestParts {
                 .and_then(|info| info.target),
             user: identity::requester(&parts.extensions),
             audit: crate::audit::AuditHandle::of(&parts.extensions).cloned(),
+            upgrade: parts.extensions.remove::<hyper::upgrade::OnUpgrade>(),
             method: parts.method,
             headers: parts.headers,
             body,
@@ -373,7 +376,7 @@ async fn answer(
             user: request.user,
             negotiated,
         };
-        let response = dispatch(call, request.method).await;
+        let response = dispatch(call, request.method, request.upgrade).await;
         if definitions
             && response.as_ref().is_ok_and(|r| r.status().is_success())
             && let Ok(revision) = state.store().current_revision().await
@@ -410,7 +413,11 @@ async fn answer(
     fieldvalidation::with_warnings(response, &notes.warnings)
 }
 
-async fn dispatch(call: Call, method: Method) -> ApiResult<Response> {
+async fn dispatch(
+    call: Call,
+    method: Method,
+    upgrade: Option<hyper::upgrade::OnUpgrade>,
+) -> ApiResult<Response> {
     if call.target.resource.group == crate::registry::testing::GROUP
         && call.target.resource.behaviour.storage == crate::registry::Storage::Virtual
     {
@@ -422,7 +429,12 @@ async fn dispatch(call: Call, method: Method) -> ApiResult<Response> {
     let item = call.target.name.is_some();
     let subresource = call.target.subresource.clone();
     let watch = call.target.watches(&call.query);
-    match (method, item, subresource.as_deref()) {
+    match (method.clone(), item, subresource.as_deref()) {
+        (_, true, Some("exec" | "attach" | "portforward"))
+            if call.target.resource.plural == "pods" =>
+        {
+            crate::podio::serve(&call, &method, upgrade).await
+        }
         (_, true, Some("exec" | "attach" | "portforward" | "proxy")) => {
             super::logs::not_simulated(&call)
         }
