@@ -2,15 +2,17 @@
 //! example (a conflict injected, the controller's retry seen in the request log), and the
 //! clock driving the server's timestamps, a CronJob, a Job's TTL and active deadline, a
 //! Deployment's progress deadline and minReadySeconds; moves refused without a
-//! virtual clock, bad moves refused with a 422.
+//! virtual clock, bad moves refused with a 422; the HorizontalPodAutoscaler controller on the
+//! virtual clock (docs/metrics.md).
 
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
 use k8s_openapi::chrono::{DateTime, TimeZone, Utc};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kubemock::testing::Cluster;
 use serde_json::json;
 
@@ -536,4 +538,290 @@ async fn a_leader_lease_nobody_renews_expires_when_the_virtual_clock_passes_it()
         "False",
         "expired on the virtual clock"
     );
+}
+
+/// Waits until `check` gives a value for the HPA `name` (failing the test after [`WAIT`]).
+async fn hpa_until<T>(
+    hpas: &Api<HorizontalPodAutoscaler>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&HorizontalPodAutoscaler) -> Option<T>,
+) -> T {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let hpa = hpas.get(name).await.expect("get the HPA");
+        if let Some(found) = check(&hpa) {
+            return found;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}; last status: {:?}",
+            hpa.status
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `(status, reason, message)` of the HPA's condition `kind`.
+fn hpa_condition(hpa: &HorizontalPodAutoscaler, kind: &str) -> Option<(String, String, String)> {
+    hpa.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind)
+        .map(|c| {
+            (
+                c.status.clone(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+}
+
+/// A Deployment `name` of `replicas` pods requesting 100m CPU and using `usage` (the
+/// `kubemock.dev/cpu-usage` annotation of docs/metrics.md).
+fn cpu_deployment(name: &str, replicas: i32, usage: &str) -> Deployment {
+    serde_json::from_value(json!({"metadata": {"name": name}, "spec": {
+        "replicas": replicas,
+        "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name},
+                                  "annotations": {"kubemock.dev/cpu-usage": usage}},
+            "spec": {"containers": [{"name": "c", "image": "nginx",
+                "resources": {"requests": {"cpu": "100m"}}}]}}}}))
+    .expect("a deployment")
+}
+
+/// Sets the CPU usage of every pod of `app`.
+async fn set_usage(pods: &Api<Pod>, app: &str, usage: &str) {
+    let patch = json!({"metadata": {"annotations": {"kubemock.dev/cpu-usage": usage}}});
+    let list = pods
+        .list(&ListParams::default().labels(&format!("app={app}")))
+        .await
+        .expect("list the pods");
+    for pod in list.items {
+        let name = pod.metadata.name.expect("a name");
+        pods.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("annotate a pod");
+    }
+}
+
+/// Waits until the Deployment `name` has `replicas` ready pods.
+async fn ready_replicas(deployments: &Api<Deployment>, name: &str, replicas: i32) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let deployment = deployments.get(name).await.expect("get the deployment");
+        let status = deployment.status.unwrap_or_default();
+        if status.ready_replicas == Some(replicas) && status.replicas == Some(replicas) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{name}: {status:?}, not {replicas} ready"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn replicas_of(deployment: &Deployment) -> i32 {
+    deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .expect("replicas")
+}
+
+/// The scale-up and the stabilized scale-down of a CPU-utilization HPA without `behavior`
+/// (upstream's legacy rules: `horizontal.go` `normalizeDesiredReplicas`), on the virtual
+/// clock: the HPA syncs when the clock moves, and the scale-down waits five virtual minutes.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_hpa_scales_a_deployment_up_on_usage_and_down_after_the_stabilization_window() {
+    let cluster = Cluster::builder()
+        .virtual_clock(start_time())
+        .start()
+        .await
+        .unwrap();
+    let client = cluster.kube_client();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let hpas: Api<HorizontalPodAutoscaler> = Api::default_namespaced(client.clone());
+    let events: Api<Event> = Api::default_namespaced(client.clone());
+    deployments
+        .create(&PostParams::default(), &cpu_deployment("web", 2, "50m"))
+        .await
+        .unwrap();
+    ready_replicas(&deployments, "web", 2).await;
+    let hpa = serde_json::from_value(json!({"metadata": {"name": "web"}, "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "minReplicas": 1, "maxReplicas": 4,
+        "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 50}}}]}}))
+    .unwrap();
+    hpas.create(&PostParams::default(), &hpa).await.unwrap();
+    // One metric window after the pods became Ready their CPU counts (`groupPods`).
+    cluster.advance(Duration::from_secs(15)).await.unwrap();
+    let utilization = hpa_until(&hpas, "web", "a valid metric at 50%", |hpa| {
+        let active = hpa_condition(hpa, "ScalingActive")?;
+        let status = hpa.status.as_ref()?;
+        let current = status
+            .current_metrics
+            .as_ref()?
+            .first()?
+            .resource
+            .as_ref()?;
+        (active.1 == "ValidMetricFound").then(|| {
+            (
+                current.current.average_utilization,
+                status.current_replicas,
+                status.desired_replicas,
+                active.2.clone(),
+            )
+        })
+    })
+    .await;
+    assert_eq!(
+        utilization,
+        (
+            Some(50),
+            Some(2),
+            2,
+            "the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)".to_owned()
+        )
+    );
+
+    // 400% of the target: 8 wanted, 4 allowed by maxReplicas.
+    set_usage(&pods, "web", "200m").await;
+    cluster.advance(Duration::from_secs(15)).await.unwrap();
+    let limited = hpa_until(&hpas, "web", "scaled to 4", |hpa| {
+        let status = hpa.status.as_ref()?;
+        (status.desired_replicas == 4).then(|| hpa_condition(hpa, "ScalingLimited"))
+    })
+    .await;
+    assert_eq!(
+        limited.map(|c| (c.0, c.1)),
+        Some(("True".to_owned(), "TooManyReplicas".to_owned()))
+    );
+    assert_eq!(replicas_of(&deployments.get("web").await.unwrap()), 4);
+    let rescaled = events
+        .list(&ListParams::default().fields("involvedObject.name=web,reason=SuccessfulRescale"))
+        .await
+        .unwrap();
+    let messages: Vec<_> = rescaled
+        .items
+        .iter()
+        .filter_map(|e| e.message.clone())
+        .collect();
+    assert!(
+        messages.contains(
+            &"New size: 4; reason: cpu resource utilization (percentage of request) above target"
+                .to_owned()
+        ),
+        "{messages:?}"
+    );
+    ready_replicas(&deployments, "web", 4).await;
+
+    // 10% now: 1 wanted, but the last five minutes recommended 8, so it stays at 4...
+    set_usage(&pods, "web", "10m").await;
+    cluster.advance(Duration::from_secs(15)).await.unwrap();
+    let stabilized = hpa_until(&hpas, "web", "a stabilized scale-down", |hpa| {
+        hpa_condition(hpa, "AbleToScale").filter(|c| c.1 == "ScaleDownStabilized")
+    })
+    .await;
+    assert_eq!(
+        stabilized.2,
+        "recent recommendations were higher than current one, applying the highest recent recommendation"
+    );
+    assert_eq!(replicas_of(&deployments.get("web").await.unwrap()), 4);
+    // ...until the window has passed on the virtual clock.
+    cluster.advance(Duration::from_secs(301)).await.unwrap();
+    hpa_until(&hpas, "web", "scaled down to 1", |hpa| {
+        (hpa.status.as_ref()?.desired_replicas == 1).then_some(())
+    })
+    .await;
+    assert_eq!(replicas_of(&deployments.get("web").await.unwrap()), 1);
+    let hpa = hpas.get("web").await.unwrap();
+    let status = hpa.status.unwrap();
+    assert_eq!(
+        status.last_scale_time.map(|t| t.0),
+        Some(start_time() + Duration::from_secs(15 + 15 + 15 + 301))
+    );
+}
+
+/// `behavior` limits each step (one pod per minute here), and Pods metrics, which need the
+/// custom metrics API kubemock does not serve, turn ScalingActive False as upstream's do when
+/// that API is not registered.
+#[tokio::test(flavor = "multi_thread")]
+async fn hpa_behavior_policies_limit_the_step_and_custom_metrics_are_refused() {
+    let cluster = Cluster::builder()
+        .virtual_clock(start_time())
+        .start()
+        .await
+        .unwrap();
+    let client = cluster.kube_client();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let hpas: Api<HorizontalPodAutoscaler> = Api::default_namespaced(client.clone());
+    for name in ["api", "other"] {
+        deployments
+            .create(&PostParams::default(), &cpu_deployment(name, 1, "200m"))
+            .await
+            .unwrap();
+        ready_replicas(&deployments, name, 1).await;
+    }
+    let hpa = serde_json::from_value(json!({"metadata": {"name": "api"}, "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"},
+        "minReplicas": 1, "maxReplicas": 10,
+        "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 50}}}],
+        "behavior": {"scaleUp": {"stabilizationWindowSeconds": 0,
+            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}}}}))
+    .unwrap();
+    hpas.create(&PostParams::default(), &hpa).await.unwrap();
+    let custom = serde_json::from_value(json!({"metadata": {"name": "custom"}, "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "other"},
+        "maxReplicas": 10,
+        "metrics": [{"type": "Pods", "pods": {"metric": {"name": "requests_per_second"},
+            "target": {"type": "AverageValue", "averageValue": "10"}}}]}}))
+    .unwrap();
+    hpas.create(&PostParams::default(), &custom).await.unwrap();
+    let refused = hpa_until(&hpas, "custom", "ScalingActive False", |hpa| {
+        hpa_condition(hpa, "ScalingActive").filter(|c| c.0 == "False")
+    })
+    .await;
+    assert_eq!(
+        (refused.1.as_str(), refused.2.as_str()),
+        (
+            "FailedGetPodsMetric",
+            "the HPA was unable to compute the replica count: unable to get metric requests_per_second: unable to fetch metrics from custom metrics API: no custom metrics API (custom.metrics.k8s.io) registered"
+        )
+    );
+    assert_eq!(replicas_of(&deployments.get("other").await.unwrap()), 1);
+
+    // 400% of the target asks for 4; the policy allows one more pod per 60 s.
+    cluster.advance(Duration::from_secs(15)).await.unwrap();
+    let limited = hpa_until(&hpas, "api", "scaled to 2", |hpa| {
+        (hpa.status.as_ref()?.desired_replicas == 2).then(|| hpa_condition(hpa, "ScalingLimited"))
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        (limited.0.as_str(), limited.1.as_str(), limited.2.as_str()),
+        (
+            "True",
+            "ScaleUpLimit",
+            "the desired replica count is increasing faster than the maximum scale rate"
+        )
+    );
+    ready_replicas(&deployments, "api", 2).await;
+    // Within the period: no further step.
+    cluster.advance(Duration::from_secs(30)).await.unwrap();
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(replicas_of(&deployments.get("api").await.unwrap()), 2);
+    // Past it: one more.
+    cluster.advance(Duration::from_secs(31)).await.unwrap();
+    hpa_until(&hpas, "api", "scaled to 3", |hpa| {
+        (hpa.status.as_ref()?.desired_replicas == 3).then_some(())
+    })
+    .await;
+    assert_eq!(replicas_of(&deployments.get("api").await.unwrap()), 3);
 }

@@ -198,6 +198,7 @@ async fn secure_controllers_roll_out_a_deployment_as_their_service_accounts() {
         "pv-protection-controller",
         "node-controller",
         "resourcequota-controller",
+        "horizontal-pod-autoscaler",
     ] {
         assert!(
             accounts.contains(&format!("serviceaccount/{account}\n")),

@@ -2201,3 +2201,110 @@ async fn kubectl_sees_a_validating_admission_policy_deny_and_warn() {
         "Warning: Validation failed for ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-warn': at most 3 replicas"
     );
 }
+
+/// Two pods for `kubectl top`: one with annotated usage, one at the model's default (half
+/// its requests).
+const TOP_PODS: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: busy
+  labels: {app: top}
+  annotations:
+    kubemock.dev/cpu-usage: 250m
+    kubemock.dev/memory-usage: 64Mi
+spec:
+  containers:
+  - name: c
+    image: nginx
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: idle
+  labels: {app: top}
+spec:
+  containers:
+  - name: c
+    image: nginx
+    resources:
+      requests: {cpu: 100m, memory: 100Mi}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_top_pods_and_nodes_print_the_usage_model() {
+    let cluster = Cluster::start().await;
+    let file = cluster.dir.path().join("top.yaml");
+    std::fs::write(&file, TOP_PODS).expect("write the manifests");
+    cluster
+        .kubectl(&["apply", "-f", file.to_str().expect("a utf-8 path")])
+        .await;
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Ready",
+            "pod/busy",
+            "pod/idle",
+            "--timeout=30s",
+        ])
+        .await;
+    // The annotations, and 50% of the requests (docs/metrics.md).
+    let out = cluster.kubectl(&["top", "pods", "--no-headers"]).await;
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [["busy", "250m", "64Mi"], ["idle", "50m", "50Mi"]],
+        "{out}"
+    );
+    let out = cluster
+        .kubectl(&["top", "pod", "busy", "--containers", "--no-headers"])
+        .await;
+    let cells: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(cells, ["busy", "c", "250m", "64Mi"], "{out}");
+    // Each of the three nodes: 100m and 256Mi of system overhead, plus its pods.
+    let out = cluster.kubectl(&["top", "nodes", "--no-headers"]).await;
+    let (mut cpu, mut memory) = (0, 0);
+    for line in out.lines() {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cells.len(), 5, "{out}");
+        cpu += cells[1]
+            .trim_end_matches('m')
+            .parse::<u64>()
+            .expect("millicores");
+        memory += cells[3].trim_end_matches("Mi").parse::<u64>().expect("MiB");
+    }
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert_eq!(
+        (cpu, memory),
+        (3 * 100 + 250 + 50, 3 * 256 + 64 + 50),
+        "{out}"
+    );
+    // The API as metrics-server serves it.
+    let raw = cluster
+        .kubectl(&[
+            "get",
+            "--raw",
+            "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/busy",
+        ])
+        .await;
+    let metrics: serde_json::Value = serde_json::from_str(&raw).expect("json");
+    assert_eq!(metrics["kind"], "PodMetrics");
+    assert_eq!(metrics["window"], "15s");
+    assert_eq!(
+        metrics["containers"],
+        serde_json::json!([{"name": "c", "usage": {"cpu": "250m", "memory": "64Mi"}}])
+    );
+    let (ok, _, err) = common::kubectl(
+        &cluster.dir.path().join("kubeconfig"),
+        &cluster.dir.path().join("cache"),
+        &["delete", "podmetrics.metrics.k8s.io", "busy"],
+    )
+    .await;
+    assert!(!ok);
+    assert!(
+        err.contains("the server does not allow this method on the requested resource"),
+        "{err}"
+    );
+}

@@ -347,9 +347,11 @@ async fn kubectl_s16_bootstrap_rbac_roles_are_listed_and_view_is_aggregated() {
     let header: Vec<&str> = lines.next().expect("a header").split_whitespace().collect();
     assert_eq!(header, ["NAME", "CREATED", "AT"], "{out}");
     let names: Vec<&str> = lines.filter_map(|l| l.split_whitespace().next()).collect();
-    // kube-apiserver 1.32's 31 cluster roles and 33 controller roles, nothing else.
-    assert_eq!(names.len(), 64, "{out}");
+    // kube-apiserver 1.32's 31 cluster roles and 33 controller roles, and metrics-server's
+    // reader (kubemock serves metrics.k8s.io: docs/metrics.md), nothing else.
+    assert_eq!(names.len(), 65, "{out}");
     for name in [
+        "system:aggregated-metrics-reader",
         "admin",
         "cluster-admin",
         "edit",

@@ -131,6 +131,7 @@ mod target;
 mod testing;
 mod tls;
 mod tokens;
+mod usage;
 mod webhook;
 
 use std::sync::Arc;

@@ -21,8 +21,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::manager::{
     CLUSTERROLE_AGGREGATION, CRONJOB, DAEMONSET, DEPLOYMENT, DISRUPTION, ENDPOINTS, ENDPOINTSLICE,
-    GARBAGE_COLLECTOR, JOB, NAMESPACE, NODE_LIFECYCLE, PERSISTENTVOLUME_BINDER, PV_PROTECTION,
-    PVC_PROTECTION, REPLICASET, RESOURCEQUOTA, ROOT_CA_PUBLISHER, STATEFULSET, TAINT_EVICTION,
+    GARBAGE_COLLECTOR, HORIZONTAL_POD_AUTOSCALER, JOB, NAMESPACE, NODE_LIFECYCLE,
+    PERSISTENTVOLUME_BINDER, PV_PROTECTION, PVC_PROTECTION, REPLICASET, RESOURCEQUOTA,
+    ROOT_CA_PUBLISHER, STATEFULSET, TAINT_EVICTION,
 };
 
 /// Where the controllers' ServiceAccounts live (`metav1.NamespaceSystem`).
@@ -43,6 +44,7 @@ pub const SERVICE_ACCOUNTS: &[(&str, &str)] = &[
     (ENDPOINTS, "endpoint-controller"),
     (ENDPOINTSLICE, "endpointslice-controller"),
     (GARBAGE_COLLECTOR, "generic-garbage-collector"),
+    (HORIZONTAL_POD_AUTOSCALER, "horizontal-pod-autoscaler"),
     (JOB, "job-controller"),
     (NAMESPACE, "namespace-controller"),
     // Both run as `node-controller` upstream (`cmd/kube-controller-manager/app/core.go`).

@@ -26,6 +26,8 @@
 //! - [`nodelifecycle`]: nodes whose kubelet went silent: Unknown, tainted unreachable or
 //!   not-ready, their pods not Ready; untainted when back.
 //! - [`tainteviction`]: deletes pods from NoExecute-tainted nodes after their toleration.
+//! - [`podautoscaler`]: HorizontalPodAutoscalers (autoscaling/v2): resource metrics read
+//!   from `metrics.k8s.io`, `behavior`, stabilization windows, the target's `scale`.
 //! - [`resourcequota`]: ResourceQuota `status.hard` and `status.used`, recounted.
 //! - [`gc`]: the garbage collector: ownerReferences, background, foreground and orphan
 //!   deletion (§6.3).
@@ -54,6 +56,7 @@ pub mod kubelet;
 pub mod manager;
 pub mod namespace;
 pub mod nodelifecycle;
+pub mod podautoscaler;
 pub mod replicaset;
 pub mod resourcequota;
 pub mod rootca;

@@ -31,6 +31,7 @@ use crate::job::JobController;
 use crate::kubelet::{Kubelet, KubeletConfig};
 use crate::namespace::NamespaceController;
 use crate::nodelifecycle::NodeLifecycleController;
+use crate::podautoscaler::HorizontalController;
 use crate::replicaset::ReplicaSetController;
 use crate::resourcequota::ResourceQuotaController;
 use crate::rootca::RootCaPublisher;
@@ -68,6 +69,10 @@ pub const SCHEDULER: &str = "scheduler";
 
 /// The simulated nodes and kubelet.
 pub const KUBELET: &str = "kubelet";
+
+/// The HorizontalPodAutoscaler controller's name (kube-controller-manager's, with its old
+/// alias).
+pub const HORIZONTAL_POD_AUTOSCALER: &str = "horizontal-pod-autoscaler-controller";
 
 /// The Job controller's name (kube-controller-manager's, with its old alias).
 pub const JOB: &str = "job-controller";
@@ -120,6 +125,7 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     (ENDPOINTS, "endpoint"),
     (ENDPOINTSLICE, "endpointslice"),
     (GARBAGE_COLLECTOR, "garbagecollector"),
+    (HORIZONTAL_POD_AUTOSCALER, "horizontalpodautoscaling"),
     (JOB, "job"),
     (KUBELET, "nodes"),
     (NAMESPACE, "namespace"),
@@ -423,6 +429,11 @@ async fn start(
     if config.is_enabled(RESOURCEQUOTA) {
         let client = clients.client(RESOURCEQUOTA).await?;
         let controller = ResourceQuotaController::new(client, &factory, config.clock.clone());
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(HORIZONTAL_POD_AUTOSCALER) {
+        let client = clients.client(HORIZONTAL_POD_AUTOSCALER).await?;
+        let controller = HorizontalController::new(client, &factory, config.clock.clone());
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(CLUSTERROLE_AGGREGATION) {

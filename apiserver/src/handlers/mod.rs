@@ -2,8 +2,8 @@
 //! for the OpenAPI documents,
 //! `discovery` for `/api` and `/apis`, and the resource verbs: `resource` parses the target (`crate::target`)
 //! and dispatches to `get`, `list`, `watch`, `create`, `update` (with `scale`), `patch` and `delete`;
-//! `escalation` checks writes of RBAC roles and bindings; `testing` serves kubemock's own
-//! `testing.kubemock.dev` group.
+//! `escalation` checks writes of RBAC roles and bindings; `resource_metrics` serves
+//! `metrics.k8s.io`; `testing` serves kubemock's own `testing.kubemock.dev` group.
 
 pub(crate) mod clock;
 pub(crate) mod create;
@@ -17,6 +17,7 @@ pub(crate) mod nonresource;
 pub(crate) mod openapi;
 pub(crate) mod patch;
 pub(crate) mod resource;
+pub(crate) mod resource_metrics;
 pub(crate) mod reviews;
 pub(crate) mod scale;
 pub(crate) mod strategy;

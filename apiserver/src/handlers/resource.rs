@@ -423,6 +423,11 @@ async fn dispatch(
     {
         return super::testing::serve(&call, method).await;
     }
+    if call.target.resource.group == crate::registry::resource_metrics::GROUP
+        && call.target.resource.behaviour.storage == crate::registry::Storage::Virtual
+    {
+        return super::resource_metrics::serve(&call, method).await;
+    }
     if call.target.resource.behaviour.storage == crate::registry::Storage::Virtual {
         return super::reviews::serve(&call, method).await;
     }

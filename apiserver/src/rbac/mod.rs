@@ -80,13 +80,42 @@ static POLICY: LazyLock<Policy> = LazyLock::new(|| {
             _ => Vec::new(),
         }
     };
+    let mut cluster_roles = list("clusterRoles");
+    cluster_roles.push(aggregated_metrics_reader());
     Policy {
-        cluster_roles: list("clusterRoles"),
+        cluster_roles,
         cluster_role_bindings: list("clusterRoleBindings"),
         roles: list("roles"),
         role_bindings: list("roleBindings"),
     }
 });
+
+/// metrics-server's `system:aggregated-metrics-reader` (`manifests/base/rbac.yaml`), which
+/// kubemock serves `metrics.k8s.io` with: read access to the metrics, aggregated into `view`,
+/// `edit` and `admin` (so whoever may read pods may `kubectl top` them).
+fn aggregated_metrics_reader() -> Object {
+    let role = serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {
+            "name": "system:aggregated-metrics-reader",
+            "labels": {
+                "rbac.authorization.k8s.io/aggregate-to-view": "true",
+                "rbac.authorization.k8s.io/aggregate-to-edit": "true",
+                "rbac.authorization.k8s.io/aggregate-to-admin": "true",
+            },
+        },
+        "rules": [{
+            "apiGroups": [crate::registry::resource_metrics::GROUP],
+            "resources": ["pods", "nodes"],
+            "verbs": ["get", "list", "watch"],
+        }],
+    });
+    match role {
+        Value::Object(role) => role,
+        _ => Object::new(),
+    }
+}
 
 /// The four RBAC resources.
 struct Kinds {
@@ -486,8 +515,9 @@ mod tests {
     #[test]
     fn the_policy_is_1_32s() {
         let policy = &*POLICY;
-        // 31 cluster roles and 33 controller roles; 12 and 33 bindings; 7 and 7 in namespaces.
-        assert_eq!(policy.cluster_roles.len(), 64);
+        // 31 cluster roles and 33 controller roles, and metrics-server's reader; 12 and 33
+        // bindings; 7 and 7 in namespaces.
+        assert_eq!(policy.cluster_roles.len(), 65);
         assert_eq!(policy.cluster_role_bindings.len(), 45);
         assert_eq!(policy.roles.len(), 7);
         assert_eq!(policy.role_bindings.len(), 7);
@@ -504,7 +534,11 @@ mod tests {
         ] {
             assert!(names.contains(&name), "{name}");
         }
-        for object in policy.cluster_roles.iter().chain(&policy.role_bindings) {
+        let upstream = policy
+            .cluster_roles
+            .iter()
+            .filter(|r| object::name_of(r) != "system:aggregated-metrics-reader");
+        for object in upstream.chain(&policy.role_bindings) {
             let metadata = &object["metadata"];
             assert_eq!(
                 metadata["labels"]["kubernetes.io/bootstrapping"],

@@ -91,6 +91,13 @@ pub(crate) const PRIORITIES: &[(&str, &str, i64, i64)] = &[
     ("node.k8s.io", "v1", 16300, 15),
     ("discovery.k8s.io", "v1", 16200, 15),
     ("flowcontrol.apiserver.k8s.io", "v1", 16100, 21),
+    // metrics-server's APIService (`registry::resource_metrics`), served in-process.
+    (
+        super::resource_metrics::GROUP,
+        super::resource_metrics::VERSION,
+        super::resource_metrics::PRIORITY.0,
+        super::resource_metrics::PRIORITY.1,
+    ),
 ];
 
 /// A compact description of one built-in resource.

@@ -5,6 +5,7 @@
 
 mod builtin;
 mod custom;
+pub(crate) mod resource_metrics;
 pub(crate) mod testing;
 
 use std::sync::Arc;
@@ -88,6 +89,11 @@ pub enum Storage {
 /// convertor of `pkg/registry/rest/table.go`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Printer {
+    /// metrics-server's `PodMetrics` convertor (`pkg/api/table.go`): Name, cpu and memory
+    /// (summed over the containers), Window.
+    PodMetrics,
+    /// metrics-server's `NodeMetrics` convertor: Name, cpu, memory, Window.
+    NodeMetrics,
     /// Name and Created At: kinds without a printer upstream (Roles, ClusterRoles, LimitRanges,
     /// CustomResourceDefinitions).
     Default,
@@ -414,9 +420,12 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The registry of built-in resources (with kubemock's own `testing.kubemock.dev`).
+    /// The registry of built-in resources (with metrics-server's `metrics.k8s.io` and
+    /// kubemock's own `testing.kubemock.dev`).
     pub fn builtin() -> Self {
         let (mut groups, mut resources) = builtin::resources();
+        groups.push(resource_metrics::group());
+        resources.extend(resource_metrics::resources());
         groups.push(testing::group());
         resources.extend(testing::resources());
         Registry {
@@ -617,7 +626,10 @@ mod tests {
                         "{} is stored, so it is read and watched",
                         r.plural
                     );
-                    assert_eq!(r.singular, r.kind.to_lowercase(), "{}", r.plural);
+                    // (metrics-server's storages name no singular.)
+                    if r.group != resource_metrics::GROUP {
+                        assert_eq!(r.singular, r.kind.to_lowercase(), "{}", r.plural);
+                    }
                 }
             }
         }

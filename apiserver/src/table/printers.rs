@@ -24,6 +24,7 @@
 //! - `access`: service accounts, role bindings and cluster role bindings;
 //! - `policy`: horizontal pod autoscalers, pod disruption budgets, priority classes, resource
 //!   quotas;
+//! - `metrics`: metrics-server's `metrics.k8s.io` kinds;
 //! - `cluster`: component statuses, API services, certificate signing requests, CSI kinds and
 //!   volume attachments, admission configuration, runtime classes, flow control.
 
@@ -39,6 +40,7 @@ use kubemock_apimachinery::time;
 
 mod access;
 mod cluster;
+mod metrics;
 mod networking;
 mod policy;
 mod storage;
@@ -210,6 +212,7 @@ const SCALE_COLUMNS: &[Column] = &[
 pub(super) fn columns(printer: &Printer) -> &'static [Column] {
     match printer {
         Printer::Default | Printer::Columns(_) => DEFAULT_COLUMNS,
+        Printer::PodMetrics | Printer::NodeMetrics => metrics::METRICS_COLUMNS,
         Printer::Pod => POD_COLUMNS,
         Printer::Deployment => DEPLOYMENT_COLUMNS,
         Printer::ReplicaSet => REPLICA_SET_COLUMNS,
@@ -289,6 +292,8 @@ pub(super) fn row(printer: &Printer, object: &Value, now: i128) -> Row {
             json!(created_at(object)),
         ]),
         Printer::Pod => pod(object, now),
+        Printer::PodMetrics => Row::plain(metrics::pod_metrics(object)),
+        Printer::NodeMetrics => Row::plain(metrics::node_metrics(object)),
         Printer::Deployment => Row::plain(deployment(object, now)),
         Printer::ReplicaSet => Row::plain(replica_set(object, now)),
         Printer::Service => Row::plain(service(object, now)),
