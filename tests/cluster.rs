@@ -338,7 +338,7 @@ fn deployment(
     {
         target.extend(extra);
     }
-    serde_json::from_value(object).unwrap()
+    serde_json::from_value(object).expect("a deployment")
 }
 
 // Upstream: pkg/controller/deployment/util/deployment_util.go `DeploymentTimedOut` (the
@@ -499,7 +499,12 @@ async fn controller_manager_healthy(cluster: &Cluster) -> String {
         "{}/api/v1/componentstatuses/controller-manager",
         cluster.url()
     );
-    let status: serde_json::Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+    let status: serde_json::Value = reqwest::get(url)
+        .await
+        .expect("componentstatuses answers")
+        .json()
+        .await
+        .expect("a ComponentStatus");
     status["conditions"][0]["status"]
         .as_str()
         .unwrap_or("")
