@@ -926,7 +926,7 @@ fn quote_json(v: &Value) -> String {
 }
 
 fn call(name: &str, args: &[Value], host: &dyn Host) -> Result<Value, Error> {
-    use std::cmp::Ordering::{Equal, Greater, Less};
+    use std::cmp::Ordering::{Greater, Less};
     Ok(match name {
         "not" => {
             arity(name, args, 1)?;

@@ -812,3 +812,68 @@ mod tests {
         assert!(finalizers_patch(&[], &f(&[], &[], true)).is_empty());
     }
 }
+
+#[cfg(test)]
+mod example_tests {
+    use super::*;
+    use serde_json::json;
+
+    struct Host;
+    impl gotpl::Host for Host {
+        fn call(&self, name: &str, _: &[Value]) -> Option<Result<Value, String>> {
+            Some(Ok(match name {
+                "NodeIPsWith" | "PodIPsWith" => json!(["10.0.0.1"]),
+                "NodePort" => json!(10250),
+                _ => json!("2026-01-01T00:00:00Z"),
+            }))
+        }
+    }
+
+    /// Every Stage of `examples/stages` compiles, and its template renders YAML on a node or
+    /// a running pod.
+    #[test]
+    fn the_example_stages_compile_and_render() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/stages");
+        let node = json!({"metadata": {"name": "n", "uid": "u", "annotations": {}},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+        let pod = json!({"metadata": {"name": "p", "namespace": "d", "uid": "u"},
+            "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "c", "image": "i",
+                "restartCount": 2, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}});
+        let mut count = 0;
+        for dir in ["default", "scenarios"] {
+            for entry in std::fs::read_dir(root.join(dir))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+                for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+                    let value: Value = match serde::Deserialize::deserialize(doc) {
+                        Ok(v) => v,
+                        Err(e) => panic!("{}: {e}", entry.path().display()),
+                    };
+                    let stage = match Stage::compile(&value) {
+                        Ok(s) => s,
+                        Err(e) => panic!("{}: {e:?}", entry.path().display()),
+                    };
+                    count += 1;
+                    let object = if stage.kind == "Node" { &node } else { &pod };
+                    if let Some(t) = &stage.next.status_template {
+                        let text = t
+                            .render(object, &Host)
+                            .unwrap_or_else(|e| panic!("{}: {e}", stage.name));
+                        let status: Result<Value, _> = serde_yaml_ng::from_str(&text);
+                        assert!(
+                            status.as_ref().is_ok_and(Value::is_object),
+                            "{}: {text}\n{status:?}",
+                            stage.name
+                        );
+                    }
+                }
+            }
+        }
+        assert!(count >= 14, "{count} Stages");
+    }
+}

@@ -5,7 +5,14 @@
 
 mod builtin;
 mod custom;
+pub(crate) mod kwok;
 pub(crate) mod testing;
+
+/// The OpenAPI schema of a kind kubemock serves in a group of its own (`testing`, `kwok`),
+/// rather than from the built-in kinds' schemas.
+pub(crate) fn own_schema(resource: &Resource) -> Option<serde_json::Value> {
+    testing::schema(resource).or_else(|| kwok::schema(resource))
+}
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -262,6 +269,8 @@ pub enum Admission {
     ValidatingAdmissionPolicyBinding,
     /// testing.kubemock.dev/v1 Fault (`faults::spec`).
     Fault,
+    /// kwok.x-k8s.io/v1alpha1 Stage (`kubemock_apimachinery::stage`).
+    Stage,
 }
 
 /// How a resource behaves under the generic verbs, where kinds differ.
@@ -419,6 +428,8 @@ impl Registry {
         let (mut groups, mut resources) = builtin::resources();
         groups.push(testing::group());
         resources.extend(testing::resources());
+        groups.push(kwok::group());
+        resources.extend(kwok::resources());
         Registry {
             builtin: resources.len(),
             resources: RwLock::new(resources.into_iter().map(Arc::new).collect()),

@@ -16,11 +16,16 @@
 //! ([`node::is_stopped`], the [`node::DOWN_ANNOTATION`]): then it renews nothing, posts
 //! nothing and runs no pods, so the node lifecycle controller finds it unreachable.
 //!
+//! kwok's Stages (`kwok.x-k8s.io/v1alpha1`), when any names Pod or Node, drive the pods or
+//! the nodes' status instead of all of the above ([`stages`]; the Leases stay the
+//! kubelet's).
+//!
 //! In the secure mode they run as [`identity::SIMULATOR_USER`] ([`identity`]).
 
 pub mod identity;
 pub mod lifecycle;
 pub mod node;
+pub mod stages;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -33,8 +38,8 @@ use k8s_openapi::chrono::{DateTime, Utc};
 use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::request::Preconditions;
 use kubemock_client::{
-    Action, Api, ApiResource, Client, Controller, DeleteParams, InformerFactory, ObjectKey,
-    PostParams, Resource, SharedInformer, Store,
+    Action, Api, ApiResource, Client, Controller, DeleteParams, DynamicObject, InformerFactory,
+    ObjectKey, PostParams, Resource, SharedInformer, Store,
 };
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -101,6 +106,8 @@ struct Context {
     /// worker only.
     leases: Mutex<HashMap<String, Lease>>,
     recorder: Recorder,
+    /// The Stages that, when any names Pod or Node, drive that kind instead of the kubelet.
+    stages: stages::Stages,
 }
 
 impl Context {
@@ -154,6 +161,7 @@ pub struct Kubelet {
     client: Client,
     pods: SharedInformer<Pod>,
     nodes: SharedInformer<Node>,
+    stages: SharedInformer<DynamicObject>,
     config: KubeletConfig,
 }
 
@@ -164,6 +172,7 @@ impl Kubelet {
             client,
             pods: factory.informer::<Pod>(),
             nodes: factory.informer::<Node>(),
+            stages: factory.dynamic(&stages::resource()),
             config,
         }
     }
@@ -189,11 +198,23 @@ impl Kubelet {
             leases: Mutex::new(HashMap::new()),
             config: self.config.clone(),
             recorder: Recorder::new(self.client.clone(), "kubelet"),
+            stages: stages::Stages::new(self.stages.store(), self.config.clock.now()),
         });
+        // Each Stage taken up is announced by an Event on it.
+        let stage_ctx = ctx.clone();
+        let announcer = tokio::spawn(Controller::new("kubelet-stages", self.stages.clone()).run(
+            move |key| announce_stage(key, stage_ctx.clone()),
+            crate::error::error_policy,
+            token.clone(),
+        ));
         // Each simulated node's heartbeat: its Lease and status, again every LEASE_RENEW
         // (sync_node requeues itself), and at once when a fake clock moves.
         let node_ctx = ctx.clone();
-        let node_controller = Controller::new("kubelet-nodes", self.nodes.clone());
+        let node_store = self.nodes.store();
+        let node_controller = Controller::new("kubelet-nodes", self.nodes.clone())
+            .watches(&self.stages, move |_| {
+                node_store.list().iter().map(|n| n.key()).collect()
+            });
         let node_queue = node_controller.queue();
         let simulated_nodes = tokio::spawn(node_controller.run(
             move |key| sync_node(key, node_ctx.clone()),
@@ -223,8 +244,13 @@ impl Kubelet {
         }
         // A node becoming known (or simulated) concerns the pods bound to it.
         let pods = self.pods.store();
+        let stage_pods = self.pods.store();
         let controller = Controller::new("kubelet", self.pods)
             .workers(WORKERS)
+            // A Stage's change concerns every pod (Stages take over, or hand back).
+            .watches(&self.stages, move |_| {
+                stage_pods.list().iter().map(|p| p.key()).collect()
+            })
             .watches(&self.nodes, move |node: &Node| {
                 let name = node.metadata.name.as_deref();
                 pods.list()
@@ -260,7 +286,7 @@ impl Kubelet {
             token.clone(),
         );
         tokio::join!(run, clock_moves);
-        for task in [node_clock_moves, simulated_nodes] {
+        for task in [node_clock_moves, simulated_nodes, announcer] {
             if let Err(err) = task.await {
                 tracing::warn!(error = %err, "a kubelet task failed");
             }
@@ -285,6 +311,15 @@ async fn sync_node(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         return Ok(Action::AwaitChange);
     };
     let now = ctx.config.clock.now();
+    // Stages for Node drive the node's status; the kubelet only renews its Lease.
+    if ctx.stages.drives("Node") {
+        let action = stages::sync_node(&ctx, &key, &node).await?;
+        renew_lease(&ctx, &node, now).await?;
+        return Ok(match action {
+            Action::RequeueAfter(after) => Action::RequeueAfter(after.min(LEASE_RENEW)),
+            _ => Action::RequeueAfter(LEASE_RENEW),
+        });
+    }
     if node::status_due(&node, now) {
         let mut updated = (*node).clone();
         updated.status = Some(node::posted_status(
@@ -395,6 +430,7 @@ fn node_index(name: &str, count: usize) -> Option<usize> {
 /// One step of one pod on a simulated node.
 async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     let Some(pod) = ctx.pods.get(&key) else {
+        ctx.stages.forget("Pod", &key);
         return Ok(Action::AwaitChange);
     };
     let node_name = pod
@@ -413,6 +449,11 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         .is_some_and(|node| node::is_stopped(&node))
     {
         return Ok(Action::AwaitChange);
+    }
+    // Stages for Pod drive every pod on the simulated nodes, the kubelet's lifecycle steps
+    // aside (its deletion included: kwok's `pod-delete` Stage is what removes them).
+    if ctx.stages.drives("Pod") {
+        return stages::sync_pod(&ctx, &key, &pod).await;
     }
     let namespace = key.namespace.clone().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -533,6 +574,34 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
             Ok(Action::AwaitChange)
         }
     }
+}
+
+/// Announces a Stage the kubelet takes up by an Event on it ([`stages::LOADED_REASON`]),
+/// once per version of it.
+async fn announce_stage(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
+    let Some(stage) = ctx.stages.store().get(&key) else {
+        return Ok(Action::AwaitChange);
+    };
+    let version = stage.metadata.resource_version.clone().unwrap_or_default();
+    let value = serde_json::to_value(&*stage).map_err(|e| crate::Error::Stage(e.to_string()))?;
+    let compiled = kubemock_apimachinery::stage::Stage::compile(&value);
+    if let Ok(compiled) = compiled
+        && ctx.stages.announce(&key.name, &version)
+    {
+        let reference = object_reference(stage.as_ref(), &stages::resource());
+        ctx.recorder
+            .publish(
+                &reference,
+                EventType::Normal,
+                stages::LOADED_REASON,
+                &format!(
+                    "the simulated kubelet runs this Stage on {} objects",
+                    compiled.kind
+                ),
+            )
+            .await;
+    }
+    Ok(Action::AwaitChange)
 }
 
 /// The pod's [`lifecycle::Plan`] under the kubelet's defaults; annotations that do not parse
