@@ -388,9 +388,9 @@ struct Parser {
 }
 
 /// How a list of nodes ended.
-enum End {
+enum Closing {
     Eof,
-    End,
+    Keyword,
     Else(Vec<Tok>, usize),
 }
 
@@ -404,11 +404,11 @@ impl Template {
         };
         let (nodes, end) = parser.list()?;
         match end {
-            End::Eof => Ok(Template { nodes }),
-            End::End => Err(Error {
+            Closing::Eof => Ok(Template { nodes }),
+            Closing::Keyword => Err(Error {
                 message: "unexpected {{end}}".to_owned(),
             }),
-            End::Else(_, line) => Err(Error {
+            Closing::Else(_, line) => Err(Error {
                 message: format!("line {line}: unexpected {{{{else}}}}"),
             }),
         }
@@ -428,7 +428,7 @@ impl Template {
 }
 
 impl Parser {
-    fn list(&mut self) -> Result<(Vec<Node>, End), Error> {
+    fn list(&mut self) -> Result<(Vec<Node>, Closing), Error> {
         let mut nodes = Vec::new();
         while let Some(piece) = self.pieces.next() {
             let (action, line) = match piece {
@@ -447,8 +447,8 @@ impl Parser {
                 _ => "",
             };
             match keyword {
-                "end" => return Ok((nodes, End::End)),
-                "else" => return Ok((nodes, End::Else(toks[1..].to_vec(), line))),
+                "end" => return Ok((nodes, Closing::Keyword)),
+                "else" => return Ok((nodes, Closing::Else(toks[1..].to_vec(), line))),
                 "if" | "range" | "with" => {
                     let kind = keyword.to_owned();
                     nodes.push(self.block(&kind, &toks[1..], line)?);
@@ -463,7 +463,7 @@ impl Parser {
                 _ => nodes.push(Node::Action(pipeline(&toks, line)?)),
             }
         }
-        Ok((nodes, End::Eof))
+        Ok((nodes, Closing::Eof))
     }
 
     /// `if`/`range`/`with` after its keyword, up to its `end`.
@@ -471,16 +471,16 @@ impl Parser {
         let pipe = pipeline(toks, line)?;
         let (body, end) = self.list()?;
         let otherwise = match end {
-            End::Eof => {
+            Closing::Eof => {
                 return Err(Error {
                     message: format!("line {line}: {{{{{kind}}}}} without {{{{end}}}}"),
                 });
             }
-            End::End => Vec::new(),
-            End::Else(rest, else_line) => {
+            Closing::Keyword => Vec::new(),
+            Closing::Else(rest, else_line) => {
                 if rest.is_empty() {
                     let (otherwise, end) = self.list()?;
-                    if !matches!(end, End::End) {
+                    if !matches!(end, Closing::Keyword) {
                         return Err(Error {
                             message: format!("line {else_line}: {{{{else}}}} without {{{{end}}}}"),
                         });

@@ -77,17 +77,23 @@ struct Pending {
 /// An object's key in the maps: its kind and `namespace/name`.
 type Key = (String, String);
 
+/// A Stage's compilation by (name, resourceVersion); `None` when it does not compile.
+type Compiled = HashMap<(String, String), Option<Arc<Stage>>>;
+
+/// The last application to an object: its uid, the Stage, the time.
+type Applied = (String, String, DateTime<Utc>);
+
 /// The Stages the kubelet runs: compiled from the Stage informer's store, with the chosen
 /// Stage of each object and the pod IPs they handed out.
 pub(super) struct Stages {
     store: Store<DynamicObject>,
     /// Compiled Stages by (name, resourceVersion).
-    compiled: Mutex<HashMap<(String, String), Option<Arc<Stage>>>>,
+    compiled: Mutex<Compiled>,
     /// The Stage chosen for each object, and when it is due.
     pending: Mutex<HashMap<Key, Pending>>,
     /// When each Stage was last applied to each object (uid, stage, time), for
     /// [`MIN_REPEAT`].
-    applied: Mutex<HashMap<Key, (String, String, DateTime<Utc>)>>,
+    applied: Mutex<HashMap<Key, Applied>>,
     /// The Stages (name, resourceVersion) announced by an Event.
     announced: Mutex<std::collections::HashSet<(String, String)>>,
     /// Stages already warned about as repeating without delay.
