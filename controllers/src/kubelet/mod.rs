@@ -200,21 +200,35 @@ impl Kubelet {
             recorder: Recorder::new(self.client.clone(), "kubelet"),
             stages: stages::Stages::new(self.stages.store(), self.config.clock.now()),
         });
+        // Stages are read only where they can be: a server that does not serve them (a real
+        // cluster without kwok's CRD) or refuses this kubelet would leave their informer
+        // never synced, and the controllers waiting on it would never start.
+        let stages_served = stages_readable(&self.client, &token).await;
         // Each Stage taken up is announced by an Event on it.
         let stage_ctx = ctx.clone();
-        let announcer = tokio::spawn(Controller::new("kubelet-stages", self.stages.clone()).run(
-            move |key| announce_stage(key, stage_ctx.clone()),
-            crate::error::error_policy,
-            token.clone(),
-        ));
+        let stage_token = token.clone();
+        let stage_informer = self.stages.clone();
+        let announcer = tokio::spawn(async move {
+            if stages_served {
+                Controller::new("kubelet-stages", stage_informer)
+                    .run(
+                        move |key| announce_stage(key, stage_ctx.clone()),
+                        crate::error::error_policy,
+                        stage_token,
+                    )
+                    .await;
+            }
+        });
         // Each simulated node's heartbeat: its Lease and status, again every LEASE_RENEW
         // (sync_node requeues itself), and at once when a fake clock moves.
         let node_ctx = ctx.clone();
         let node_store = self.nodes.store();
-        let node_controller = Controller::new("kubelet-nodes", self.nodes.clone())
-            .watches(&self.stages, move |_| {
+        let mut node_controller = Controller::new("kubelet-nodes", self.nodes.clone());
+        if stages_served {
+            node_controller = node_controller.watches(&self.stages, move |_| {
                 node_store.list().iter().map(|n| n.key()).collect()
             });
+        }
         let node_queue = node_controller.queue();
         let simulated_nodes = tokio::spawn(node_controller.run(
             move |key| sync_node(key, node_ctx.clone()),
@@ -245,20 +259,21 @@ impl Kubelet {
         // A node becoming known (or simulated) concerns the pods bound to it.
         let pods = self.pods.store();
         let stage_pods = self.pods.store();
-        let controller = Controller::new("kubelet", self.pods)
-            .workers(WORKERS)
+        let mut controller = Controller::new("kubelet", self.pods).workers(WORKERS);
+        if stages_served {
             // A Stage's change concerns every pod (Stages take over, or hand back).
-            .watches(&self.stages, move |_| {
+            controller = controller.watches(&self.stages, move |_| {
                 stage_pods.list().iter().map(|p| p.key()).collect()
-            })
-            .watches(&self.nodes, move |node: &Node| {
-                let name = node.metadata.name.as_deref();
-                pods.list()
-                    .iter()
-                    .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == name)
-                    .map(|p| p.key())
-                    .collect()
             });
+        }
+        let controller = controller.watches(&self.nodes, move |node: &Node| {
+            let name = node.metadata.name.as_deref();
+            pods.list()
+                .iter()
+                .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == name)
+                .map(|p| p.key())
+                .collect()
+        });
         // A fake clock's move wakes the pods whose time it reached.
         let queue = controller.queue();
         let wake_ctx = ctx.clone();
@@ -572,6 +587,34 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
             }
             // The write's watch event syncs the pod again, to wait for its next step.
             Ok(Action::AwaitChange)
+        }
+    }
+}
+
+/// Whether this kubelet can list kwok's Stages (the server serves them and lets it); if not,
+/// says why, once: the kubelet then runs its own lifecycle only.
+async fn stages_readable(client: &Client, token: &CancellationToken) -> bool {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &stages::resource());
+    let params = kubemock_client::ListParams {
+        limit: Some(1),
+        ..kubemock_client::ListParams::default()
+    };
+    loop {
+        match api.list(&params).await {
+            Ok(_) => return true,
+            // An answer (404 not served, 403 not allowed) is final; no answer (the server
+            // not up yet) is asked again.
+            Err(err) if err.code().is_some() => {
+                tracing::warn!(error = %err, "kwok's Stages (kwok.x-k8s.io/v1alpha1) cannot be listed: the simulated kubelet ignores Stages and runs its own lifecycle");
+                return false;
+            }
+            Err(err) => {
+                tracing::debug!(error = %err, "listing kwok's Stages failed; retrying");
+                tokio::select! {
+                    _ = token.cancelled() => return false,
+                    _ = tokio::time::sleep(REGISTER_RETRY) => {}
+                }
+            }
         }
     }
 }
