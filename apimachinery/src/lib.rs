@@ -36,6 +36,8 @@
 //! - [`quota`]: resource quota accounting: what an object consumes, scopes, the admission's
 //!   arithmetic and messages (`pkg/quota/v1`).
 //! - [`version`]: the Kubernetes release kubemock reports (`pkg/version`).
+//! - [`stage`]: kwok's Stage API: its selectors (a jq subset), delays, weights and status
+//!   templates (a Go text/template subset), compiled once for the server and the kubelet.
 //! - [`volume`]: the default StorageClass and the volume protection finalizers.
 //!
 //! # Invariants
@@ -60,6 +62,7 @@ pub mod openapi;
 pub mod protobuf;
 pub mod quantity;
 pub mod quota;
+pub mod stage;
 pub mod strategic;
 pub mod time;
 pub mod validation;

@@ -3,8 +3,9 @@
 //! `data/discovery-1.32.json`, the checked-in list of what kube-apiserver 1.32 serves by default
 //! (group, version, resource, kind, scope, verbs, short names, categories, subresources). The
 //! only differences allowed are the file's `differences`, each with its reason. kubemock's own
-//! group, `testing.kubemock.dev` (tested in `testing_requests`), is no Kubernetes API and is
-//! left out of the comparison, and so is `metrics.k8s.io`, which metrics-server (not
+//! group, `testing.kubemock.dev` (tested in `testing_requests`), and kwok's `kwok.x-k8s.io`
+//! (its Stages, tested in `controllers/tests/lifecycle/stages.rs`), are no Kubernetes API and
+//! are left out of the comparison, and so is `metrics.k8s.io`, which metrics-server (not
 //! kube-apiserver) serves on a real cluster (docs/metrics.md).
 
 use std::collections::BTreeSet;
@@ -12,10 +13,9 @@ use std::collections::BTreeSet;
 use kubemock_conformance::Harness;
 use serde_json::Value;
 
-/// kubemock's own group: served after the built-in ones, not part of Kubernetes 1.32.
-const KUBEMOCK_GROUP: &str = "testing.kubemock.dev/";
-/// metrics-server's group, served in-process after the built-in ones.
-const METRICS_GROUP: &str = "metrics.k8s.io/";
+/// Groups served after the built-in ones that are not part of Kubernetes 1.32's
+/// kube-apiserver: kubemock's own, kwok's, and metrics-server's.
+const KUBEMOCK_GROUPS: [&str; 3] = ["testing.kubemock.dev/", "kwok.x-k8s.io/", "metrics.k8s.io/"];
 
 /// `order` and `lines` without kubemock's own group.
 fn upstream_only(
@@ -24,11 +24,11 @@ fn upstream_only(
     (
         order
             .into_iter()
-            .filter(|gv| !gv.starts_with(KUBEMOCK_GROUP) && !gv.starts_with(METRICS_GROUP))
+            .filter(|gv| !KUBEMOCK_GROUPS.iter().any(|g| gv.starts_with(g)))
             .collect(),
         lines
             .into_iter()
-            .filter(|line| !line.starts_with(KUBEMOCK_GROUP) && !line.starts_with(METRICS_GROUP))
+            .filter(|line| !KUBEMOCK_GROUPS.iter().any(|g| line.starts_with(g)))
             .collect(),
     )
 }

@@ -20,6 +20,10 @@ pub enum Error {
         /// One message per failed resource type, sorted.
         errors: Vec<String>,
     },
+    /// A Stage could not be applied (its template failed to render, or rendered no YAML;
+    /// the object as JSON).
+    #[error("{0}")]
+    Stage(String),
     /// Creating or deleting a controller's pods failed (the message of the first failure).
     #[error("managing replicas failed: {0}")]
     Manage(String),

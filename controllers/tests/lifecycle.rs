@@ -5,6 +5,8 @@
 //! [`FakeClock`] advances: every transition is due at a time on the kubelet's clock.
 
 mod common;
+#[path = "lifecycle/stages.rs"]
+mod stages;
 
 use std::time::Duration;
 

@@ -448,7 +448,8 @@ fn default(admission: Admission, object: &mut Object) -> ApiResult<()> {
         Admission::ApiService => apiservices::default(object),
         Admission::CertificateSigningRequest
         | Admission::WebhookConfiguration
-        | Admission::Fault => {}
+        | Admission::Fault
+        | Admission::Stage => {}
         Admission::ValidatingAdmissionPolicy => policies::default_policy(object),
         Admission::ValidatingAdmissionPolicyBinding => policies::default_binding(object),
         Admission::Role
@@ -565,6 +566,14 @@ fn validate(admission: Admission, object: &Object, errors: &mut Vec<FieldError>)
         Admission::Fault => {
             if let Err(found) = crate::faults::spec::compile(object) {
                 errors.extend(found);
+            }
+        }
+        // The compilation the simulated kubelet runs (`kubelet::stages`): what it would not
+        // run is refused here.
+        Admission::Stage => {
+            let value = serde_json::Value::Object(object.clone());
+            if let Err(found) = kubemock_apimachinery::stage::Stage::compile(&value) {
+                errors.extend(found.into_iter().map(FieldError::from));
             }
         }
         Admission::None | Admission::Namespace => {}

@@ -219,11 +219,12 @@ fn capitalise(word: &str) -> String {
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
 /// Whether `resource`'s schema is its own rather than a built-in kind's: custom resources
-/// (their definition's), kubemock's `testing.kubemock.dev` kinds (`registry::testing`) and
-/// `metrics.k8s.io`'s (`registry::resource_metrics::schema`).
+/// (their definition's), kubemock's `testing.kubemock.dev` kinds (`registry::testing`),
+/// kwok's Stage (`registry::kwok`) and `metrics.k8s.io`'s (`registry::resource_metrics`).
 fn own_schema(resource: &Resource) -> bool {
     resource.is_custom()
         || resource.group == crate::registry::testing::GROUP
+        || resource.group == kubemock_apimachinery::stage::GROUP
         || resource.group == crate::registry::resource_metrics::GROUP
 }
 
@@ -246,8 +247,7 @@ fn custom_component(resource: &Resource) -> (String, Value) {
         .custom
         .as_ref()
         .and_then(|c| c.schema.clone())
-        .or_else(|| crate::registry::testing::schema(resource))
-        .or_else(|| crate::registry::resource_metrics::schema(resource))
+        .or_else(|| crate::registry::own_schema(resource))
         .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
     if let Value::Object(schema) = &mut schema {
         let properties = schema.entry("properties").or_insert_with(|| json!({}));
@@ -558,8 +558,7 @@ mod tests {
                         SCHEMAS
                             .kind(&resource.group, &resource.version, &resource.kind)
                             .is_some()
-                            || crate::registry::testing::schema(&resource).is_some()
-                            || crate::registry::resource_metrics::schema(&resource).is_some(),
+                            || crate::registry::own_schema(&resource).is_some(),
                         "no schema for {}",
                         resource.qualified_kind()
                     );

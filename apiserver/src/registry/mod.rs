@@ -5,8 +5,17 @@
 
 mod builtin;
 mod custom;
+pub(crate) mod kwok;
 pub(crate) mod resource_metrics;
 pub(crate) mod testing;
+
+/// The OpenAPI schema of a kind kubemock serves in a group of its own (`testing`, `kwok`,
+/// `metrics.k8s.io`), rather than from the built-in kinds' schemas.
+pub(crate) fn own_schema(resource: &Resource) -> Option<serde_json::Value> {
+    testing::schema(resource)
+        .or_else(|| kwok::schema(resource))
+        .or_else(|| resource_metrics::schema(resource))
+}
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -268,6 +277,8 @@ pub enum Admission {
     ValidatingAdmissionPolicyBinding,
     /// testing.kubemock.dev/v1 Fault (`faults::spec`).
     Fault,
+    /// kwok.x-k8s.io/v1alpha1 Stage (`kubemock_apimachinery::stage`).
+    Stage,
 }
 
 /// How a resource behaves under the generic verbs, where kinds differ.
@@ -428,6 +439,8 @@ impl Registry {
         resources.extend(resource_metrics::resources());
         groups.push(testing::group());
         resources.extend(testing::resources());
+        groups.push(kwok::group());
+        resources.extend(kwok::resources());
         Registry {
             builtin: resources.len(),
             resources: RwLock::new(resources.into_iter().map(Arc::new).collect()),

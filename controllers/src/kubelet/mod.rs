@@ -16,11 +16,16 @@
 //! ([`node::is_stopped`], the [`node::DOWN_ANNOTATION`]): then it renews nothing, posts
 //! nothing and runs no pods, so the node lifecycle controller finds it unreachable.
 //!
+//! kwok's Stages (`kwok.x-k8s.io/v1alpha1`), when any names Pod or Node, drive the pods or
+//! the nodes' status instead of all of the above ([`stages`]; the Leases stay the
+//! kubelet's).
+//!
 //! In the secure mode they run as [`identity::SIMULATOR_USER`] ([`identity`]).
 
 pub mod identity;
 pub mod lifecycle;
 pub mod node;
+pub mod stages;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -33,8 +38,8 @@ use k8s_openapi::chrono::{DateTime, Utc};
 use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::request::Preconditions;
 use kubemock_client::{
-    Action, Api, ApiResource, Client, Controller, DeleteParams, InformerFactory, ObjectKey,
-    PostParams, Resource, SharedInformer, Store,
+    Action, Api, ApiResource, Client, Controller, DeleteParams, DynamicObject, InformerFactory,
+    ObjectKey, PostParams, Resource, SharedInformer, Store,
 };
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -101,6 +106,8 @@ struct Context {
     /// worker only.
     leases: Mutex<HashMap<String, Lease>>,
     recorder: Recorder,
+    /// The Stages that, when any names Pod or Node, drive that kind instead of the kubelet.
+    stages: stages::Stages,
 }
 
 impl Context {
@@ -154,6 +161,7 @@ pub struct Kubelet {
     client: Client,
     pods: SharedInformer<Pod>,
     nodes: SharedInformer<Node>,
+    stages: SharedInformer<DynamicObject>,
     config: KubeletConfig,
 }
 
@@ -164,6 +172,7 @@ impl Kubelet {
             client,
             pods: factory.informer::<Pod>(),
             nodes: factory.informer::<Node>(),
+            stages: factory.dynamic(&stages::resource()),
             config,
         }
     }
@@ -190,11 +199,37 @@ impl Kubelet {
             config: self.config.clone(),
             recorder: Recorder::new(self.client.clone(), "kubelet")
                 .with_clock(self.config.clock.clone()),
+            stages: stages::Stages::new(self.stages.store(), self.config.clock.now()),
+        });
+        // Stages are read only where they can be: a server that does not serve them (a real
+        // cluster without kwok's CRD) or refuses this kubelet would leave their informer
+        // never synced, and the controllers waiting on it would never start.
+        let stages_served = stages_readable(&self.client, &token).await;
+        // Each Stage taken up is announced by an Event on it.
+        let stage_ctx = ctx.clone();
+        let stage_token = token.clone();
+        let stage_informer = self.stages.clone();
+        let announcer = tokio::spawn(async move {
+            if stages_served {
+                Controller::new("kubelet-stages", stage_informer)
+                    .run(
+                        move |key| announce_stage(key, stage_ctx.clone()),
+                        crate::error::error_policy,
+                        stage_token,
+                    )
+                    .await;
+            }
         });
         // Each simulated node's heartbeat: its Lease and status, again every LEASE_RENEW
         // (sync_node requeues itself), and at once when a fake clock moves.
         let node_ctx = ctx.clone();
-        let node_controller = Controller::new("kubelet-nodes", self.nodes.clone());
+        let node_store = self.nodes.store();
+        let mut node_controller = Controller::new("kubelet-nodes", self.nodes.clone());
+        if stages_served {
+            node_controller = node_controller.watches(&self.stages, move |_| {
+                node_store.list().iter().map(|n| n.key()).collect()
+            });
+        }
         let node_queue = node_controller.queue();
         let simulated_nodes = tokio::spawn(node_controller.run(
             move |key| sync_node(key, node_ctx.clone()),
@@ -224,16 +259,22 @@ impl Kubelet {
         }
         // A node becoming known (or simulated) concerns the pods bound to it.
         let pods = self.pods.store();
-        let controller = Controller::new("kubelet", self.pods)
-            .workers(WORKERS)
-            .watches(&self.nodes, move |node: &Node| {
-                let name = node.metadata.name.as_deref();
-                pods.list()
-                    .iter()
-                    .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == name)
-                    .map(|p| p.key())
-                    .collect()
+        let stage_pods = self.pods.store();
+        let mut controller = Controller::new("kubelet", self.pods).workers(WORKERS);
+        if stages_served {
+            // A Stage's change concerns every pod (Stages take over, or hand back).
+            controller = controller.watches(&self.stages, move |_| {
+                stage_pods.list().iter().map(|p| p.key()).collect()
             });
+        }
+        let controller = controller.watches(&self.nodes, move |node: &Node| {
+            let name = node.metadata.name.as_deref();
+            pods.list()
+                .iter()
+                .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == name)
+                .map(|p| p.key())
+                .collect()
+        });
         // A fake clock's move wakes the pods whose time it reached.
         let queue = controller.queue();
         let wake_ctx = ctx.clone();
@@ -261,7 +302,7 @@ impl Kubelet {
             token.clone(),
         );
         tokio::join!(run, clock_moves);
-        for task in [node_clock_moves, simulated_nodes] {
+        for task in [node_clock_moves, simulated_nodes, announcer] {
             if let Err(err) = task.await {
                 tracing::warn!(error = %err, "a kubelet task failed");
             }
@@ -286,6 +327,15 @@ async fn sync_node(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         return Ok(Action::AwaitChange);
     };
     let now = ctx.config.clock.now();
+    // Stages for Node drive the node's status; the kubelet only renews its Lease.
+    if ctx.stages.drives("Node") {
+        let action = stages::sync_node(&ctx, &key, &node).await?;
+        renew_lease(&ctx, &node, now).await?;
+        return Ok(match action {
+            Action::RequeueAfter(after) => Action::RequeueAfter(after.min(LEASE_RENEW)),
+            _ => Action::RequeueAfter(LEASE_RENEW),
+        });
+    }
     if node::status_due(&node, now) {
         let mut updated = (*node).clone();
         updated.status = Some(node::posted_status(
@@ -396,6 +446,7 @@ fn node_index(name: &str, count: usize) -> Option<usize> {
 /// One step of one pod on a simulated node.
 async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     let Some(pod) = ctx.pods.get(&key) else {
+        ctx.stages.forget("Pod", &key);
         return Ok(Action::AwaitChange);
     };
     let node_name = pod
@@ -414,6 +465,11 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         .is_some_and(|node| node::is_stopped(&node))
     {
         return Ok(Action::AwaitChange);
+    }
+    // Stages for Pod drive every pod on the simulated nodes, the kubelet's lifecycle steps
+    // aside (its deletion included: kwok's `pod-delete` Stage is what removes them).
+    if ctx.stages.drives("Pod") {
+        return stages::sync_pod(&ctx, &key, &pod).await;
     }
     let namespace = key.namespace.clone().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -534,6 +590,62 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
             Ok(Action::AwaitChange)
         }
     }
+}
+
+/// Whether this kubelet can list kwok's Stages (the server serves them and lets it); if not,
+/// says why, once: the kubelet then runs its own lifecycle only.
+async fn stages_readable(client: &Client, token: &CancellationToken) -> bool {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &stages::resource());
+    let params = kubemock_client::ListParams {
+        limit: Some(1),
+        ..kubemock_client::ListParams::default()
+    };
+    loop {
+        match api.list(&params).await {
+            Ok(_) => return true,
+            // An answer (404 not served, 403 not allowed) is final; no answer (the server
+            // not up yet) is asked again.
+            Err(err) if err.code().is_some() => {
+                tracing::warn!(error = %err, "kwok's Stages (kwok.x-k8s.io/v1alpha1) cannot be listed: the simulated kubelet ignores Stages and runs its own lifecycle");
+                return false;
+            }
+            Err(err) => {
+                tracing::debug!(error = %err, "listing kwok's Stages failed; retrying");
+                tokio::select! {
+                    _ = token.cancelled() => return false,
+                    _ = tokio::time::sleep(REGISTER_RETRY) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Announces a Stage the kubelet takes up by an Event on it ([`stages::LOADED_REASON`]),
+/// once per version of it.
+async fn announce_stage(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
+    let Some(stage) = ctx.stages.store().get(&key) else {
+        return Ok(Action::AwaitChange);
+    };
+    let version = stage.metadata.resource_version.clone().unwrap_or_default();
+    let value = serde_json::to_value(&*stage).map_err(|e| crate::Error::Stage(e.to_string()))?;
+    let compiled = kubemock_apimachinery::stage::Stage::compile(&value);
+    if let Ok(compiled) = compiled
+        && ctx.stages.announce(&key.name, &version)
+    {
+        let reference = object_reference(stage.as_ref(), &stages::resource());
+        ctx.recorder
+            .publish(
+                &reference,
+                EventType::Normal,
+                stages::LOADED_REASON,
+                &format!(
+                    "the simulated kubelet runs this Stage on {} objects",
+                    compiled.kind
+                ),
+            )
+            .await;
+    }
+    Ok(Action::AwaitChange)
 }
 
 /// The pod's [`lifecycle::Plan`] under the kubelet's defaults; annotations that do not parse
