@@ -7,8 +7,11 @@
 #   baseline    --request-log-size 0 (no request log, no Fault)
 #   log         the request log as shipped (bodies off, 100,000 entries, not full)
 #   log-full    --request-log-size 500: a full ring, evicting on every push
-#   faults      no request log, 100 Faults on `configmaps` in other namespaces (each request
-#               is checked against all 100; bench/faults.sh explains the choice)
+#   faults      no request log, 100 Faults on `configmaps` in other namespaces (the index by
+#               resource and namespace leaves a request none to check)
+#   faults-ns   no request log, 100 Faults on `configmaps` in the load's namespace whose name
+#               globs match nothing: every request is checked against all 100 (the worst case
+#               short of a match)
 # and prints each one's instructions per request and its cost over the baseline.
 #
 #   bench/instructions.sh                 # 3 s of warm-up, then 8 s measured, 4 connections
@@ -41,12 +44,13 @@ measure() {
     sleep 0.1
   done
   [ -n "$url" ] || { echo "kubemock did not start: $(cat "$log")" >&2; exit 1; }
-  if [ "$name" = faults ]; then
+  if [ "$name" = faults ] || [ "$name" = faults-ns ]; then
     for i in $(seq 100); do
+      if [ "$name" = faults ]; then namespace="elsewhere-$i"; else namespace=loadgen; fi
       curl -sf -o /dev/null -X POST -H 'Content-Type: application/json' \
         "$url/apis/testing.kubemock.dev/v1/faults" -d "{\"metadata\":{\"name\":\"bench-$i\"},
           \"spec\":{\"match\":{\"verbs\":[\"get\",\"create\",\"update\"],\"resource\":\"configmaps\",
-          \"namespace\":\"elsewhere-$i\",\"name\":\"web-$i-*\"},\"action\":{\"status\":{\"code\":500}}}}"
+          \"namespace\":\"$namespace\",\"name\":\"web-$i-*\"},\"action\":{\"status\":{\"code\":500}}}}"
     done
   fi
   "$target/kubemock-loadgen" load --url "$url" --scenario "$scenario" --connections "$connections" \
@@ -74,6 +78,7 @@ for scenario in create get; do
   measure log "$scenario" >>"$results"
   measure log-full "$scenario" --request-log-size 500 >>"$results"
   measure faults "$scenario" --request-log-size 0 >>"$results"
+  measure faults-ns "$scenario" --request-log-size 0 >>"$results"
 done
 
 python3 - "$results" <<'PY'

@@ -157,11 +157,12 @@ impl Glob {
     /// Whether `text` matches the whole glob (iterative, with one backtrack point per
     /// star: linear in practice, never exponential).
     pub(crate) fn matches(&self, text: &str) -> bool {
-        let text: Vec<char> = text.chars().collect();
+        // `t` is a byte offset that moves by whole characters: no copy of the text (this runs
+        // for every candidate Fault of every request).
+        let char_at = |t: usize| text.get(t..).and_then(|rest| rest.chars().next());
         let (mut t, mut p) = (0usize, 0usize);
         let mut star: Option<(usize, usize)> = None;
-        while t < text.len() {
-            let here = text[t];
+        while let Some(here) = char_at(t) {
             match self.tokens.get(p) {
                 Some(Token::Star) => {
                     star = Some((p, t));
@@ -169,7 +170,7 @@ impl Glob {
                     continue;
                 }
                 Some(token) if token.matches_one(here) => {
-                    t += 1;
+                    t += here.len_utf8();
                     p += 1;
                     continue;
                 }
@@ -177,9 +178,10 @@ impl Glob {
             }
             match star {
                 Some((star_p, star_t)) => {
+                    let skipped = char_at(star_t).map_or(1, char::len_utf8);
                     p = star_p + 1;
-                    t = star_t + 1;
-                    star = Some((star_p, star_t + 1));
+                    t = star_t + skipped;
+                    star = Some((star_p, t));
                 }
                 None => return false,
             }
@@ -926,6 +928,11 @@ mod tests {
             ("exact", "exact", true),
             ("exact", "exactly", false),
             ("*", "", true),
+            // Characters, not bytes: a star backtracks over a whole multibyte character.
+            ("caf?-*", "café-1", true),
+            ("*é*x", "aébéx", true),
+            ("*é*x", "aébéy", false),
+            ("[à-é]", "è", true),
         ];
         for (pattern, text, expected) in cases {
             assert_eq!(
