@@ -1,8 +1,8 @@
 //! The pipeline's fault step: after authorization (a fault acts on requests the server
 //! would have run, never on ones it refuses), before routing. It matches each resource
-//! request against the Faults for its resource and namespace (`Current::candidates`), in
-//! name order; the first whose schedule fires acts on it, and the Faults after it are not
-//! consulted.
+//! request against the Faults that could match its resource, namespace and name
+//! (`Current::candidates`), in name order; the first whose schedule fires acts on it, and
+//! the Faults after it are not consulted.
 //!
 //! Matching is synchronous and allocation-free on the fields of the request (verb, target,
 //! user, user agent, query); a Fault with a label selector reads the stored object's labels
@@ -185,7 +185,11 @@ fn matching(state: &AppState, request: &Request) -> Option<(Arc<Target>, Vec<Arc
         return None;
     }
     let current = state.faults().current();
-    let candidates = current.candidates(&target.resource.plural, target.namespace.as_deref());
+    let candidates = current.candidates(
+        &target.resource.plural,
+        target.namespace.as_deref(),
+        target.name.as_deref(),
+    );
     if candidates.is_empty() {
         return None;
     }

@@ -112,7 +112,6 @@ mod object;
 mod openapi;
 mod partial;
 pub mod pki;
-mod podio;
 mod query;
 mod ratchet;
 mod rbac;

@@ -156,6 +156,15 @@ impl Glob {
 
     /// Whether `text` matches the whole glob (iterative, with one backtrack point per
     /// star: linear in practice, never exponential).
+    /// The character every name it matches starts with, when its first token is a literal
+    /// one (`None`: it starts with `*`, `?` or a class).
+    pub(crate) fn first_char(&self) -> Option<char> {
+        match self.tokens.first() {
+            Some(Token::Char(c)) => Some(*c),
+            _ => None,
+        }
+    }
+
     pub(crate) fn matches(&self, text: &str) -> bool {
         // `t` is a byte offset that moves by whole characters: no copy of the text (this runs
         // for every candidate Fault of every request).

@@ -16,6 +16,7 @@ pub(crate) mod logs;
 pub(crate) mod nonresource;
 pub(crate) mod openapi;
 pub(crate) mod patch;
+pub(crate) mod podio;
 pub(crate) mod resource;
 pub(crate) mod resource_metrics;
 pub(crate) mod reviews;

@@ -438,7 +438,7 @@ async fn dispatch(
         (_, true, Some("exec" | "attach" | "portforward"))
             if call.target.resource.plural == "pods" =>
         {
-            crate::podio::serve(&call, &method, upgrade).await
+            crate::handlers::podio::serve(&call, &method, upgrade).await
         }
         (_, true, Some("exec" | "attach" | "portforward" | "proxy")) => {
             super::logs::not_simulated(&call)
