@@ -22,6 +22,8 @@ const PAGE: usize = 500;
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 /// kubemock's own API group (the request log), served as JSON and YAML only.
 const TESTING_GROUP: &str = "testing.kubemock.dev";
+/// Groups kubemock serves whose kinds have no protobuf form.
+const JSON_ONLY_GROUPS: [&str; 2] = [TESTING_GROUP, "kwok.x-k8s.io"];
 /// The protobuf media type.
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
@@ -196,10 +198,11 @@ pub(crate) async fn discover(client: &Client, base: &str) -> anyhow::Result<Vec<
                 plural: plural.to_owned(),
                 namespaced: resource["namespaced"].as_bool().unwrap_or(false),
                 deletable: verbs.contains(&"delete"),
-                // Custom resources have no protobuf form, nor has kubemock's own
-                // `testing.kubemock.dev` (its kinds have no .proto schema); both answer a
-                // protobuf-only Accept with 406, as kube-apiserver does for CRDs.
-                protobuf: group != TESTING_GROUP
+                // Custom resources have no protobuf form, nor have kubemock's own
+                // `testing.kubemock.dev` and kwok's `kwok.x-k8s.io` (a CRD where kwok runs;
+                // no .proto schema); all answer a protobuf-only Accept with 406, as
+                // kube-apiserver does for CRDs.
+                protobuf: !JSON_ONLY_GROUPS.contains(&group.as_str())
                     && !custom.contains(&(group.clone(), plural.to_owned())),
             });
         }
