@@ -24,6 +24,11 @@ const DEADLINE: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(20);
 const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
 const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
+/// metrics-server's ClusterRole (its manifests' `system:aggregated-metrics-reader`), which
+/// kubemock creates beside kube-apiserver's policy because it serves `metrics.k8s.io` itself
+/// (docs/metrics.md); labelled to aggregate to view, edit and admin, as on a cluster running
+/// metrics-server.
+const METRICS_READER: &str = "system:aggregated-metrics-reader";
 
 /// Upstream's golden files: (file, the collection its items live in).
 const GOLDEN: [(&str, &str, &str); 6] = [
@@ -154,6 +159,9 @@ async fn s16_bootstrap_rbac_objects_are_upstream_1_32s() {
             .filter(|(c, _)| *c == collection)
             .map(|(c, o)| path_of(c, o))
             .collect();
+        if collection == "clusterroles" {
+            expected.push(format!("{RBAC}/clusterroles/{METRICS_READER}"));
+        }
         served.sort();
         expected.sort();
         assert_eq!(served, expected, "{collection}");
@@ -238,11 +246,13 @@ async fn s16_bootstrap_rbac_admin_edit_and_view_aggregate_as_upstream_chains_the
     let manager = aggregation_controller(&h);
     let aggregate_to =
         |role: &str| golden_object(&format!("system:aggregate-to-{role}"))["rules"].clone();
-    // view: system:aggregate-to-view. edit: system:aggregate-to-edit, then view (by name).
-    // admin: edit, then system:aggregate-to-admin.
-    let view = union(&[&aggregate_to("view")]);
-    let edit = union(&[&aggregate_to("edit"), &view]);
-    let admin = union(&[&edit, &aggregate_to("admin")]);
+    let metrics = rules_of(&h, METRICS_READER).await;
+    // The roles each aggregates, by name: view: system:aggregate-to-view, then the metrics
+    // reader. edit: system:aggregate-to-edit, the metrics reader, then view. admin: edit,
+    // system:aggregate-to-admin, then the metrics reader.
+    let view = union(&[&aggregate_to("view"), &metrics]);
+    let edit = union(&[&aggregate_to("edit"), &metrics, &view]);
+    let admin = union(&[&edit, &aggregate_to("admin"), &metrics]);
     until_rules(&h, "view", |r| *r == view).await;
     until_rules(&h, "edit", |r| *r == edit).await;
     until_rules(&h, "admin", |r| *r == admin).await;
@@ -324,7 +334,8 @@ async fn s16_bootstrap_rbac_a_restart_repairs_the_policy_and_respects_autoupdate
     let count = h.get(&format!("{RBAC}/clusterroles")).await.body["items"]
         .as_array()
         .map(Vec::len);
-    assert_eq!(count, Some(64));
+    // Upstream's 64 and metrics-server's reader.
+    assert_eq!(count, Some(65));
 
     // A user removes a rule from system:basic-user, adds one and a label to system:discovery,
     // replaces the subjects of the system:basic-user binding, deletes system:heapster, and
