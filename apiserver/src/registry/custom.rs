@@ -25,6 +25,27 @@ pub struct PrinterColumn {
     pub json_path: String,
 }
 
+impl PrinterColumn {
+    /// A column of kubemock's own kinds (no format): `name`, of `kind`, read at `json_path`,
+    /// shown by default at priority 0.
+    pub(crate) fn new(
+        name: &str,
+        kind: &str,
+        json_path: &str,
+        priority: i64,
+        description: &str,
+    ) -> PrinterColumn {
+        PrinterColumn {
+            name: name.to_owned(),
+            kind: kind.to_owned(),
+            format: String::new(),
+            description: description.to_owned(),
+            priority,
+            json_path: json_path.to_owned(),
+        }
+    }
+}
+
 /// `subresources.scale`: where the replicas and selector live.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScalePaths {

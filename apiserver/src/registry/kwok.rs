@@ -57,15 +57,7 @@ pub(super) fn resources() -> Vec<Resource> {
 
 /// `kubectl get stages`: the kind a Stage drives, its delay and what it does.
 fn columns() -> Vec<PrinterColumn> {
-    let column =
-        |name: &str, kind: &str, path: &str, priority: i64, description: &str| PrinterColumn {
-            name: name.to_owned(),
-            kind: kind.to_owned(),
-            format: String::new(),
-            description: description.to_owned(),
-            priority,
-            json_path: path.to_owned(),
-        };
+    let column = PrinterColumn::new;
     vec![
         column(
             "Kind",

@@ -117,13 +117,8 @@ fn clocks() -> Resource {
 
 /// `kubectl get clocks`: the time, and whether it can move.
 fn clock_columns() -> Vec<PrinterColumn> {
-    let column = |name: &str, kind: &str, path: &str, description: &str| PrinterColumn {
-        name: name.to_owned(),
-        kind: kind.to_owned(),
-        format: String::new(),
-        description: description.to_owned(),
-        priority: 0,
-        json_path: path.to_owned(),
+    let column = |name: &str, kind: &str, path: &str, description: &str| {
+        PrinterColumn::new(name, kind, path, 0, description)
     };
     vec![
         column("Now", "string", ".status.now", "The clock's time."),
@@ -160,15 +155,7 @@ fn action(plural: &str, kind: &str) -> Resource {
 
 /// `kubectl get faults`: what each fault matches and does, and how often it did.
 fn fault_columns() -> Vec<PrinterColumn> {
-    let column =
-        |name: &str, kind: &str, path: &str, priority: i64, description: &str| PrinterColumn {
-            name: name.to_owned(),
-            kind: kind.to_owned(),
-            format: String::new(),
-            description: description.to_owned(),
-            priority,
-            json_path: path.to_owned(),
-        };
+    let column = PrinterColumn::new;
     vec![
         column(
             "Verbs",
@@ -269,15 +256,7 @@ fn requests() -> Resource {
 
 /// `kubectl get requests`: what was asked, of what, by whom, and how it ended.
 fn request_columns() -> Vec<PrinterColumn> {
-    let column =
-        |name: &str, kind: &str, path: &str, priority: i64, description: &str| PrinterColumn {
-            name: name.to_owned(),
-            kind: kind.to_owned(),
-            format: String::new(),
-            description: description.to_owned(),
-            priority,
-            json_path: path.to_owned(),
-        };
+    let column = PrinterColumn::new;
     vec![
         column("Verb", "string", ".verb", 0, "The Kubernetes verb."),
         column(

@@ -235,23 +235,8 @@ impl Calculator {
         container: Option<&str>,
         observed: Observed<'_>,
     ) -> Result<(i32, i32, i64), String> {
-        let Observed {
-            pods,
-            mut metrics,
-            now,
-        } = observed;
-        if pods.is_empty() {
-            return Err("no pods returned by selector while calculating replica count".to_owned());
-        }
-        let groups = group_pods(self, pods, &metrics, resource, now);
-        for name in groups.ignored.iter().chain(&groups.unready) {
-            metrics.remove(name);
-        }
-        if metrics.is_empty() {
-            return Err(
-                "did not receive metrics for targeted pods (pods might be unready)".to_owned(),
-            );
-        }
+        let pods = observed.pods;
+        let (groups, mut metrics) = self.counted(observed, resource)?;
         let requests = pod_requests(pods, container, resource)?;
         let (ratio, utilization, raw) = utilization_ratio(&metrics, &requests, target)?;
         let scale_up_with_unready = !groups.unready.is_empty() && ratio > 1.0;
@@ -296,23 +281,7 @@ impl Calculator {
         resource: &str,
         observed: Observed<'_>,
     ) -> Result<(i32, i64), String> {
-        let Observed {
-            pods,
-            mut metrics,
-            now,
-        } = observed;
-        if pods.is_empty() {
-            return Err("no pods returned by selector while calculating replica count".to_owned());
-        }
-        let groups = group_pods(self, pods, &metrics, resource, now);
-        for name in groups.ignored.iter().chain(&groups.unready) {
-            metrics.remove(name);
-        }
-        if metrics.is_empty() {
-            return Err(
-                "did not receive metrics for targeted pods (pods might be unready)".to_owned(),
-            );
-        }
+        let (groups, mut metrics) = self.counted(observed, resource)?;
         let (ratio, usage) = usage_ratio(&metrics, target);
         let scale_up_with_unready = !groups.unready.is_empty() && ratio > 1.0;
         if !scale_up_with_unready && groups.missing.is_empty() {
@@ -341,6 +310,33 @@ impl Calculator {
         }
         let (new_ratio, _) = usage_ratio(&metrics, target);
         Ok((self.settle(current, ratio, new_ratio, metrics.len()), usage))
+    }
+
+    /// The start of both calculations: the pods grouped, and the metrics of those that count
+    /// (neither ignored nor unready); an error when there is no pod or no such metric.
+    fn counted(
+        &self,
+        observed: Observed<'_>,
+        resource: &str,
+    ) -> Result<(Groups, PodMetrics), String> {
+        let Observed {
+            pods,
+            mut metrics,
+            now,
+        } = observed;
+        if pods.is_empty() {
+            return Err("no pods returned by selector while calculating replica count".to_owned());
+        }
+        let groups = group_pods(self, pods, &metrics, resource, now);
+        for name in groups.ignored.iter().chain(&groups.unready) {
+            metrics.remove(name);
+        }
+        if metrics.is_empty() {
+            return Err(
+                "did not receive metrics for targeted pods (pods might be unready)".to_owned(),
+            );
+        }
+        Ok((groups, metrics))
     }
 
     /// The end of both calculations once missing and unready pods have assumed values: the
