@@ -830,3 +830,48 @@ async fn hpa_behavior_policies_limit_the_step_and_custom_metrics_are_refused() {
     .await;
     assert_eq!(replicas_of(&deployments.get("api").await.unwrap()), 3);
 }
+
+/// An HPA written through `autoscaling/v1`, as older tools write it: the server converts it
+/// (`pkg/apis/autoscaling/v1/conversion.go`), the controller (which reads v2) scales on its
+/// `targetCPUUtilizationPercentage`, and a v1 client reads the status as
+/// `currentCPUUtilizationPercentage`.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_hpa_written_as_autoscaling_v1_scales_and_reads_back_as_v1() {
+    use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler as HpaV1;
+    let cluster = Cluster::builder()
+        .virtual_clock(start_time())
+        .start()
+        .await
+        .unwrap();
+    let client = cluster.kube_client();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let hpas: Api<HpaV1> = Api::default_namespaced(client.clone());
+    deployments
+        .create(&PostParams::default(), &cpu_deployment("old", 2, "100m"))
+        .await
+        .unwrap();
+    ready_replicas(&deployments, "old", 2).await;
+    let hpa: HpaV1 = serde_json::from_value(json!({"metadata": {"name": "old"}, "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "old"},
+        "maxReplicas": 3, "targetCPUUtilizationPercentage": 50}}))
+    .unwrap();
+    let created = hpas.create(&PostParams::default(), &hpa).await.unwrap();
+    assert_eq!(created.spec.and_then(|s| s.min_replicas), Some(1));
+    cluster.advance(Duration::from_secs(15)).await.unwrap();
+    // 200% of the target: 4 wanted, 3 allowed.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let hpa = hpas.get("old").await.expect("get the v1 HPA");
+        let status = hpa.status.unwrap_or_default();
+        if status.current_cpu_utilization_percentage == Some(100) && status.desired_replicas == 3 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the v1 status never showed 100% and 3 desired: {status:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let deployment = deployments.get("old").await.unwrap();
+    assert_eq!(replicas_of(&deployment), 3);
+}

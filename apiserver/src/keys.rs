@@ -9,7 +9,7 @@ use crate::registry::Resource;
 
 /// The key prefix of every object of `resource` (all namespaces), ending in `/`.
 pub(crate) fn resource_prefix(resource: &Resource) -> String {
-    let group = if resource.group.is_empty() || resource.stored_converted() {
+    let group = if resource.group.is_empty() || resource.stored_as_core_event() {
         "core"
     } else {
         &resource.group

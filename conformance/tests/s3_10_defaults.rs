@@ -762,3 +762,140 @@ async fn s3_10_a_pods_qos_class_is_computed_on_create_and_immutable() {
     assert_eq!(reply.status, 200, "{:?}", reply.body);
     assert_eq!(reply.body["status"]["qosClass"], "Burstable");
 }
+
+/// An HPA through both versions: stored as autoscaling/v2, v1 converted on the way in and out
+/// with its round-trip annotations (`pkg/apis/autoscaling/v1/conversion.go`), each version's
+/// defaults (`v1/defaults.go`, `v2/defaults.go`), and the spec validation
+/// (`pkg/apis/autoscaling/validation/validation.go`).
+#[tokio::test]
+async fn s3_10_a_horizontal_pod_autoscaler_reads_the_same_through_v1_and_v2() {
+    let h = Harness::start().await;
+    let ns = h.namespace("s3-10-hpa").await;
+    let v1 = format!("/apis/autoscaling/v1/namespaces/{ns}/horizontalpodautoscalers");
+    let v2 = format!("/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers");
+    let target = json!({"kind": "Deployment", "name": "web", "apiVersion": "apps/v1"});
+
+    // v1 without a CPU target: the conversion's default made explicit in the answer.
+    let created = h
+        .post(
+            &v1,
+            &json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "old"}, "spec": {"scaleTargetRef": target, "maxReplicas": 4}}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    assert_eq!(created.body["spec"]["targetCPUUtilizationPercentage"], 80);
+    assert_eq!(created.body["spec"]["minReplicas"], 1);
+    let as_v2 = h.get(&format!("{v2}/old")).await;
+    assert_eq!(as_v2.body["apiVersion"], "autoscaling/v2");
+    assert_eq!(
+        as_v2.body["spec"]["metrics"],
+        json!([{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 80}}}])
+    );
+    assert!(
+        as_v2.body["spec"]
+            .get("targetCPUUtilizationPercentage")
+            .is_none()
+    );
+
+    // v2 with a Pods metric and behavior: v1 shows the CPU target, the rest in annotations.
+    let created = h
+        .post(
+            &v2,
+            &json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "new"}, "spec": {"scaleTargetRef": target, "maxReplicas": 9,
+            "metrics": [
+                {"type": "Pods", "pods": {"metric": {"name": "qps"},
+                    "target": {"type": "AverageValue", "averageValue": "100"}}},
+                {"type": "Resource", "resource": {"name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 50}}}],
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 30}}}}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    // v2's behavior defaults fill what was not given.
+    let behavior = &created.body["spec"]["behavior"];
+    assert_eq!(behavior["scaleDown"]["stabilizationWindowSeconds"], 30);
+    assert_eq!(behavior["scaleDown"]["selectPolicy"], "Max");
+    assert_eq!(
+        behavior["scaleUp"]["policies"][0],
+        json!({"type": "Pods", "value": 4, "periodSeconds": 15})
+    );
+    let as_v1 = h.get(&format!("{v1}/new")).await;
+    assert_eq!(as_v1.body["apiVersion"], "autoscaling/v1");
+    assert_eq!(as_v1.body["spec"]["targetCPUUtilizationPercentage"], 50);
+    assert!(as_v1.body["spec"].get("metrics").is_none());
+    let annotations = &as_v1.body["metadata"]["annotations"];
+    let others: Value = serde_json::from_str(
+        annotations["autoscaling.alpha.kubernetes.io/metrics"]
+            .as_str()
+            .expect("metrics"),
+    )
+    .expect("json");
+    assert_eq!(
+        others,
+        json!([{"type": "Pods", "pods": {"metricName": "qps", "targetAverageValue": "100"}}])
+    );
+    assert!(annotations["autoscaling.alpha.kubernetes.io/behavior"].is_string());
+
+    // A v1 client's update of what it read keeps the v2 fields it cannot see.
+    let mut changed = as_v1.body.clone();
+    changed["spec"]["maxReplicas"] = json!(12);
+    let updated = h.put(&format!("{v1}/new"), &changed).await;
+    assert_eq!(updated.status, 200, "{:?}", updated.body);
+    let again = h.get(&format!("{v2}/new")).await;
+    assert_eq!(again.body["spec"]["maxReplicas"], 12);
+    assert_eq!(
+        again.body["spec"]["metrics"],
+        created.body["spec"]["metrics"].clone()
+    );
+    assert_eq!(
+        again.body["spec"]["behavior"],
+        created.body["spec"]["behavior"]
+    );
+    assert!(
+        again.body["metadata"].get("annotations").is_none(),
+        "{}",
+        again.body
+    );
+
+    // Status written through v2 reads as v1's CPU utilization.
+    let mut status = again.body.clone();
+    status["status"] = json!({"currentReplicas": 2, "desiredReplicas": 3, "currentMetrics": [
+        {"type": "Resource", "resource": {"name": "cpu",
+            "current": {"averageValue": "120m", "averageUtilization": 61}}}]});
+    let written = h.put(&format!("{v2}/new/status"), &status).await;
+    assert_eq!(written.status, 200, "{:?}", written.body);
+    let as_v1 = h.get(&format!("{v1}/new")).await;
+    assert_eq!(as_v1.body["status"]["currentCPUUtilizationPercentage"], 61);
+    assert_eq!(as_v1.body["status"]["desiredReplicas"], 3);
+
+    // A list through v1 converts every item.
+    let listed = h.get(&v1).await;
+    let items = listed.body["items"].as_array().expect("items");
+    assert_eq!(items.len(), 2);
+    assert!(
+        items
+            .iter()
+            .all(|i| i["spec"].get("targetCPUUtilizationPercentage").is_some())
+    );
+
+    // Validation, in upstream's words.
+    let bad = h
+        .post(
+            &v2,
+            &json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "bad"}, "spec": {"scaleTargetRef": {"kind": "Deployment"},
+            "minReplicas": 5, "maxReplicas": 2}}),
+        )
+        .await;
+    assert_eq!(bad.status, 422, "{:?}", bad.body);
+    assert_eq!(
+        causes(&bad.body),
+        vec![
+            "spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`",
+            "spec.scaleTargetRef.name: Required value",
+        ]
+    );
+}

@@ -27,6 +27,7 @@
 //!   their bindings (defaults, and CEL compiled when written).
 
 mod apiservices;
+mod autoscaling;
 pub(crate) mod certificates;
 mod config;
 mod events;
@@ -376,10 +377,11 @@ async fn storage_class_allows_expansion(state: &AppState, name: &str) -> ApiResu
 
 /// A stored object as `resource` serves it.
 pub(crate) fn from_storage(resource: &Resource, object: Object) -> Object {
-    if resource.stored_converted() {
-        events::core_to_v1(object)
-    } else {
-        object
+    match resource.behaviour.admission {
+        Admission::EventV1 => events::core_to_v1(object),
+        Admission::HorizontalPodAutoscaler => autoscaling::convert(object, autoscaling::V2),
+        Admission::HorizontalPodAutoscalerV1 => autoscaling::convert(object, autoscaling::V1),
+        _ => object,
     }
 }
 
@@ -390,10 +392,14 @@ pub(crate) fn event_v1_to_core(event: &Object) -> Object {
 
 /// An object of `resource` in its stored form.
 pub(crate) fn to_storage<'a>(resource: &Resource, object: &'a Object) -> Cow<'a, Object> {
-    if resource.stored_converted() {
-        Cow::Owned(events::v1_to_core(object))
-    } else {
-        Cow::Borrowed(object)
+    match resource.behaviour.admission {
+        Admission::EventV1 => Cow::Owned(events::v1_to_core(object)),
+        Admission::HorizontalPodAutoscalerV1 => {
+            let mut v1 = object.clone();
+            v1.insert("apiVersion".to_owned(), json!(autoscaling::V1));
+            Cow::Owned(autoscaling::convert(v1, autoscaling::V2))
+        }
+        _ => Cow::Borrowed(object),
     }
 }
 
@@ -444,6 +450,8 @@ fn default(admission: Admission, object: &mut Object) -> ApiResult<()> {
             events::default_event(object);
         }
         Admission::EventV1 => events::normalize_times("EventV1", "Event", object)?,
+        Admission::HorizontalPodAutoscaler => autoscaling::default_v2(object),
+        Admission::HorizontalPodAutoscalerV1 => autoscaling::default_v1(object),
         Admission::Lease => events::normalize_times("Lease", "Lease", object)?,
         Admission::ApiService => apiservices::default(object),
         Admission::CertificateSigningRequest
@@ -550,6 +558,9 @@ fn validate(admission: Admission, object: &Object, errors: &mut Vec<FieldError>)
         Admission::Event => events::validate_event(object, false, errors),
         Admission::EventV1 => events::validate_event(object, true, errors),
         Admission::Lease => events::validate_lease(object, errors),
+        Admission::HorizontalPodAutoscaler | Admission::HorizontalPodAutoscalerV1 => {
+            autoscaling::validate(object, errors);
+        }
         Admission::ApiService => apiservices::validate(object, errors),
         Admission::CertificateSigningRequest => certificates::validate(object, errors),
         Admission::Role

@@ -316,11 +316,13 @@ const ENTRIES: &[Entry] = &[
         .verbs(CREATE_ONLY).virtual_kind(),
     entry(AUTHORIZATION, V1, "subjectaccessreviews", "SubjectAccessReview", CLUSTER)
         .verbs(CREATE_ONLY).virtual_kind(),
-    // autoscaling/v2 and v1 (one stored resource; no conversion between the versions)
+    // autoscaling/v2 and v1: stored as v2, v1 converted on the way in and out
     entry("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", NS)
-        .short(&["hpa"]).all().sub(&["status"]).printer(Printer::HorizontalPodAutoscaler),
+        .short(&["hpa"]).all().sub(&["status"]).printer(Printer::HorizontalPodAutoscaler)
+        .admit(Admission::HorizontalPodAutoscaler),
     entry("autoscaling", V1, "horizontalpodautoscalers", "HorizontalPodAutoscaler", NS)
-        .short(&["hpa"]).all().sub(&["status"]).printer(Printer::HorizontalPodAutoscaler),
+        .short(&["hpa"]).all().sub(&["status"]).printer(Printer::HorizontalPodAutoscaler)
+        .admit(Admission::HorizontalPodAutoscalerV1),
     // batch/v1
     entry(BATCH, V1, "cronjobs", "CronJob", NS).short(&["cj"]).all().sub(&["status"])
         .generation(SPEC).admit(Admission::CronJob).printer(Printer::CronJob),

@@ -242,6 +242,10 @@ pub enum Admission {
     Event,
     /// events.k8s.io/v1 Event.
     EventV1,
+    /// autoscaling/v2 HorizontalPodAutoscaler (its defaults; the stored form).
+    HorizontalPodAutoscaler,
+    /// autoscaling/v1 HorizontalPodAutoscaler (stored as v2, converted both ways).
+    HorizontalPodAutoscalerV1,
     /// apps/v1 Deployment.
     Deployment,
     /// apps/v1 ReplicaSet.
@@ -394,10 +398,21 @@ impl Resource {
         self.custom.is_some()
     }
 
-    /// True when objects of this resource are stored in another API's form (§12.3:
-    /// events.k8s.io/v1 Events are core/v1 Events), so that stored bytes are never answered
-    /// as they are; admission converts them both ways.
+    /// True when objects of this resource may be stored in another API's form (§12.3:
+    /// events.k8s.io/v1 Events are core/v1 Events; autoscaling/v1 HPAs are stored as v2, and
+    /// a v2 read converts any stored in v1 by an older kubemock), so that stored bytes are
+    /// never answered as they are; admission converts them both ways.
     pub(crate) fn stored_converted(&self) -> bool {
+        matches!(
+            self.behaviour.admission,
+            Admission::EventV1
+                | Admission::HorizontalPodAutoscaler
+                | Admission::HorizontalPodAutoscalerV1
+        )
+    }
+
+    /// True for events.k8s.io/v1 Events, whose keys are core/v1 Events' (§12.3).
+    pub(crate) fn stored_as_core_event(&self) -> bool {
         self.behaviour.admission == Admission::EventV1
     }
 }

@@ -19,10 +19,8 @@
 //! `FailedGetObjectMetric` or `FailedGetExternalMetric`, and the HPA only scales up on its
 //! other metrics.
 //!
-//! kubemock's API server stores `autoscaling/v1` and `v2` HPAs as one resource without
-//! converting between them, so the controller watches them untyped and reads a v1 object's
-//! `targetCPUUtilizationPercentage` as the v2 CPU `Utilization` metric upstream's conversion
-//! makes of it (`pkg/apis/autoscaling/v1/conversion.go`); it writes the v2 status.
+//! The controller watches `autoscaling/v2`; the API server converts HPAs written as v1
+//! (`pkg/apis/autoscaling/v1/conversion.go`).
 //!
 //! Not done: upstream's rate limiter of the resync queue.
 
@@ -156,29 +154,10 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     Ok(Action::requeue_after(SYNC_PERIOD))
 }
 
-/// The HPA as `autoscaling/v2`: a v1 object's `targetCPUUtilizationPercentage` becomes a CPU
-/// `Utilization` metric and its `currentCPUUtilizationPercentage` is dropped, as upstream's
-/// conversion does; `None` when it does not decode.
+/// The HPA as `autoscaling/v2` (the server converts v1 objects, as upstream's does); `None`
+/// when it does not decode.
 fn as_v2(object: &DynamicObject) -> Option<HorizontalPodAutoscaler> {
-    let mut value = serde_json::to_value(object).ok()?;
-    if let Some(spec) = value.get_mut("spec").and_then(Value::as_object_mut)
-        && let Some(target) = spec.remove("targetCPUUtilizationPercentage")
-        && !spec.contains_key("metrics")
-    {
-        spec.insert(
-            "metrics".to_owned(),
-            serde_json::json!([{"type": "Resource", "resource": {"name": "cpu",
-                "target": {"type": "Utilization", "averageUtilization": target}}}]),
-        );
-    }
-    if let Some(status) = value.get_mut("status").and_then(Value::as_object_mut) {
-        status.remove("currentCPUUtilizationPercentage");
-        status
-            .entry("desiredReplicas")
-            .or_insert(serde_json::json!(0));
-    }
-    value["apiVersion"] = serde_json::json!("autoscaling/v2");
-    value["kind"] = serde_json::json!("HorizontalPodAutoscaler");
+    let value = serde_json::to_value(object).ok()?;
     match serde_json::from_value(value) {
         Ok(hpa) => Some(hpa),
         Err(err) => {
@@ -942,36 +921,4 @@ async fn fetch_metrics(
         }
     }
     Ok(metrics)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An `autoscaling/v1` object (stored unconverted) reads as upstream's conversion makes it.
-    #[test]
-    fn a_v1_hpa_reads_as_a_cpu_utilization_metric() {
-        let object: DynamicObject = serde_json::from_value(serde_json::json!({
-            "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": "old", "namespace": "default"},
-            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
-                "name": "web"}, "maxReplicas": 3, "targetCPUUtilizationPercentage": 50},
-            "status": {"currentReplicas": 1, "currentCPUUtilizationPercentage": 20},
-        }))
-        .expect("an object");
-        let hpa = as_v2(&object).expect("decodes");
-        let spec = hpa.spec.expect("spec");
-        let metric = &spec.metrics.expect("metrics")[0];
-        let resource = metric.resource.as_ref().expect("a resource metric");
-        assert_eq!(
-            (
-                metric.type_.as_str(),
-                resource.name.as_str(),
-                resource.target.type_.as_str(),
-                resource.target.average_utilization
-            ),
-            ("Resource", "cpu", "Utilization", Some(50))
-        );
-        assert_eq!(hpa.status.expect("status").current_replicas, Some(1));
-    }
 }
