@@ -68,6 +68,66 @@ pub(crate) fn is_print(c: char) -> bool {
     ) && (u & 0xfffe) != 0xfffe // U+xxFFFE and U+xxFFFF are noncharacters
 }
 
+/// Go's generated `(*metav1.LabelSelector).String()`, which `%v` prints (upstream's
+/// messages quote selectors so: a binding's parameter selector, the disruption controller's
+/// `UnmanagedPods` event): labels sorted, each requirement's values as `%v` of a slice.
+///
+/// ```
+/// let selector = serde_json::json!({"matchLabels": {"b": "2", "a": "1"},
+///     "matchExpressions": [{"key": "k", "operator": "In", "values": ["x", "y"]}]});
+/// assert_eq!(
+///     kubemock_apimachinery::go::label_selector_string(&selector),
+///     "&LabelSelector{MatchLabels:map[string]string{a: 1,b: 2,},MatchExpressions:\
+///      []LabelSelectorRequirement{LabelSelectorRequirement{Key:k,Operator:In,Values:[x y],},},}"
+/// );
+/// ```
+pub fn label_selector_string(selector: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let text = |value: &Value, key: &str| {
+        value
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let mut labels: Vec<(&String, &str)> = selector
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(key, value)| (key, value.as_str().unwrap_or("")))
+        .collect();
+    labels.sort();
+    let labels: String = labels
+        .iter()
+        .map(|(key, value)| format!("{key}: {value},"))
+        .collect();
+    let expressions: String = selector
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|requirement| {
+            let values: Vec<&str> = requirement
+                .get("values")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            format!(
+                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
+                text(requirement, "key"),
+                text(requirement, "operator"),
+                values.join(" ")
+            )
+        })
+        .collect();
+    format!(
+        "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
+    )
+}
+
 /// Go's `strconv.Quote` (and `%q`): double quotes, Go escapes, printable characters kept as
 /// they are.
 ///

@@ -8,25 +8,31 @@
 //! condition. Pods the eviction charged (`disruptedPods`) count as unhealthy until they are
 //! gone, for at most two minutes.
 //!
-//! Not done (README): the events upstream records (`NoPods`, `UnmanagedPods`, ...), the reset
-//! of stale `DisruptionTarget` pod conditions, and controllers other than ReplicaSets,
-//! Deployments, StatefulSets and ReplicationControllers for percentages and `maxUnavailable`
-//! (upstream also asks any `scale` subresource).
+//! Also upstream's events (`NoPods`, `UnmanagedPods`, `CalculateExpectedPodCountFailed` on
+//! the budget; `NotDeleted` and `MultiplePodDisruptionBudgets` on the pod), and the reset of
+//! stale `DisruptionTarget` conditions: an eviction marks the pod before deleting it, and a
+//! pod still not being deleted two minutes later gets the condition back to False
+//! (`syncStalePodDisruption`). Both kinds of waits run on the controller's clock.
+//!
+//! Not done (README): controllers other than ReplicaSets, Deployments, StatefulSets and
+//! ReplicationControllers for percentages and `maxUnavailable` (upstream also asks any
+//! `scale` subresource).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
-use k8s_openapi::api::core::v1::{Pod, ReplicationController};
+use k8s_openapi::api::core::v1::{Pod, PodCondition, ReplicationController};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::chrono::{DateTime, Utc};
 use kubemock_apimachinery::intstr;
 use kubemock_client::controller::controller_of;
+use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::{
-    Action, Api, Client, Controller, InformerFactory, ObjectKey, PostParams, Resource, Selector,
-    SharedInformer, Store,
+    Action, Api, ApiResource, Client, Controller, InformerFactory, ObjectKey, PostParams, Resource,
+    Selector, SharedInformer, Store,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -40,6 +46,15 @@ const WORKERS: usize = 1;
 pub const DELETION_TIMEOUT: Duration = Duration::from_secs(120);
 /// The budget's condition (`policy.DisruptionAllowedCondition`).
 pub const DISRUPTION_ALLOWED: &str = "DisruptionAllowed";
+/// How long an eviction's `DisruptionTarget` condition may stay True on a pod that is not
+/// being deleted (`stalePodDisruptionTimeout`).
+pub const STALE_POD_DISRUPTION_TIMEOUT: Duration = Duration::from_secs(120);
+/// The pod condition an eviction sets before deleting (`v1.DisruptionTarget`).
+const DISRUPTION_TARGET: &str = "DisruptionTarget";
+/// The kubelet's reason for it, never stale (`v1.PodReasonTerminationByKubelet`).
+const TERMINATION_BY_KUBELET: &str = "TerminationByKubelet";
+/// The source of upstream's events (its recorder's component).
+const COMPONENT: &str = "controllermanager";
 
 /// What a sync needs.
 struct Context {
@@ -50,6 +65,7 @@ struct Context {
     deployments: Store<Deployment>,
     stateful_sets: Store<StatefulSet>,
     replication_controllers: Store<ReplicationController>,
+    recorder: Recorder,
     clock: Clock,
 }
 
@@ -83,21 +99,22 @@ impl DisruptionController {
     /// Runs until `token` is cancelled.
     pub async fn run(self, token: CancellationToken) {
         let ctx = Arc::new(Context {
-            client: self.client,
+            client: self.client.clone(),
             budgets: self.budgets.store(),
             pods: self.pods.store(),
             replica_sets: self.replica_sets.store(),
             deployments: self.deployments.store(),
             stateful_sets: self.stateful_sets.store(),
             replication_controllers: self.replication_controllers.store(),
-            clock: self.clock,
+            recorder: Recorder::new(self.client.clone(), COMPONENT).with_clock(self.clock.clone()),
+            clock: self.clock.clone(),
         });
         let budgets = self.budgets.store();
         // A pod's change queues the budgets that select it (upstream `getPdbForPod`); a
         // controller's change of scale reaches them through its pods' budgets on the next
         // pod change, and through this controller's own informers being read at sync.
         let for_pod = move |pod: &Pod| budgets_of(&budgets, pod);
-        Controller::new("disruption", self.budgets)
+        let controller = Controller::new("disruption", self.budgets)
             .workers(WORKERS)
             .watches(&self.pods, for_pod)
             .watches(&self.replica_sets, |_: &ReplicaSet| Vec::new())
@@ -106,13 +123,37 @@ impl DisruptionController {
             .watches(
                 &self.replication_controllers,
                 |_: &ReplicationController| Vec::new(),
-            )
-            .run(
-                move |key| sync(key, ctx.clone()),
-                crate::error::error_policy,
-                token,
-            )
-            .await;
+            );
+        // Upstream's second queue: every pod change, for its budgets' count and a stale
+        // `DisruptionTarget` condition.
+        let pod_controller = Controller::new("disruption-pods", self.pods).workers(WORKERS);
+        // On a fake clock, a move is when charged pods fall due and conditions go stale.
+        let budget_moves = crate::clock::requeue_all_on_moves(
+            self.clock.clone(),
+            token.clone(),
+            controller.queue(),
+            ctx.budgets.clone(),
+        );
+        let (pod_queue, marked) = (pod_controller.queue(), ctx.pods.clone());
+        let pod_moves = crate::clock::requeue_on_moves(self.clock, token.clone(), move |_| {
+            for pod in marked.list() {
+                if disruption_target(&pod).is_some() {
+                    pod_queue.add(pod.key());
+                }
+            }
+        });
+        let pod_ctx = ctx.clone();
+        let budgets = controller.run(
+            move |key| sync(key, ctx.clone()),
+            crate::error::error_policy,
+            token.clone(),
+        );
+        let pods = pod_controller.run(
+            move |key| sync_pod(key, pod_ctx.clone()),
+            crate::error::error_policy,
+            token,
+        );
+        tokio::join!(budgets, pods, budget_moves, pod_moves);
     }
 }
 
@@ -126,6 +167,8 @@ fn budgets_of(budgets: &Store<PodDisruptionBudget>, pod: &Pod) -> Vec<ObjectKey>
         .filter(|budget| budget.metadata.namespace.as_deref() == namespace)
         .filter(|budget| selector_of(budget).is_some_and(|s| s.matches(&labels)))
         .map(|budget| budget.key())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
         .collect()
 }
 
@@ -144,9 +187,55 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     };
     let now = ctx.clock.now();
     let pods = pods_of(&ctx, &budget);
+    let reference = object_reference(&*budget, &ApiResource::of::<PodDisruptionBudget>());
+    if pods.is_empty() {
+        ctx.recorder
+            .publish(
+                &reference,
+                EventType::Normal,
+                "NoPods",
+                "No matching pods found",
+            )
+            .await;
+    }
     let status = match expected(&ctx, &budget, &pods) {
-        Ok((expected_pods, desired_healthy)) => {
-            let (disrupted, recheck) = disrupted_pods(&budget, &pods, now);
+        Ok(Expected {
+            expected_pods,
+            desired_healthy,
+            unmanaged,
+        }) => {
+            if unmanaged {
+                let selector = budget
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.selector.as_ref())
+                    .and_then(|s| serde_json::to_value(s).ok())
+                    .map_or_else(
+                        || "nil".to_owned(),
+                        |s| kubemock_apimachinery::go::label_selector_string(&s),
+                    );
+                let message = format!(
+                    "Pods selected by this PodDisruptionBudget (selector: {selector}) were found to be \
+                     unmanaged. As a result, the status of the PDB cannot be calculated correctly, \
+                     which may result in undefined behavior. To account for these pods please set \
+                     \".spec.minAvailable\" field of the PDB to an integer value."
+                );
+                ctx.recorder
+                    .publish(&reference, EventType::Warning, "UnmanagedPods", &message)
+                    .await;
+            }
+            let (disrupted, recheck, overdue) = disrupted_pods(&budget, &pods, now);
+            for pod in overdue {
+                let namespace = budget.metadata.namespace.clone().unwrap_or_default();
+                // Upstream names the budget's namespace twice (`pdb.Namespace, pdb.Namespace`).
+                let message = format!(
+                    "Pod was expected by PDB {namespace}/{namespace} to be deleted but it wasn't"
+                );
+                let pod = object_reference(&*pod, &ApiResource::of::<Pod>());
+                ctx.recorder
+                    .publish(&pod, EventType::Warning, "NotDeleted", &message)
+                    .await;
+            }
             let current_healthy = healthy(&pods, &disrupted, now);
             let allowed = if expected_pods <= 0 {
                 0
@@ -175,6 +264,14 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
             });
         }
         Err(message) => {
+            ctx.recorder
+                .publish(
+                    &reference,
+                    EventType::Warning,
+                    "CalculateExpectedPodCountFailed",
+                    &format!("Failed to calculate the number of expected pods: {message}"),
+                )
+                .await;
             let mut status = budget.status.clone().unwrap_or_default();
             status.disruptions_allowed = 0;
             set_condition(&mut status, "False", "SyncFailed", &message, now);
@@ -253,13 +350,23 @@ fn pods_of(ctx: &Context, budget: &PodDisruptionBudget) -> Vec<Arc<Pod>> {
         .collect()
 }
 
-/// (`expectedPods`, `desiredHealthy`) as upstream's `getExpectedPodCount`; the message of
+/// What upstream's `getExpectedPodCount` computes.
+struct Expected {
+    /// `expectedPods`.
+    expected_pods: i32,
+    /// `desiredHealthy`.
+    desired_healthy: i32,
+    /// Whether pods without a controller were left out of a scale.
+    unmanaged: bool,
+}
+
+/// The budget's [`Expected`] counts as upstream's `getExpectedPodCount`; the message of
 /// `failSafe` when a controller or a percentage cannot be read.
 fn expected(
     ctx: &Context,
     budget: &PodDisruptionBudget,
     pods: &[Arc<Pod>],
-) -> std::result::Result<(i32, i32), String> {
+) -> std::result::Result<Expected, String> {
     let spec = budget.spec.clone().unwrap_or_default();
     let scaled = |value: &k8s_openapi::apimachinery::pkg::util::intstr::IntOrString, total: i32| {
         let value = intstr::IntOrString::from(value.clone());
@@ -268,34 +375,50 @@ fn expected(
             .map_err(|err| err.to_string())
     };
     if let Some(max_unavailable) = &spec.max_unavailable {
-        let expected = expected_scale(ctx, pods)?;
+        let (expected, unmanaged) = expected_scale(ctx, pods)?;
         let desired = (expected - scaled(max_unavailable, expected)?).max(0);
-        return Ok((expected, desired));
+        return Ok(Expected {
+            expected_pods: expected,
+            desired_healthy: desired,
+            unmanaged,
+        });
     }
     match &spec.min_available {
-        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(min)) => {
-            Ok((i32::try_from(pods.len()).unwrap_or(i32::MAX), *min))
-        }
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(min)) => Ok(Expected {
+            expected_pods: i32::try_from(pods.len()).unwrap_or(i32::MAX),
+            desired_healthy: *min,
+            unmanaged: false,
+        }),
         Some(percent) => {
-            let expected = expected_scale(ctx, pods)?;
-            Ok((expected, scaled(percent, expected)?))
+            let (expected, unmanaged) = expected_scale(ctx, pods)?;
+            Ok(Expected {
+                expected_pods: expected,
+                desired_healthy: scaled(percent, expected)?,
+                unmanaged,
+            })
         }
-        None => Ok((0, 0)),
+        None => Ok(Expected {
+            expected_pods: 0,
+            desired_healthy: 0,
+            unmanaged: false,
+        }),
     }
 }
 
 /// The summed scale of the pods' controllers (upstream `getExpectedScale` and its finders:
 /// ReplicationControllers, ReplicaSets not owned by a Deployment, Deployments through their
 /// ReplicaSets, StatefulSets). Pods without a controller are left out, as upstream leaves them
-/// out; a controller that cannot be found fails the sync.
-fn expected_scale(ctx: &Context, pods: &[Arc<Pod>]) -> std::result::Result<i32, String> {
+/// out (and reported: the second value); a controller that cannot be found fails the sync.
+fn expected_scale(ctx: &Context, pods: &[Arc<Pod>]) -> std::result::Result<(i32, bool), String> {
     /// The default `replicas` of these kinds.
     const DEFAULT_REPLICAS: i32 = 1;
     let mut owners_seen = BTreeSet::new();
     // By the controller that scales: a Deployment's ReplicaSets all count as it, once.
     let mut scales: BTreeMap<String, i32> = BTreeMap::new();
+    let mut unmanaged = false;
     for pod in pods {
         let Some(owner) = controller_of(&pod.metadata) else {
+            unmanaged = true;
             continue;
         };
         if !owners_seen.insert(owner.uid.clone()) {
@@ -348,24 +471,29 @@ fn expected_scale(ctx: &Context, pods: &[Arc<Pod>]) -> std::result::Result<i32, 
         };
         scales.insert(uid, replicas.unwrap_or(DEFAULT_REPLICAS));
     }
-    Ok(scales.values().sum())
+    Ok((scales.values().sum(), unmanaged))
 }
 
-/// Upstream `buildDisruptedPodMap`: the charged pods still there and not yet overdue, and
-/// when the earliest of them falls due.
+/// What upstream's `buildDisruptedPodMap` finds: the charged pods still there and not yet
+/// overdue, when the earliest of them falls due, and the overdue ones (each a `NotDeleted`
+/// event).
+type Disrupted = (BTreeMap<String, Time>, Option<DateTime<Utc>>, Vec<Arc<Pod>>);
+
+/// Upstream `buildDisruptedPodMap` ([`Disrupted`]).
 fn disrupted_pods(
     budget: &PodDisruptionBudget,
     pods: &[Arc<Pod>],
     now: DateTime<Utc>,
-) -> (BTreeMap<String, Time>, Option<DateTime<Utc>>) {
+) -> Disrupted {
     let mut kept = BTreeMap::new();
     let mut recheck: Option<DateTime<Utc>> = None;
+    let mut overdue = Vec::new();
     let Some(charged) = budget
         .status
         .as_ref()
         .and_then(|s| s.disrupted_pods.as_ref())
     else {
-        return (kept, recheck);
+        return (kept, recheck, overdue);
     };
     let timeout = k8s_openapi::chrono::Duration::from_std(DELETION_TIMEOUT).unwrap_or_default();
     for pod in pods {
@@ -379,12 +507,98 @@ fn disrupted_pods(
         let due = at.0 + timeout;
         if due < now {
             tracing::info!(pod = %name, "pod was expected to be deleted but it wasn't");
+            overdue.push(pod.clone());
             continue;
         }
         recheck = Some(recheck.map_or(due, |r| r.min(due)));
         kept.insert(name, at.clone());
     }
-    (kept, recheck)
+    (kept, recheck, overdue)
+}
+
+/// One pod (upstream's `addPod`/`updatePod` and `syncStalePodDisruption`): the
+/// `MultiplePodDisruptionBudgets` warning when several budgets select it, and its
+/// `DisruptionTarget` condition reset to False once stale.
+async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
+    let Some(pod) = ctx.pods.get(&key) else {
+        return Ok(Action::await_change());
+    };
+    let budgets = budgets_of(&ctx.budgets, &pod);
+    if budgets.len() > 1 {
+        let message = format!(
+            "Pod \"{}\"/\"{}\" matches multiple PodDisruptionBudgets.  Chose \"{}\" arbitrarily.",
+            key.namespace.as_deref().unwrap_or_default(),
+            key.name,
+            budgets[0].name
+        );
+        let reference = object_reference(&*pod, &ApiResource::of::<Pod>());
+        ctx.recorder
+            .publish(
+                &reference,
+                EventType::Warning,
+                "MultiplePodDisruptionBudgets",
+                &message,
+            )
+            .await;
+    }
+    let Some(since) = disruption_target(&pod) else {
+        return Ok(Action::await_change());
+    };
+    let now = ctx.clock.now();
+    let timeout =
+        k8s_openapi::chrono::Duration::from_std(STALE_POD_DISRUPTION_TIMEOUT).unwrap_or_default();
+    let left = since + timeout - now;
+    if left > k8s_openapi::chrono::Duration::zero() {
+        return Ok(Action::requeue_after(left.to_std().unwrap_or_default()));
+    }
+    // `UpdatePodCondition`: the condition replaced whole, its transition now.
+    let mut updated = (*pod).clone();
+    let status = updated.status.get_or_insert_with(Default::default);
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    let reset = PodCondition {
+        type_: DISRUPTION_TARGET.to_owned(),
+        status: "False".to_owned(),
+        last_transition_time: Some(Time(now)),
+        ..PodCondition::default()
+    };
+    match conditions.iter_mut().find(|c| c.type_ == DISRUPTION_TARGET) {
+        Some(condition) => *condition = reset,
+        None => conditions.push(reset),
+    }
+    let namespace = key.namespace.as_deref().unwrap_or_default();
+    Api::<Pod>::namespaced(ctx.client.clone(), namespace)
+        .replace_status(&key.name, &PostParams::default(), &updated)
+        .await?;
+    tracing::debug!(pod = %key.name, "reset stale DisruptionTarget condition to False");
+    Ok(Action::await_change())
+}
+
+/// When a pod's `DisruptionTarget` condition turned True, if it may go stale (upstream's
+/// `nonTerminatingPodHasStaleDisruptionCondition`): not for a pod being deleted or in a
+/// terminal phase, nor for the kubelet's own condition.
+fn disruption_target(pod: &Pod) -> Option<DateTime<Utc>> {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    let status = pod.status.as_ref()?;
+    if matches!(status.phase.as_deref(), Some("Succeeded" | "Failed")) {
+        return None;
+    }
+    let condition = status
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == DISRUPTION_TARGET)?;
+    if condition.status != "True" || condition.reason.as_deref() == Some(TERMINATION_BY_KUBELET) {
+        return None;
+    }
+    // A condition without a transition time is stale at once (Go's zero time).
+    Some(
+        condition
+            .last_transition_time
+            .as_ref()
+            .map_or(DateTime::<Utc>::MIN_UTC, |t| t.0),
+    )
 }
 
 /// Upstream `countHealthyPods`: ready pods not going away and not recently disrupted.

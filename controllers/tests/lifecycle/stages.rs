@@ -6,78 +6,20 @@
 //! they go, invalid Stages refused with 422, and (ignored: it needs kwok's repository)
 //! kwok's own shipped files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::chrono::{DateTime, Utc};
 use kubemock_client::{
     Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
-use kubemock_controllers::kubelet::stages::{LOADED_REASON, resource};
+use kubemock_controllers::kubelet::stages::resource;
 use serde_json::{Value, json};
 
-use super::common::{Cluster, wait_for};
+use super::common::{apply_dir, apply_stages, examples, wait_for};
 use super::{create, phase, start};
-
-/// The repository's `examples/stages`.
-fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/stages")
-}
-
-/// The documents of a YAML file (several, `---`-separated).
-fn documents(text: &str) -> Vec<Value> {
-    serde_yaml_ng::Deserializer::from_str(text)
-        .map(|doc| {
-            let value: Value = serde::Deserialize::deserialize(doc).expect("a YAML document");
-            value
-        })
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-/// Creates the Stages of `text` and waits until the kubelet announced each.
-async fn apply_stages(cluster: &Cluster, text: &str) -> Vec<String> {
-    let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource());
-    let mut names = Vec::new();
-    for doc in documents(text) {
-        let stage: DynamicObject = serde_json::from_value(doc).expect("a Stage");
-        let created = api
-            .create(&PostParams::default(), &stage)
-            .await
-            .unwrap_or_else(|e| panic!("create Stage {:?}: {e:?}", stage.metadata.name));
-        names.push(created.metadata.name.unwrap_or_default());
-    }
-    let events: Api<Event> = Api::namespaced(cluster.client.clone(), "default");
-    for name in &names {
-        wait_for(&format!("the kubelet to take up Stage {name}"), || async {
-            let list = events.list(&ListParams::default()).await.ok()?;
-            list.items
-                .iter()
-                .any(|e| {
-                    e.reason.as_deref() == Some(LOADED_REASON)
-                        && e.involved_object.name.as_deref() == Some(name.as_str())
-                })
-                .then_some(())
-        })
-        .await;
-    }
-    names
-}
-
-async fn apply_dir(cluster: &Cluster, dir: &Path) {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
-    for file in files {
-        let text = std::fs::read_to_string(&file).expect("read the file");
-        apply_stages(cluster, &text).await;
-    }
-}
 
 fn condition(pod: &Pod, kind: &str) -> Option<String> {
     pod.status

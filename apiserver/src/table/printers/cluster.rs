@@ -351,39 +351,6 @@ pub(super) fn validating_admission_policy(policy: &Value, now: i128) -> Vec<Valu
     ]
 }
 
-/// Go's generated `(*metav1.LabelSelector).String()` (what upstream prints for a binding's
-/// parameter selector).
-fn go_label_selector(selector: &Value) -> String {
-    let mut labels: Vec<(&String, &str)> = super::map(selector, &["matchLabels"])
-        .into_iter()
-        .flatten()
-        .map(|(key, value)| (key, value.as_str().unwrap_or("")))
-        .collect();
-    labels.sort();
-    let labels: String = labels
-        .iter()
-        .map(|(key, value)| format!("{key}: {value},"))
-        .collect();
-    let expressions: String = list(selector, &["matchExpressions"])
-        .iter()
-        .map(|requirement| {
-            let values: Vec<&str> = list(requirement, &["values"])
-                .iter()
-                .filter_map(Value::as_str)
-                .collect();
-            format!(
-                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
-                text(requirement, &["key"]),
-                text(requirement, &["operator"]),
-                values.join(" ")
-            )
-        })
-        .collect();
-    format!(
-        "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
-    )
-}
-
 /// `printValidatingAdmissionPolicyBinding`: the parameter as `namespace/name`, `*/name`, or
 /// its selector.
 pub(super) fn validating_admission_policy_binding(binding: &Value, now: i128) -> Vec<Value> {
@@ -394,7 +361,7 @@ pub(super) fn validating_admission_policy_binding(binding: &Value, now: i128) ->
             text(reference, &["namespace"]),
             field(reference, &["selector"]),
         ) {
-            ("", _, Some(selector)) => go_label_selector(selector),
+            ("", _, Some(selector)) => kubemock_apimachinery::go::label_selector_string(selector),
             ("", _, None) => "<unset>".to_owned(),
             (name, "", _) => format!("*/{name}"),
             (name, namespace, _) => format!("{namespace}/{name}"),
