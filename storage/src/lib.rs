@@ -87,6 +87,7 @@ mod store;
 mod tips;
 mod watch;
 
+pub use compaction::retention_target;
 pub use error::{BackendError, Error, Result};
 pub use kv::{
     CreateOutcome, DeleteOutcome, Event, EventKind, GetResponse, Guard, KeyValue, Kv, RangeRequest,
