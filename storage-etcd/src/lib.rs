@@ -146,6 +146,8 @@ pub(crate) struct Inner {
     /// The highest compaction point this store has seen (its own compactions, etcd's
     /// answers); etcd is asked again whenever a read finds it stale.
     pub(crate) compacted: AtomicU64,
+    /// The highest revision seen in one of etcd's answers ([`Kv::revision_now`]).
+    pub(crate) seen: AtomicU64,
     pub(crate) watch_buffer: usize,
 }
 
@@ -166,6 +168,7 @@ impl EtcdStore {
             client,
             prefix: Bytes::from(config.prefix.clone().into_bytes()),
             compacted: AtomicU64::new(0),
+            seen: AtomicU64::new(0),
             watch_buffer: config.watch_buffer,
         });
         let store = EtcdStore { inner };
@@ -225,7 +228,10 @@ impl Inner {
     pub(crate) async fn range(&self, request: proto::RangeRequest) -> Result<proto::RangeResponse> {
         let at = revision(request.revision);
         match self.client.range(request).await {
-            Ok(response) => Ok(response),
+            Ok(response) => {
+                self.saw(response.header.as_ref());
+                Ok(response)
+            }
             Err(Failure::Compacted) => Err(Error::Compacted {
                 requested: at,
                 compacted: self.probe_compacted().await?,
@@ -269,7 +275,21 @@ impl Inner {
             })
             .await
             .map_err(Failure::into_error)?;
-        Ok(header_revision(response.header.as_ref()))
+        Ok(self.saw(response.header.as_ref()))
+    }
+
+    /// Records the revision of an answer's header; returns it.
+    pub(crate) fn saw(&self, header: Option<&proto::ResponseHeader>) -> Revision {
+        let at = header_revision(header);
+        self.seen.fetch_max(at, Ordering::AcqRel);
+        at
+    }
+
+    /// A transaction, its header's revision recorded.
+    pub(crate) async fn txn(&self, request: proto::TxnRequest) -> Result<proto::TxnResponse> {
+        let response = self.client.txn(request).await?;
+        self.saw(response.header.as_ref());
+        Ok(response)
     }
 
     /// Records a compaction point seen; returns the highest known.
@@ -452,7 +472,6 @@ impl Kv for EtcdStore {
         let full = self.full(&key);
         let response = self
             .inner
-            .client
             .txn(proto::TxnRequest {
                 compare: vec![compare_version(&full, proto::COMPARE_EQUAL, 0)],
                 success: vec![proto::RequestOp {
@@ -489,7 +508,6 @@ impl Kv for EtcdStore {
         let full = self.full(&key);
         let response = self
             .inner
-            .client
             .txn(proto::TxnRequest {
                 compare: write_compares(&full, guard),
                 success: vec![proto::RequestOp {
@@ -539,7 +557,6 @@ impl Kv for EtcdStore {
         let full = self.full(&key);
         let response = self
             .inner
-            .client
             .txn(proto::TxnRequest {
                 compare: write_compares(&full, guard),
                 success: vec![proto::RequestOp {
@@ -585,6 +602,13 @@ impl Kv for EtcdStore {
 
     async fn current_revision(&self) -> Result<Revision> {
         self.inner.current_revision().await
+    }
+
+    /// The highest revision this store has seen in etcd's answers: its own writes and reads,
+    /// not other servers' writes since (bookkeeping such as the request log; a read that must
+    /// be current asks [`Kv::current_revision`]).
+    fn revision_now(&self) -> Option<Revision> {
+        Some(self.inner.seen.load(Ordering::Acquire)).filter(|seen| *seen > 0)
     }
 
     async fn compacted_revision(&self) -> Result<Revision> {
