@@ -15,7 +15,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{EtcdConfig, EtcdStore};
+use crate::{EtcdConfig, EtcdStore, Tls};
+
+/// etcd's own TLS files (PEM paths): its serving certificate and key, and the CA its clients'
+/// certificates must chain to (`--cert-file`, `--key-file`, `--trusted-ca-file` with
+/// `--client-cert-auth`).
+pub struct ServerTls {
+    /// `--cert-file`.
+    pub cert: PathBuf,
+    /// `--key-file`.
+    pub key: PathBuf,
+    /// `--trusted-ca-file`.
+    pub client_ca: PathBuf,
+}
 
 /// The binary's environment variable.
 pub const ETCD_BIN_ENV: &str = "KUBEMOCK_ETCD_BIN";
@@ -37,6 +49,8 @@ pub struct EtcdServer {
     peer_port: u16,
     data: tempfile::TempDir,
     binary: PathBuf,
+    /// TLS on the client URL, and what this server's stores present.
+    tls: Option<(ServerTls, Tls)>,
 }
 
 /// The etcd binary to run, if any.
@@ -70,6 +84,16 @@ impl EtcdServer {
     /// binary and neither `CI` nor `KUBEMOCK_REQUIRE_ETCD` is set; panics when it is required,
     /// or when etcd does not start.
     pub async fn start(test: &str) -> Option<EtcdServer> {
+        Self::start_with(test, None).await
+    }
+
+    /// [`EtcdServer::start`], serving `https://` with `server`'s files and requiring client
+    /// certificates; its stores connect with `client`.
+    pub async fn start_tls(test: &str, server: ServerTls, client: Tls) -> Option<EtcdServer> {
+        Self::start_with(test, Some((server, client))).await
+    }
+
+    async fn start_with(test: &str, tls: Option<(ServerTls, Tls)>) -> Option<EtcdServer> {
         let Some(binary) = binary() else {
             let required =
                 std::env::var_os("CI").is_some() || std::env::var_os(REQUIRE_ETCD_ENV).is_some();
@@ -102,8 +126,14 @@ impl EtcdServer {
             peer_port: free_port(),
             data,
             binary,
+            tls,
         };
-        server.url = format!("http://127.0.0.1:{}", server.client_port);
+        let scheme = if server.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        server.url = format!("{scheme}://127.0.0.1:{}", server.client_port);
         server.spawn();
         server.wait_ready(test).await;
         Some(server)
@@ -112,7 +142,15 @@ impl EtcdServer {
     fn spawn(&mut self) {
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let log = std::fs::File::create(self.data.path().join("etcd.log")).expect("etcd's log");
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        if let Some((files, _)) = &self.tls {
+            command
+                .arg(format!("--cert-file={}", files.cert.display()))
+                .arg(format!("--key-file={}", files.key.display()))
+                .arg(format!("--trusted-ca-file={}", files.client_ca.display()))
+                .arg("--client-cert-auth");
+        }
+        let child = command
             .arg("--name=kubemock-test")
             .arg(format!(
                 "--data-dir={}",
@@ -164,7 +202,11 @@ impl EtcdServer {
 
     /// A store config for this etcd (no background compaction, keys under `/registry`).
     pub fn config(&self) -> EtcdConfig {
-        EtcdConfig::new(vec![self.url.clone()]).compaction_interval(None)
+        let config = EtcdConfig::new(vec![self.url.clone()]).compaction_interval(None);
+        match &self.tls {
+            Some((_, client)) => config.tls(client.clone()),
+            None => config,
+        }
     }
 
     /// Connects a store with [`EtcdServer::config`].
