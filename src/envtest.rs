@@ -347,8 +347,44 @@ pub(crate) fn etcd_response(request: &[u8]) -> String {
     };
     let body = if method == "HEAD" { "" } else { body.as_str() };
     format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\n{STAND_IN_HEADER}: true\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
+    )
+}
+
+/// The header the stand-in answers with, so that `kubemock serve --etcd-servers` pointed at it
+/// (envtest starts both as the same binary) keeps the embedded store instead of failing to
+/// speak gRPC to it (`is_stand_in`).
+pub(crate) const STAND_IN_HEADER: &str = "x-kubemock-etcd-stand-in";
+/// How long `serve` waits for an etcd URL's `/version` when checking for the stand-in.
+const STAND_IN_PROBE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether the `http://` etcd client URL is served by kubemock's etcd stand-in: its
+/// `/version` carries [`STAND_IN_HEADER`]. A real etcd answers `/version` on its client port
+/// too, without it; anything that does not answer is not the stand-in.
+pub(crate) async fn is_stand_in(url: &str) -> bool {
+    let Ok(addr) = client_url_addr(url) else {
+        return false;
+    };
+    let probe = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+        stream
+            .write_all(b"GET /version HTTP/1.1\r\nhost: etcd\r\nconnection: close\r\n\r\n")
+            .await
+            .ok()?;
+        let mut answer = Vec::new();
+        stream
+            .take(ETCD_REQUEST_LIMIT as u64)
+            .read_to_end(&mut answer)
+            .await
+            .ok()?;
+        let text = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+        let head = text.split("\r\n\r\n").next().unwrap_or("");
+        Some(head.lines().any(|line| line.starts_with(STAND_IN_HEADER)))
+    };
+    matches!(
+        tokio::time::timeout(STAND_IN_PROBE, probe).await,
+        Ok(Some(true))
     )
 }
 

@@ -288,6 +288,139 @@ struct ServeArgs {
     virtual_clock: Option<VirtualClockStart>,
     #[command(flatten)]
     store: StoreArgs,
+    #[command(flatten)]
+    etcd: EtcdArgs,
+}
+
+/// kube-apiserver's etcd flags: the store in etcd instead of the embedded one (docs/etcd.md).
+#[derive(Debug, Args)]
+struct EtcdArgs {
+    /// etcd client URLs (comma-separated, `http://` or `https://`): keep the objects in etcd,
+    /// so that several `kubemock serve` over one etcd are one cluster. Not with `--data-dir`.
+    /// Pointed at kubemock's own etcd stand-in (envtest), the embedded store is kept.
+    #[arg(long, value_delimiter = ',')]
+    etcd_servers: Vec<String>,
+    /// Every key in etcd starts with this (kube-apiserver's default).
+    #[arg(long, default_value = kubemock_storage_etcd::DEFAULT_PREFIX)]
+    etcd_prefix: String,
+    /// The CA of etcd's serving certificate, for `https://` URLs (PEM).
+    #[arg(long)]
+    etcd_cafile: Option<PathBuf>,
+    /// A client certificate for etcd (PEM), with `--etcd-keyfile`.
+    #[arg(long)]
+    etcd_certfile: Option<PathBuf>,
+    /// The client certificate's key (PEM), with `--etcd-certfile`.
+    #[arg(long)]
+    etcd_keyfile: Option<PathBuf>,
+}
+
+impl EtcdArgs {
+    /// The etcd store's configuration, or `None` for the embedded store (no `--etcd-servers`,
+    /// or only kubemock's etcd stand-in there).
+    async fn config(
+        &self,
+        store: &StoreArgs,
+        data_dir: Option<&PathBuf>,
+    ) -> anyhow::Result<Option<kubemock_storage_etcd::EtcdConfig>> {
+        let servers: Vec<String> = self
+            .etcd_servers
+            .iter()
+            .map(|url| url.trim().to_owned())
+            .filter(|url| !url.is_empty())
+            .collect();
+        if servers.is_empty() {
+            if self.etcd_cafile.is_some()
+                || self.etcd_certfile.is_some()
+                || self.etcd_keyfile.is_some()
+            {
+                anyhow::bail!(
+                    "--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers"
+                );
+            }
+            return Ok(None);
+        }
+        if servers.len() == 1 && envtest::is_stand_in(&servers[0]).await {
+            warn!(
+                flag = "--etcd-servers",
+                value = %servers[0],
+                "kubemock's etcd stand-in: accepted for kube-apiserver's command line and ignored, the embedded store is used"
+            );
+            return Ok(None);
+        }
+        if data_dir.is_some() {
+            anyhow::bail!("--data-dir and --etcd-servers both name a store: choose one");
+        }
+        let read = |flag: &str, path: &Option<PathBuf>| -> anyhow::Result<Option<Vec<u8>>> {
+            path.as_ref()
+                .map(|path| {
+                    std::fs::read(path)
+                        .with_context(|| format!("reading {flag} {}", path.display()))
+                })
+                .transpose()
+        };
+        let identity = match (
+            read("--etcd-certfile", &self.etcd_certfile)?,
+            read("--etcd-keyfile", &self.etcd_keyfile)?,
+        ) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            _ => anyhow::bail!("--etcd-certfile and --etcd-keyfile go together"),
+        };
+        let tls = kubemock_storage_etcd::Tls {
+            ca: read("--etcd-cafile", &self.etcd_cafile)?,
+            identity,
+        };
+        if (tls.ca.is_some() || tls.identity.is_some())
+            && !servers.iter().all(|url| url.starts_with("https://"))
+        {
+            anyhow::bail!(
+                "--etcd-cafile, --etcd-certfile and --etcd-keyfile need https:// etcd URLs"
+            );
+        }
+        Ok(Some(
+            kubemock_storage_etcd::EtcdConfig::new(servers)
+                .prefix(self.etcd_prefix.clone())
+                .tls(tls)
+                .retention(Retention {
+                    min_revisions: store.history_min_revisions,
+                    min_age: store.history_min_age,
+                })
+                .compaction_interval(Some(store.compaction_interval)),
+        ))
+    }
+}
+
+/// The store `serve` runs on.
+enum Store {
+    /// The embedded store (sled), durable with `--data-dir`.
+    Sled(SledStore),
+    /// etcd (`--etcd-servers`).
+    Etcd(kubemock_storage_etcd::EtcdStore),
+}
+
+impl Store {
+    fn shared(&self) -> Arc<dyn kubemock_storage::Kv> {
+        match self {
+            Store::Sled(store) => Arc::new(store.clone()),
+            Store::Etcd(store) => Arc::new(store.clone()),
+        }
+    }
+
+    /// What the `serving` line says of it.
+    fn kind(&self) -> &'static str {
+        match self {
+            Store::Sled(store) if store.is_durable() => "durable",
+            Store::Sled(_) => "ephemeral",
+            Store::Etcd(_) => "etcd",
+        }
+    }
+
+    fn close(&self) {
+        // etcd holds everything; the connection ends with the process.
+        if let Store::Sled(store) = self {
+            store.close();
+        }
+    }
 }
 
 /// The secure mode and kube-apiserver's flags for it (README, "Security").
@@ -359,10 +492,6 @@ struct SecurityArgs {
     /// others are accepted and ignored (kubemock's other admission is fixed).
     #[arg(long)]
     disable_admission_plugins: Option<String>,
-    /// Accepted for kube-apiserver's command lines, and ignored (kubemock's store is
-    /// embedded).
-    #[arg(long)]
-    etcd_servers: Option<String>,
 }
 
 /// kube-apiserver's audit log flags (README, "Audit").
@@ -484,7 +613,6 @@ impl SecurityArgs {
                     (!rest.is_empty()).then(|| rest.join(","))
                 }),
             ),
-            ("--etcd-servers", self.etcd_servers.clone()),
             (
                 "--anonymous-auth",
                 (!self.secure() && !self.anonymous_auth).then(|| "false (open mode)".to_owned()),
@@ -903,14 +1031,32 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .with_clock(clock.clone()),
         )
     };
-    let config = args.store.apply(match &args.data_dir {
-        Some(dir) => Config::durable(dir),
-        None => Config::ephemeral(),
-    });
-    let store = tokio::task::spawn_blocking(move || SledStore::open(config))
-        .await
-        .context("opening the store")?
-        .context("opening the store")?;
+    let store = match args
+        .etcd
+        .config(&args.store, args.data_dir.as_ref())
+        .await?
+    {
+        Some(config) => {
+            let endpoints = config.endpoints.join(",");
+            Store::Etcd(
+                kubemock_storage_etcd::EtcdStore::connect(config)
+                    .await
+                    .with_context(|| format!("connecting to etcd at {endpoints}"))?,
+            )
+        }
+        None => {
+            let config = args.store.apply(match &args.data_dir {
+                Some(dir) => Config::durable(dir),
+                None => Config::ephemeral(),
+            });
+            Store::Sled(
+                tokio::task::spawn_blocking(move || SledStore::open(config))
+                    .await
+                    .context("opening the store")?
+                    .context("opening the store")?,
+            )
+        }
+    };
     args.security.log_ignored();
     let audit = args.audit.config()?;
     let secure = args.security.secure();
@@ -996,7 +1142,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let server = tokio::spawn(kubemock_apiserver::serve(
         listener,
-        Arc::new(store.clone()),
+        store.shared(),
         ServerConfig {
             max_requests_inflight: args.max_requests_inflight,
             max_mutating_requests_inflight: args.max_mutating_requests_inflight,
@@ -1092,7 +1238,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     announce(&url);
     info!(
         %url,
-        durable = store.is_durable(),
+        store = store.kind(),
         controllers = manager.is_some(),
         security_setup_us,
         "serving"

@@ -211,9 +211,23 @@ async fn kube_apiserver_serves_envtest_certificates_and_its_controllers_reach_it
     std::fs::create_dir(&certs_dir).expect("cert dir");
     let certs = envtest_certs(&certs_dir);
     let port = free_port();
+    // envtest starts its etcd first: here kubemock's stand-in, which `--etcd-servers`
+    // recognises, so the embedded store is used (a real etcd there would be used instead).
+    let etcd_port = free_port();
+    let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+    let _etcd = spawn(
+        &Path::new(&assets).join("etcd"),
+        &[
+            format!("--advertise-client-urls={etcd_url}"),
+            format!("--listen-client-urls={etcd_url}"),
+            format!("--listen-peer-urls=http://127.0.0.1:{}", free_port()),
+        ],
+        &[],
+    );
+    until_ok(&reqwest::Client::new(), &format!("{etcd_url}/health")).await;
     let mut child = spawn(
         &apiserver,
-        &envtest_apiserver_args(&certs_dir, port, free_port()),
+        &envtest_apiserver_args(&certs_dir, port, etcd_port),
         &[("KUBEMOCK_CONTROLLERS", "namespace")],
     );
     let base = format!("https://127.0.0.1:{port}");

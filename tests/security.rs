@@ -151,7 +151,6 @@ async fn kube_apiserver_flags_serve_securely_and_a_cert_dir_is_reused() {
             "--allow-privileged=true",
             "--enable-admission-plugins=NamespaceLifecycle",
             "--disable-admission-plugins=ServiceAccount,PodSecurity",
-            "--etcd-servers=http://127.0.0.1:2379",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             "--service-cluster-ip-range=10.0.0.0/24",
         ]
@@ -209,7 +208,6 @@ async fn kube_apiserver_flags_serve_securely_and_a_cert_dir_is_reused() {
     let ca = std::fs::read(cert_dir.join("ca.crt")).expect("ca.crt");
     let log = first.stop().await;
     for flag in [
-        "--etcd-servers",
         "--allow-privileged",
         "--enable-admission-plugins",
         "--disable-admission-plugins",

@@ -224,3 +224,175 @@ async fn serve_sends_bookmarks_at_the_bookmark_interval_flag() {
     assert!(bookmark["object"]["metadata"]["resourceVersion"].is_string());
     assert_eq!(exit_code_after(&mut child, "-TERM").await, 0);
 }
+
+/// The next watch event of a chunked watch response (one JSON object a line).
+async fn next_event<B: AsRef<[u8]>>(
+    stream: &mut (impl futures_util::Stream<Item = reqwest::Result<B>> + Unpin),
+    buffer: &mut Vec<u8>,
+) -> serde_json::Value {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buffer.drain(..=end).collect();
+                return serde_json::from_slice(&line).expect("an event");
+            }
+            let chunk = futures_util::StreamExt::next(stream)
+                .await
+                .expect("the watch ended")
+                .expect("a chunk");
+            buffer.extend_from_slice(chunk.as_ref());
+        }
+    })
+    .await
+    .expect("a watch event before the deadline")
+}
+
+/// `serve --etcd-servers` (docs/etcd.md): two servers over one real etcd are one cluster for
+/// clients: a ConfigMap created through one is read, listed and watched through the other
+/// with the same resourceVersion; an update with a stale resourceVersion conflicts across
+/// them; etcd down is a 503 Status (never a wrong answer), and they recover when it returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_over_one_etcd_are_one_cluster() {
+    let test = "two_servers_over_one_etcd_are_one_cluster";
+    let Some(mut etcd) = kubemock_storage_etcd::testing::EtcdServer::start(test).await else {
+        return;
+    };
+    // Controllers in the first only (no leader election yet).
+    let (mut first, a) = start(&["--etcd-servers", &etcd.url]).await;
+    let (mut second, b) = start(&["--etcd-servers", &etcd.url, "--no-controllers"]).await;
+    ready(&a).await;
+    ready(&b).await;
+    let http = reqwest::Client::new();
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+
+    // A watch on the second, from its list's resourceVersion.
+    let list: serde_json::Value = http
+        .get(format!("{b}{configmaps}"))
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("JSON");
+    let from = list["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("list RV")
+        .to_owned();
+    let watch = http
+        .get(format!("{b}{configmaps}?watch=true&resourceVersion={from}"))
+        .send()
+        .await
+        .expect("watch");
+    assert_eq!(watch.status(), 200);
+    let mut events = watch.bytes_stream();
+    let mut buffer = Vec::new();
+
+    // Created through the first.
+    let created = http
+        .post(format!("{a}{configmaps}"))
+        .json(&serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "shared"}, "data": {"k": "1"}
+        }))
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(created.status(), 201);
+    let created: serde_json::Value = created.json().await.expect("JSON");
+    let rv = created["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("RV")
+        .to_owned();
+
+    // Read and listed through the second, at the same resourceVersion.
+    let got: serde_json::Value = http
+        .get(format!("{b}{configmaps}/shared"))
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(got["metadata"]["resourceVersion"], rv.as_str());
+    assert_eq!(got["metadata"]["uid"], created["metadata"]["uid"]);
+    assert_eq!(got["data"]["k"], "1");
+    let listed: serde_json::Value = http
+        .get(format!("{b}{configmaps}"))
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("JSON");
+    let items = listed["items"].as_array().expect("items");
+    assert!(
+        items.iter().any(|item| item["metadata"]["name"] == "shared"
+            && item["metadata"]["resourceVersion"] == rv.as_str()),
+        "{listed}"
+    );
+    // Watched through the second (after the first's controllers' kube-root-ca.crt, maybe).
+    let added = loop {
+        let event = next_event(&mut events, &mut buffer).await;
+        if event["object"]["metadata"]["name"] == "shared" {
+            break event;
+        }
+        assert_eq!(
+            event["object"]["metadata"]["name"], "kube-root-ca.crt",
+            "{event}"
+        );
+    };
+    assert_eq!(added["type"], "ADDED", "{added}");
+    assert_eq!(added["object"]["metadata"]["resourceVersion"], rv.as_str());
+
+    // Updated through the second; the first's stale resourceVersion then conflicts.
+    let mut update = got.clone();
+    update["data"]["k"] = "2".into();
+    let updated = http
+        .put(format!("{b}{configmaps}/shared"))
+        .json(&update)
+        .send()
+        .await
+        .expect("update");
+    assert_eq!(updated.status(), 200);
+    let stale = http
+        .put(format!("{a}{configmaps}/shared"))
+        .json(&got)
+        .send()
+        .await
+        .expect("stale update");
+    assert_eq!(stale.status(), 409);
+
+    // etcd down: 503 with a Status, from both; back: both answer again, with the data.
+    etcd.kill();
+    for url in [&a, &b] {
+        let down = http
+            .get(format!("{url}{configmaps}/shared"))
+            .send()
+            .await
+            .expect("get while etcd is down");
+        assert_eq!(down.status(), 503, "{url}");
+        let status: serde_json::Value = down.json().await.expect("a Status");
+        assert_eq!(status["kind"], "Status", "{status}");
+        assert!(
+            status["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("storage is unavailable"),
+            "{status}"
+        );
+    }
+    etcd.restart(test).await;
+    for url in [&a, &b] {
+        let back: serde_json::Value = http
+            .get(format!("{url}{configmaps}/shared"))
+            .send()
+            .await
+            .expect("get after etcd is back")
+            .json()
+            .await
+            .expect("JSON");
+        assert_eq!(back["data"]["k"], "2", "{url}: {back}");
+    }
+    assert_eq!(exit_code_after(&mut second, "-TERM").await, 0);
+    assert_eq!(exit_code_after(&mut first, "-TERM").await, 0);
+}

@@ -304,6 +304,11 @@ impl ApiError {
                 Self::too_large_resource_version(requested, current)
             }
             StorageError::Closed => Self::unavailable("the server is shutting down"),
+            // etcd down or not answering: 503, so clients retry (kube-apiserver answers such a
+            // request with a 5xx too, never with a guess).
+            StorageError::Unavailable { reason } => {
+                Self::unavailable(format!("storage is unavailable: {reason}"))
+            }
             other => Self::internal(other),
         }
     }

@@ -159,7 +159,9 @@ impl Shared {
 /// Records the sample `(now, current)` and returns the revision the retention allows compacting
 /// to, if any. `samples` holds the compactor's past samples, oldest first; samples no longer
 /// needed are dropped (the newest one old enough is kept as the next candidate's floor).
-pub(crate) fn retention_target(
+/// Public for other implementations of [`crate::Kv`] (the etcd store's compactor), so that
+/// both backends keep history by one policy.
+pub fn retention_target(
     samples: &mut VecDeque<(Instant, Revision)>,
     now: Instant,
     current: Revision,

@@ -41,6 +41,14 @@ pub enum Error {
     /// The store has been closed.
     #[error("store is closed")]
     Closed,
+    /// A networked backend (etcd) could not be reached or did not answer in time; the
+    /// operation may or may not have taken effect (as with etcd's own clients). The API server
+    /// answers 503, never a guess.
+    #[error("storage unavailable: {reason}")]
+    Unavailable {
+        /// What failed, for the log and the client's message.
+        reason: String,
+    },
     /// The key is longer than the record format allows (4 GiB); nothing was written.
     #[error("key of {len} bytes is too long")]
     KeyTooLong {
@@ -108,6 +116,13 @@ impl Error {
 /// every writer that was waiting on it.
 #[derive(Clone)]
 pub struct BackendError(pub(crate) Arc<dyn std::error::Error + Send + Sync>);
+
+impl BackendError {
+    /// Wraps the error of a backend other than sled (the etcd store's unexpected answers).
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        BackendError(Arc::new(error))
+    }
+}
 
 impl fmt::Debug for BackendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -3,8 +3,9 @@
 //! optimistic-concurrency conflict of the API server above comes from here.
 //!
 //! It knows nothing of HTTP, JSON or Kubernetes kinds: keys and values are bytes, revisions are
-//! integers. Callers use the [`Kv`] trait (etcd's KV + Watch API), so an etcd-backed
-//! implementation can later replace [`SledStore`] without changing them.
+//! integers. Callers use the [`Kv`] trait (etcd's KV + Watch API), which the etcd-backed
+//! implementation (crate `kubemock-storage-etcd`, `docs/etcd.md`) implements too, so callers
+//! do not know which one they have.
 //!
 //! # Tour
 //!
@@ -87,6 +88,7 @@ mod store;
 mod tips;
 mod watch;
 
+pub use compaction::retention_target;
 pub use error::{BackendError, Error, Result};
 pub use kv::{
     CreateOutcome, DeleteOutcome, Event, EventKind, GetResponse, Guard, KeyValue, Kv, RangeRequest,

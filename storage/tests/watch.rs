@@ -11,64 +11,9 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use kubemock_storage::{Config, Error, Event, Kv, SledStore, WatchItem};
 
-fn key(writer: u64, n: u64) -> Bytes {
-    Bytes::from(format!("/burst/{writer}/{n}"))
-}
-
-/// Spawns `writers` tasks that each create `per_writer` keys.
-fn burst(store: &SledStore, writers: u64, per_writer: u64) -> tokio::task::JoinSet<()> {
-    let mut tasks = tokio::task::JoinSet::new();
-    for writer in 0..writers {
-        let store = store.clone();
-        tasks.spawn(async move {
-            for n in 0..per_writer {
-                store
-                    .create(key(writer, n), Bytes::from(vec![b'v'; 64]))
-                    .await
-                    .expect("create");
-            }
-        });
-    }
-    tasks
-}
-
 async fn watcher_created_mid_burst_sees_every_later_event_once(store: SledStore) {
-    let (writers, per_writer) = (4, 1_500);
-    let total = writers * per_writer;
-    let mut tasks = burst(&store, writers, per_writer);
-    // Start watchers while the burst is under way, at whatever revision it has reached.
-    let mut watchers = Vec::new();
-    while watchers.len() < 5 {
-        let at = store.revision();
-        if at > (watchers.len() as u64 + 1) * total / 8 {
-            let watch = store
-                .watch(Bytes::from_static(b"/burst/"), at)
-                .await
-                .expect("watch");
-            watchers.push((at, watch));
-        }
-        tokio::task::yield_now().await;
-    }
-    while let Some(result) = tasks.join_next().await {
-        result.expect("writer");
-    }
-    assert_eq!(store.revision(), total);
-    let mut everything = store.watch(Bytes::new(), 0).await.expect("watch from 0");
-    let history = common::events_until(&mut everything, total).await;
-    common::assert_contiguous(&history, 1, total);
-    for (at, mut watch) in watchers {
-        assert!(
-            at < total,
-            "watcher started after the burst: not a mid-burst test"
-        );
-        let events = common::events_until(&mut watch, total).await;
-        common::assert_contiguous(&events, at + 1, total);
-        assert_eq!(
-            events,
-            history[at as usize..],
-            "watcher from {at} differs from history"
-        );
-    }
+    common::suite::watcher_created_mid_burst_sees_every_later_event_once(Arc::new(store), 4, 1_500)
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,46 +34,7 @@ async fn watcher_created_mid_burst_sees_every_later_event_once_durable() {
 #[tokio::test]
 async fn replay_from_an_old_revision_equals_the_live_history() {
     let store = SledStore::open(Config::ephemeral().watch_buffer(10_000)).expect("open");
-    let mut live = store.watch(Bytes::new(), 0).await.expect("watch");
-    for n in 0..600u64 {
-        let key = Bytes::from(format!("/k/{}", n % 37));
-        match n % 5 {
-            0 | 1 => {
-                store
-                    .create(key, Bytes::from(n.to_string()))
-                    .await
-                    .expect("create");
-            }
-            2 | 3 => {
-                let guard = kubemock_storage::Guard::Unconditional;
-                store
-                    .update(key, Bytes::from(n.to_string()), guard)
-                    .await
-                    .expect("update");
-            }
-            _ => {
-                store
-                    .delete(key, kubemock_storage::Guard::Unconditional)
-                    .await
-                    .expect("delete");
-            }
-        }
-    }
-    let current = store.revision();
-    let recorded = common::events_until(&mut live, current).await;
-    common::assert_contiguous(&recorded, 1, current);
-    for after in [0, 1, 100, 255, 256, 257, current - 1, current] {
-        let mut replay = store.watch(Bytes::new(), after).await.expect("replay");
-        let replayed = common::events_until(&mut replay, current).await;
-        assert_eq!(replayed, recorded[after as usize..], "replay after {after}");
-    }
-    // Replayed deletes and updates carry the previous value.
-    assert!(
-        recorded
-            .iter()
-            .any(|e| e.kind == kubemock_storage::EventKind::Delete
-                && e.prev.as_ref().is_some_and(|p| !p.value.is_empty()))
-    );
+    common::suite::replay_from_an_old_revision_equals_the_live_history(&store, 600).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,7 +46,8 @@ async fn slow_watcher_is_cut_off_with_lag_error_and_writers_never_wait() {
     let mut slow = store.watch(Bytes::new(), 0).await.expect("slow watch");
     assert_eq!(store.live_watchers(), 1);
     // If a writer waited on the slow watcher, this would never finish (and the test times out).
-    let mut tasks = burst(&store, 4, WRITES / 4);
+    let shared: Arc<dyn Kv> = Arc::new(store.clone());
+    let mut tasks = common::suite::burst(&shared, 4, WRITES / 4);
     while let Some(result) = tasks.join_next().await {
         result.expect("writer");
     }
@@ -184,30 +91,7 @@ async fn slow_watcher_is_cut_off_with_lag_error_and_writers_never_wait() {
 #[tokio::test]
 async fn watch_below_the_compaction_point_fails_compacted() {
     let store = SledStore::open(Config::ephemeral()).expect("open");
-    common::create_keys(&store, "/k/", 20).await;
-    assert_eq!(store.compact(10).await.expect("compact"), 10);
-    match store.watch(Bytes::new(), 9).await.map(|_| ()) {
-        Err(Error::Compacted {
-            requested: 9,
-            compacted: 10,
-        }) => {}
-        other => panic!("expected Compacted, got {other:?}"),
-    }
-    // At the compaction point itself, the watch works.
-    let mut watch = store
-        .watch(Bytes::new(), 10)
-        .await
-        .expect("watch at compaction point");
-    let events = common::events_until(&mut watch, 20).await;
-    common::assert_contiguous(&events, 11, 20);
-    // A future revision is its own error.
-    match store.watch(Bytes::new(), 21).await.map(|_| ()) {
-        Err(Error::FutureRevision {
-            requested: 21,
-            current: 20,
-        }) => {}
-        other => panic!("expected FutureRevision, got {other:?}"),
-    }
+    common::suite::watch_below_the_compaction_point_fails_compacted(&store).await;
 }
 
 #[tokio::test]
@@ -244,41 +128,7 @@ async fn replaying_watcher_overtaken_by_compaction_fails_compacted() {
 #[tokio::test]
 async fn progress_reports_the_revision_everything_was_delivered_up_to() {
     let store = SledStore::open(Config::ephemeral()).expect("open");
-    let mut watch = store
-        .watch(Bytes::from_static(b"/a/"), 0)
-        .await
-        .expect("watch");
-    // Nothing pending: progress at the current revision.
-    watch.request_progress();
-    assert_eq!(
-        common::next_item(&mut watch).await.unwrap().unwrap(),
-        WatchItem::Progress(0)
-    );
-    // Changes elsewhere move the progress revision without events.
-    common::create_keys(&store, "/b/", 5).await;
-    watch.request_progress();
-    assert_eq!(
-        common::next_item(&mut watch).await.unwrap().unwrap(),
-        WatchItem::Progress(5)
-    );
-    // A pending event comes before the progress it is covered by.
-    store
-        .create(Bytes::from_static(b"/a/x"), Bytes::new())
-        .await
-        .expect("create");
-    store
-        .create(Bytes::from_static(b"/b/x"), Bytes::new())
-        .await
-        .expect("create");
-    watch.request_progress();
-    match common::next_item(&mut watch).await.unwrap().unwrap() {
-        WatchItem::Event(event) => assert_eq!(event.revision(), 6),
-        other => panic!("expected the event first, got {other:?}"),
-    }
-    assert_eq!(
-        common::next_item(&mut watch).await.unwrap().unwrap(),
-        WatchItem::Progress(7)
-    );
+    common::suite::progress_reports_the_revision_everything_was_delivered_up_to(&store).await;
 }
 
 #[tokio::test]
@@ -341,62 +191,7 @@ async fn watchers_on_one_store_share_each_event() {
 /// watchers are told.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_after_an_event_sees_at_least_that_revision() {
-    const WRITES: u64 = 3_000;
     let store = SledStore::open(Config::ephemeral().watch_buffer(1 << 16)).expect("open");
-    let key = Bytes::from_static(b"/read-after-event/k");
-    store
-        .create(key.clone(), Bytes::from_static(b"0"))
-        .await
-        .expect("create");
-    let mut watch = store
-        .watch(key.clone(), store.revision())
-        .await
-        .expect("watch");
-    // Many other watchers make the delivery of each event take a while: a reader woken by
-    // an early delivery must still see the event's revision.
-    let mut others = Vec::new();
-    for _ in 0..400 {
-        others.push(
-            store
-                .watch(key.clone(), store.revision())
-                .await
-                .expect("watch"),
-        );
-    }
-    let writer = {
-        let store = store.clone();
-        let key = key.clone();
-        tokio::spawn(async move {
-            for n in 1..=WRITES {
-                store
-                    .update(
-                        key.clone(),
-                        Bytes::from(n.to_string()),
-                        kubemock_storage::Guard::Unconditional,
-                    )
-                    .await
-                    .expect("update");
-            }
-        })
-    };
-    let mut seen = 0;
-    while seen < WRITES {
-        let Some(item) = watch.next().await else {
-            panic!("the watch ended")
-        };
-        let WatchItem::Event(event) = item.expect("an event") else {
-            continue;
-        };
-        let read = store.get(&key, None).await.expect("get");
-        let found = read.kv.expect("the key exists").mod_revision;
-        assert!(
-            read.revision >= event.revision() && found >= event.revision(),
-            "read at {} found revision {found} after the event of revision {}",
-            read.revision,
-            event.revision()
-        );
-        seen += 1;
-    }
-    writer.await.expect("writer");
-    drop(others);
+    common::suite::a_read_after_an_event_sees_at_least_that_revision(Arc::new(store), 3_000, 400)
+        .await;
 }

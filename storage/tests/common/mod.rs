@@ -1,12 +1,15 @@
 //! Helpers shared by the storage integration tests.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod model;
+pub mod suite;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use kubemock_storage::{Error, Event, Kv, Revision, SledStore, WatchItem, WatchStream};
+use kubemock_storage::{Error, Event, Kv, Revision, WatchItem, WatchStream};
 
 /// Deadline for any single wait in a test: generous, because CI machines are slow, and only
 /// ever reached when something is broken.
@@ -69,7 +72,7 @@ pub fn assert_contiguous(events: &[Arc<Event>], from: Revision, to: Revision) {
 }
 
 /// Creates the keys `{prefix}0` .. `{prefix}{count - 1}` with empty values, one revision each.
-pub async fn create_keys(store: &SledStore, prefix: &str, count: u64) {
+pub async fn create_keys(store: &dyn Kv, prefix: &str, count: u64) {
     for n in 0..count {
         store
             .create(Bytes::from(format!("{prefix}{n}")), Bytes::new())

@@ -1,0 +1,368 @@
+//! The store trait's tests (storage/tests/common: the model, watch, compaction and
+//! concurrency tests the sled store runs) against the etcd store over a real etcd process
+//! (`kubemock_storage_etcd::testing`), plus what only a networked backend has: a second store
+//! over the same etcd, etcd going away and coming back, a lagging watcher.
+//!
+//! Each test starts its own etcd (about a second), so that revisions start from etcd's first.
+//! Without an etcd binary the tests print a loud SKIPPED and pass, unless `CI` or
+//! `KUBEMOCK_REQUIRE_ETCD` is set (`.ci/run` sets it): then they fail.
+
+#[path = "../../storage/tests/common/mod.rs"]
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::model::{self, Backend};
+use kubemock_storage::{CreateOutcome, Error, Guard, Kv, RangeRequest, WatchItem};
+use kubemock_storage_etcd::testing::EtcdServer;
+use kubemock_storage_etcd::{EtcdConfig, EtcdStore};
+
+/// The etcd store under the model (etcd cannot be reopened like a sled data directory: it is
+/// a server; the restart test covers that).
+struct Etcd(EtcdStore);
+
+impl Backend for Etcd {
+    fn store(&self) -> &dyn Kv {
+        &self.0
+    }
+}
+
+/// A test etcd, or `None` (skipped) when there is none and none is required.
+async fn etcd(test: &str) -> Option<EtcdServer> {
+    EtcdServer::start(test).await
+}
+
+/// A store with a watch buffer large enough for the bursts of these tests.
+async fn store(server: &EtcdServer) -> EtcdStore {
+    EtcdStore::connect(server.config().watch_buffer(1 << 16))
+        .await
+        .expect("connect")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_store_matches_the_model() {
+    let Some(server) = etcd("etcd_store_matches_the_model").await else {
+        return;
+    };
+    let seed = common::seed("model/etcd");
+    // One seed, fewer steps than sled's 16 x 1,800: every step is a round trip to etcd.
+    model::run(Etcd(store(&server).await), seed, 700).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_watch_compaction_and_progress() {
+    let Some(server) = etcd("etcd_watch_compaction_and_progress").await else {
+        return;
+    };
+    let store = store(&server).await;
+    common::suite::replay_from_an_old_revision_equals_the_live_history(&store, 300).await;
+    common::suite::progress_reports_the_revision_everything_was_delivered_up_to(&store).await;
+    common::suite::watch_below_the_compaction_point_fails_compacted(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_watchers_mid_burst_and_reads_after_events() {
+    let Some(server) = etcd("etcd_watchers_mid_burst_and_reads_after_events").await else {
+        return;
+    };
+    let shared: Arc<dyn Kv> = Arc::new(store(&server).await);
+    common::suite::watcher_created_mid_burst_sees_every_later_event_once(
+        Arc::clone(&shared),
+        4,
+        150,
+    )
+    .await;
+    common::suite::a_read_after_an_event_sees_at_least_that_revision(Arc::clone(&shared), 200, 8)
+        .await;
+    common::suite::counter_equals_successful_updates(shared, 8, 10).await;
+}
+
+/// Two stores over one etcd (two API servers): one's writes are the other's reads and
+/// watch events, at the same revisions; a compaction by one is the other's `Compacted`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_over_one_etcd_are_one_store() {
+    let Some(server) = etcd("two_stores_over_one_etcd_are_one_store").await else {
+        return;
+    };
+    let (a, b) = (store(&server).await, store(&server).await);
+    let start = b.current_revision().await.expect("revision");
+    let mut watch = b
+        .watch(Bytes::from_static(b"/x/"), start)
+        .await
+        .expect("watch");
+    let CreateOutcome::Created(created) = a
+        .create(Bytes::from_static(b"/x/1"), Bytes::from_static(b"{}"))
+        .await
+        .expect("create")
+    else {
+        panic!("created");
+    };
+    let read = b.get(b"/x/1", None).await.expect("get");
+    assert_eq!(read.kv.as_ref(), Some(&created));
+    let events = common::events_until(&mut watch, created.mod_revision).await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kv, created);
+    // A guarded write on one with the other's revision.
+    let outcome = b
+        .update(
+            Bytes::from_static(b"/x/1"),
+            Bytes::from_static(b"{\"a\":1}"),
+            Guard::ModRevision(created.mod_revision),
+        )
+        .await
+        .expect("update");
+    assert!(matches!(
+        outcome,
+        kubemock_storage::UpdateOutcome::Updated { .. }
+    ));
+    let stale = a
+        .update(
+            Bytes::from_static(b"/x/1"),
+            Bytes::from_static(b"{}"),
+            Guard::ModRevision(created.mod_revision),
+        )
+        .await
+        .expect("update");
+    assert!(matches!(
+        stale,
+        kubemock_storage::UpdateOutcome::Conflict(_)
+    ));
+    // One compacts; the other learns it from etcd.
+    let now = a.current_revision().await.expect("revision");
+    a.compact(now).await.expect("compact");
+    assert_eq!(b.compacted_revision().await.expect("compacted"), now);
+    match b
+        .range(RangeRequest::prefix("/x/").at_revision(now - 1))
+        .await
+    {
+        Err(Error::Compacted {
+            requested,
+            compacted,
+        }) => assert_eq!((requested, compacted), (now - 1, now)),
+        other => panic!("expected Compacted, got {other:?}"),
+    }
+    match b.watch(Bytes::new(), start).await.map(|_| ()) {
+        Err(Error::Compacted { compacted, .. }) => assert_eq!(compacted, now),
+        other => panic!("expected Compacted, got {other:?}"),
+    }
+}
+
+/// etcd killed: every call fails `Unavailable` (never a panic, never a wrong answer), a
+/// watch ends with it; etcd restarted on its data: the same store answers again, with the
+/// data and revisions it had.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_down_is_unavailable_and_the_store_recovers() {
+    let Some(mut server) = etcd("etcd_down_is_unavailable_and_the_store_recovers").await else {
+        return;
+    };
+    let store = EtcdStore::connect(
+        server
+            .config()
+            .request_timeout(Duration::from_secs(2))
+            .watch_buffer(1 << 10),
+    )
+    .await
+    .expect("connect");
+    let CreateOutcome::Created(created) = store
+        .create(Bytes::from_static(b"/d/1"), Bytes::from_static(b"1"))
+        .await
+        .expect("create")
+    else {
+        panic!("created");
+    };
+    let mut watch = store
+        .watch(Bytes::from_static(b"/d/"), created.mod_revision)
+        .await
+        .expect("watch");
+    server.kill();
+    for result in [
+        store.get(b"/d/1", None).await.map(|_| ()),
+        store.range(RangeRequest::prefix("/d/")).await.map(|_| ()),
+        store
+            .create(Bytes::from_static(b"/d/2"), Bytes::new())
+            .await
+            .map(|_| ()),
+        store.current_revision().await.map(|_| ()),
+        store.watch(Bytes::from_static(b"/d/"), 0).await.map(|_| ()),
+    ] {
+        assert!(
+            matches!(result, Err(Error::Unavailable { .. })),
+            "expected Unavailable, got {result:?}"
+        );
+    }
+    // The open watch ends with Unavailable (the stream breaks, or the keepalive gives up).
+    loop {
+        match common::next_item(&mut watch).await {
+            Some(Ok(WatchItem::Progress(_))) => {}
+            Some(Err(Error::Unavailable { .. })) => break,
+            other => panic!("expected the watch to end Unavailable, got {other:?}"),
+        }
+    }
+    server
+        .restart("etcd_down_is_unavailable_and_the_store_recovers")
+        .await;
+    let read = store.get(b"/d/1", None).await.expect("get after restart");
+    assert_eq!(read.kv, Some(created.clone()));
+    let CreateOutcome::Created(next) = store
+        .create(Bytes::from_static(b"/d/2"), Bytes::new())
+        .await
+        .expect("create after restart")
+    else {
+        panic!("created");
+    };
+    assert!(next.mod_revision > created.mod_revision);
+}
+
+/// A watcher that does not read is cut off as lagging, and resumes from what it had.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_slow_watcher_ends_lagged_and_resumes() {
+    const BUFFER: usize = 8;
+    let Some(server) = etcd("etcd_slow_watcher_ends_lagged_and_resumes").await else {
+        return;
+    };
+    let store = EtcdStore::connect(server.config().watch_buffer(BUFFER))
+        .await
+        .expect("connect");
+    let base = store.current_revision().await.expect("revision");
+    let mut slow = store.watch(Bytes::new(), base).await.expect("watch");
+    common::create_keys(&store, "/s/", 40).await;
+    let last = base + 40;
+    let mut delivered = Vec::new();
+    let error = loop {
+        match common::next_item(&mut slow).await {
+            Some(Ok(WatchItem::Event(event))) => delivered.push(event),
+            Some(Err(err)) => break err,
+            other => panic!("slow watcher: {other:?}"),
+        }
+    };
+    assert_eq!(delivered.len(), BUFFER);
+    common::assert_contiguous(&delivered, base + 1, base + BUFFER as u64);
+    let Error::WatcherLagged { delivered: at } = error else {
+        panic!("expected WatcherLagged, got {error:?}");
+    };
+    assert_eq!(at, base + BUFFER as u64);
+    let mut resumed = EtcdStore::connect(server.config().watch_buffer(1 << 10))
+        .await
+        .expect("connect")
+        .watch(Bytes::new(), at)
+        .await
+        .expect("resume");
+    let rest = common::events_until(&mut resumed, last).await;
+    common::assert_contiguous(&rest, at + 1, last);
+}
+
+/// The configuration is checked before anything is dialled.
+#[tokio::test]
+async fn bad_endpoints_are_refused() {
+    for endpoints in [
+        vec![],
+        vec!["ftp://x:1".to_owned()],
+        vec!["https://127.0.0.1:1".to_owned()],
+    ] {
+        let result = EtcdStore::connect(EtcdConfig::new(endpoints.clone())).await;
+        assert!(
+            matches!(result, Err(Error::Backend { .. })),
+            "{endpoints:?}: {:?}",
+            result.map(|_| ())
+        );
+    }
+    // Nothing listening: Unavailable, within the timeout.
+    let result = EtcdStore::connect(
+        EtcdConfig::new(vec!["http://127.0.0.1:1".to_owned()])
+            .request_timeout(Duration::from_secs(2)),
+    )
+    .await;
+    assert!(
+        matches!(result, Err(Error::Unavailable { .. })),
+        "{:?}",
+        result.map(|_| ())
+    );
+}
+
+/// A CA (self-signed) and an issuer to sign with.
+fn ca(name: &str) -> (rcgen::Certificate, rcgen::Issuer<'static, rcgen::KeyPair>) {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::default();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let certificate = params.self_signed(&key).expect("CA certificate");
+    (certificate, rcgen::Issuer::new(params, key))
+}
+
+/// `https://` with a CA of its own and client certificates (`--etcd-cafile`,
+/// `--etcd-certfile`, `--etcd-keyfile`): the store works with the right files, and without a
+/// client certificate etcd refuses it (Unavailable, not a wrong answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_over_tls_with_client_certificates() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        path
+    };
+    let (server_ca, server_issuer) = ca("etcd-server-ca");
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+    let serving = params.signed_by(&key, &server_issuer).expect("serving");
+    let (client_ca, client_issuer) = ca("etcd-client-ca");
+    let client_key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::default();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "kubemock");
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let client = params
+        .signed_by(&client_key, &client_issuer)
+        .expect("client");
+    let files = kubemock_storage_etcd::testing::ServerTls {
+        cert: write("server.crt", &serving.pem()),
+        key: write("server.key", &key.serialize_pem()),
+        client_ca: write("client-ca.crt", &client_ca.pem()),
+    };
+    let tls = kubemock_storage_etcd::Tls {
+        ca: Some(server_ca.pem().into_bytes()),
+        identity: Some((
+            client.pem().into_bytes(),
+            client_key.serialize_pem().into_bytes(),
+        )),
+    };
+    let Some(server) =
+        EtcdServer::start_tls("etcd_over_tls_with_client_certificates", files, tls.clone()).await
+    else {
+        return;
+    };
+    assert!(server.url.starts_with("https://"), "{}", server.url);
+    let store = server.store().await;
+    let CreateOutcome::Created(created) = store
+        .create(Bytes::from_static(b"/tls/1"), Bytes::from_static(b"{}"))
+        .await
+        .expect("create over TLS")
+    else {
+        panic!("created");
+    };
+    assert_eq!(
+        store.get(b"/tls/1", None).await.expect("get").kv,
+        Some(created)
+    );
+    // Without a client certificate: refused by etcd, reported as Unavailable.
+    let anonymous = EtcdStore::connect(
+        server
+            .config()
+            .tls(kubemock_storage_etcd::Tls {
+                ca: tls.ca.clone(),
+                identity: None,
+            })
+            .request_timeout(Duration::from_secs(2)),
+    )
+    .await;
+    assert!(
+        matches!(anonymous, Err(Error::Unavailable { .. })),
+        "{:?}",
+        anonymous.map(|_| ())
+    );
+}
