@@ -1,4 +1,4 @@
-//! Optimistic concurrency under contention (DESIGN.md, store guarantee 3): many tasks
+//! Optimistic concurrency under contention (docs/store.md#guarantees, 3): many tasks
 //! read-modify-write one counter with guarded updates; no increment may be lost.
 
 mod common;

@@ -1,4 +1,4 @@
-//! Kubernetes protobuf (`application/vnd.kubernetes.protobuf`, §4.10): the `k8s\0` magic and
+//! Kubernetes protobuf (`application/vnd.kubernetes.protobuf`, docs/api-behaviour.md#content-types): the `k8s\0` magic and
 //! the `runtime.Unknown` envelope (`typeMeta`, `raw` = the object's message, `contentEncoding`,
 //! `contentType`) around messages of the 1.32 schemas, both ways, and the watch stream's
 //! frames. client-go's typed clientsets (and so kubectl's `create namespace`, `create
