@@ -8,7 +8,7 @@ mod envtest;
 
 use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -215,9 +215,19 @@ struct ServeArgs {
     /// Data directory for a durable store; without it the store is ephemeral.
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Write a kubeconfig whose current context points at the server to this file.
-    #[arg(long)]
+    /// Write a kubeconfig whose current context points at the server to this file. Without
+    /// it, `kubemock serve` writes one to `$XDG_RUNTIME_DIR/kubemock/kubeconfig`, else
+    /// `$XDG_CACHE_HOME/kubemock/kubeconfig`, else `~/.cache/kubemock/kubeconfig`, and says
+    /// where on stderr.
+    #[arg(long, conflicts_with = "no_kubeconfig")]
     kubeconfig_out: Option<PathBuf>,
+    /// Write no kubeconfig at all (not even to the default path).
+    #[arg(long)]
+    no_kubeconfig: bool,
+    /// Whether a start without `--kubeconfig-out` writes the default kubeconfig: true for
+    /// `kubemock serve`, false for kubemock as `kube-apiserver` (envtest passes its own).
+    #[arg(skip)]
+    default_kubeconfig: bool,
     /// Do not run the in-process controllers: a deleted namespace then stays Terminating, a
     /// deleted owner's dependents stay (as with envtest).
     #[arg(long)]
@@ -786,7 +796,10 @@ fn main() -> ExitCode {
             }
         }
         None => match Cli::parse_from(argv).command {
-            Command::Serve(args) => Personality::Serve(args),
+            Command::Serve(mut args) => {
+                args.default_kubeconfig = true;
+                Personality::Serve(args)
+            }
             Command::ControllerManager(args) => Personality::ControllerManager(args),
             Command::EnvtestAssets(args) => return envtest_assets(&args),
             Command::Snapshot(SnapshotCommand::Save(args)) => Personality::SnapshotSave(args),
@@ -941,14 +954,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         addr.set_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
     }
     let url = format!("{}://{addr}", if secure { "https" } else { "http" });
-    if let Some(path) = &args.kubeconfig_out {
+    let kubeconfig_path = match (&args.kubeconfig_out, args.no_kubeconfig) {
+        (Some(path), _) => Some(path.clone()),
+        (None, false) if args.default_kubeconfig => default_kubeconfig_path(),
+        (None, _) => None,
+    };
+    if let Some(path) = &kubeconfig_path {
         let kubeconfig = match &security {
             Some(security) => security
                 .admin_kubeconfig(&url)
                 .context("issuing the admin's client certificate")?,
             None => kubemock_apiserver::kubeconfig(&url),
         };
-        std::fs::write(path, kubeconfig)
+        write_kubeconfig(path, &kubeconfig, args.kubeconfig_out.is_none())
             .with_context(|| format!("writing the kubeconfig to {}", path.display()))?;
     }
     // Keys, certificates and the kubeconfig: what the secure mode adds to a start.
@@ -1090,6 +1108,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // cleanly, not kill the process with the default action.
     let signalled = shutdown_signal()?;
     announce(&url);
+    if args.default_kubeconfig || args.kubeconfig_out.is_some() {
+        kubectl_hint(&url, kubeconfig_path.as_deref());
+    }
     info!(
         %url,
         durable = store.is_durable(),
@@ -1287,6 +1308,69 @@ fn default_identity() -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "kubemock".to_owned());
     format!("{host}_{}", std::process::id())
+}
+
+/// Where `kubemock serve` writes its kubeconfig without `--kubeconfig-out`: under the user's
+/// runtime directory (`$XDG_RUNTIME_DIR/kubemock/kubeconfig`), else the user's cache directory
+/// (`$XDG_CACHE_HOME/kubemock/kubeconfig`, else `$HOME/.cache/kubemock/kubeconfig`); `None`
+/// when none of these variables is set.
+fn default_kubeconfig_path() -> Option<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let dir = var("XDG_RUNTIME_DIR")
+        .or_else(|| var("XDG_CACHE_HOME"))
+        .or_else(|| var("HOME").map(|home| home.join(".cache")))?;
+    Some(dir.join("kubemock").join("kubeconfig"))
+}
+
+/// Writes `kubeconfig` to `path`, readable by its owner only (it may hold the administrator's
+/// key). The default path's directory is created, and the file replaced by a rename so that
+/// several servers starting at once leave a whole kubeconfig (the last one's).
+fn write_kubeconfig(path: &Path, kubeconfig: &str, create_dir: bool) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    if create_dir && let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}.tmp", std::process::id()));
+    let temporary = PathBuf::from(temporary);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temporary)?;
+    file.write_all(kubeconfig.as_bytes())?;
+    drop(file);
+    std::fs::rename(&temporary, path)
+}
+
+/// Tells, on stderr, how to point kubectl at the server (stdout keeps its one line).
+fn kubectl_hint(url: &str, kubeconfig: Option<&Path>) {
+    use std::io::Write as _;
+    let hint = match kubeconfig {
+        Some(path) => format!(
+            "kubemock: wrote a kubeconfig for {url} to {path}; point kubectl at it with\n  \
+             export KUBECONFIG={path}\n  kubectl get namespaces\n",
+            path = path.display()
+        ),
+        None if url.starts_with("https:") => format!(
+            "kubemock: no kubeconfig written for {url}; --kubeconfig-out FILE writes the \
+             administrator's\n"
+        ),
+        None => format!(
+            "kubemock: no kubeconfig written; point kubectl at the server with\n  \
+             kubectl --server {url} get namespaces\n"
+        ),
+    };
+    let _ = std::io::stderr().lock().write_all(hint.as_bytes());
 }
 
 /// Prints the one line that scripts and tests wait for.
