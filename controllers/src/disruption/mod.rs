@@ -8,7 +8,7 @@
 //! condition. Pods the eviction charged (`disruptedPods`) count as unhealthy until they are
 //! gone, for at most two minutes.
 //!
-//! Not done (README): the events upstream records (`NoPods`, `UnmanagedPods`, ...), the reset
+//! Not done (docs/controllers.md): the events upstream records (`NoPods`, `UnmanagedPods`, ...), the reset
 //! of stale `DisruptionTarget` pod conditions, and controllers other than ReplicaSets,
 //! Deployments, StatefulSets and ReplicationControllers for percentages and `maxUnavailable`
 //! (upstream also asks any `scale` subresource).
