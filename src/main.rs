@@ -97,8 +97,9 @@ struct ControllerManagerArgs {
     /// without a kubeconfig, no credentials.
     #[arg(long)]
     master: Option<String>,
-    /// Port of the `/healthz` endpoint (kube-controller-manager's secure port number, served
-    /// over plain HTTP here); 0 disables it.
+    /// Port of the `/healthz` (the process is up) and `/readyz` (the API server answers)
+    /// endpoints (kube-controller-manager's secure port number, served over plain HTTP
+    /// here); 0 disables them.
     #[arg(long, default_value_t = 10257)]
     health_port: u16,
     /// Address of the `/healthz` endpoint.
@@ -290,7 +291,7 @@ struct ServeArgs {
     #[arg(long, default_value = kubemock_apiserver::DEFAULT_SERVICE_NODE_PORT_RANGE)]
     service_node_port_range: NodePortRange,
     /// Run on a virtual clock that stands still until moved through
-    /// `testing.kubemock.dev/v1` `clocks/cluster` (README: The clock), starting at the given
+    /// `testing.kubemock.dev/v1` `clocks/cluster` (docs/test-powers.md#the-clock), starting at the given
     /// RFC 3339 time (`--virtual-clock=2030-01-01T00:00:00Z`) or now. It drives the
     /// server's timestamps and the in-process controllers.
     #[arg(long, value_name = "START", num_args = 0..=1, default_missing_value = "now",
@@ -300,7 +301,7 @@ struct ServeArgs {
     store: StoreArgs,
 }
 
-/// The secure mode and kube-apiserver's flags for it (README, "Security").
+/// The secure mode and kube-apiserver's flags for it (docs/security.md).
 #[derive(Debug, Args)]
 struct SecurityArgs {
     /// Serve HTTPS with authentication: a cluster CA and a serving certificate (in memory, or
@@ -375,7 +376,7 @@ struct SecurityArgs {
     etcd_servers: Option<String>,
 }
 
-/// kube-apiserver's audit log flags (README, "Audit").
+/// kube-apiserver's audit log flags (docs/security.md#audit).
 #[derive(Debug, Args)]
 struct AuditArgs {
     /// Write audit events here, one JSON object a line (`-`: standard output). Nothing is
@@ -563,7 +564,7 @@ fn plugins(list: &str) -> impl Iterator<Item = &str> {
     list.split(',').map(str::trim).filter(|p| !p.is_empty())
 }
 
-/// The store's memory budgets and history retention (README, "Memory budgets").
+/// The store's memory budgets and history retention (docs/operations.md#memory-budgets).
 #[derive(Debug, Args)]
 struct StoreArgs {
     /// Bytes of history (superseded versions and deletions) kept for watches and old reads:
@@ -706,7 +707,7 @@ fn certificate_client(
     kubemock_client::Client::new(config).with_context(|| format!("creating the client of {user}"))
 }
 
-/// The in-process components' credentials in the secure mode (README, "Security"): the
+/// The in-process components' credentials in the secure mode (docs/security.md): the
 /// controller manager as `system:kube-controller-manager`, each controller as its
 /// ServiceAccount (`use_accounts`) or as the manager, the scheduler as
 /// `system:kube-scheduler`, the simulated kubelets as `kubemock:node-simulator` (their
@@ -1166,6 +1167,8 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     }
     let client =
         kubemock_client::Client::new(client_config.clone()).context("creating the client")?;
+    // `/readyz` asks the API server with the manager's own credentials.
+    let health_client = client.clone();
     let token = CancellationToken::new();
     // A kubemock server on a virtual clock: the controllers follow it.
     if let Some(clock) = follow_server_clock(&client, &token).await {
@@ -1183,7 +1186,11 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding the health endpoint {addr}"))?;
-        Some(tokio::spawn(serve_health(listener, token.clone())))
+        Some(tokio::spawn(serve_health(
+            listener,
+            health_client,
+            token.clone(),
+        )))
     };
     let mut manager = if args.leader_elect {
         let identity = args.leader_elect_identity.unwrap_or_else(default_identity);
@@ -1270,9 +1277,19 @@ async fn follow_server_clock(
     Some(clock)
 }
 
-/// Answers every request with `200 ok` (the process is up and its runtime responsive), for
-/// health checks of the controller manager; ends when `token` is cancelled.
-async fn serve_health(listener: tokio::net::TcpListener, token: CancellationToken) {
+/// How long the controller manager's `/readyz` waits for the API server's `/readyz`.
+const HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The controller manager's health endpoints, until `token` is cancelled: `/readyz` answers
+/// `200 ok` only when the API server's `/readyz` answers within [`HEALTH_CHECK_TIMEOUT`]
+/// (else 503 with the reason), so that a supervisor sees a manager that cannot reach its
+/// server; every other path (`/healthz`, `/livez`) answers `200 ok` while the process and
+/// its runtime are responsive.
+async fn serve_health(
+    listener: tokio::net::TcpListener,
+    apiserver: kubemock_client::Client,
+    token: CancellationToken,
+) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -1283,16 +1300,46 @@ async fn serve_health(listener: tokio::net::TcpListener, token: CancellationToke
         let Ok((mut stream, _)) = accepted else {
             continue;
         };
+        let apiserver = apiserver.clone();
         connections.spawn(async move {
             let mut request = [0_u8; 1024];
-            let _ = stream.read(&mut request).await;
-            let _ = stream
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
-                .await;
+            let read = stream.read(&mut request).await.unwrap_or(0);
+            let head = String::from_utf8_lossy(&request[..read]);
+            let path = head.split_whitespace().nth(1).unwrap_or("/");
+            let (status, body) = if path.starts_with("/readyz") {
+                apiserver_ready(&apiserver).await
+            } else {
+                ("200 OK", "ok".to_owned())
+            };
+            let response = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes()).await;
         });
         while connections.try_join_next().is_some() {}
     }
     connections.shutdown().await;
+}
+
+/// The controller manager's readiness: the API server's `/readyz` answered in time.
+async fn apiserver_ready(apiserver: &kubemock_client::Client) -> (&'static str, String) {
+    let request =
+        match kubemock_client::request::RequestBuilder::new(String::new()).get("readyz", None) {
+            Ok(request) => request,
+            Err(err) => return ("500 Internal Server Error", format!("{err}")),
+        };
+    match tokio::time::timeout(HEALTH_CHECK_TIMEOUT, apiserver.request_bytes(&request)).await {
+        Ok(Ok(_)) => ("200 OK", "ok".to_owned()),
+        Ok(Err(err)) => (
+            "503 Service Unavailable",
+            format!("the API server is not ready: {err}"),
+        ),
+        Err(_) => (
+            "503 Service Unavailable",
+            format!("the API server did not answer /readyz within {HEALTH_CHECK_TIMEOUT:?}"),
+        ),
+    }
 }
 
 /// A leader-election identity unique to this process: host name and process id.
