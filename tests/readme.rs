@@ -213,6 +213,22 @@ mod rust_example {
     // readme:rust:end
 }
 
+/// The README's `TestServer` example, as the test it shows.
+mod rust_testserver {
+    // readme:testserver:start
+    use kubemock_apiserver::TestServer;
+
+    #[tokio::test]
+    async fn the_api_server_alone_answers() -> anyhow::Result<()> {
+        let server = TestServer::start().await?;
+        let namespace = reqwest::get(format!("{}/api/v1/namespaces/default", server.url())).await?;
+        assert_eq!(namespace.status(), 200);
+        server.stop().await?;
+        Ok(())
+    }
+    // readme:testserver:end
+}
+
 /// The text between `start` and `end` in `source`, each line less `indent` leading spaces.
 fn excerpt(source: &str, start: &str, end: &str, indent: usize) -> String {
     let from = source.find(start).expect("the example starts") + start.len();
@@ -236,6 +252,17 @@ fn the_readme_rust_example_is_the_test_that_runs() {
         4,
     );
     assert_eq!(block("rust-example", "rust"), example);
+}
+
+#[test]
+fn the_readme_testserver_example_is_the_test_that_runs() {
+    let example = excerpt(
+        include_str!("readme.rs"),
+        "// readme:testserver:start\n",
+        "// readme:testserver:end",
+        4,
+    );
+    assert_eq!(block("rust-testserver", "rust"), example);
 }
 
 /// `docs/test-powers.md`'s `kubemock::testing::Cluster` example is `tests/cluster.rs`'s test,
