@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Audit logging's cost: create and GET throughput of `kubemock serve --no-controllers` without
-# audit and with every request audited at Metadata level into a file (README, "Audit"), with
+# audit and with every request audited at Metadata level into a file (docs/security.md#audit), with
 # the load generator's `load` (64 connections by default), the two servers alternating for
 # ROUNDS rounds so that a shared machine's noise falls on both.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fault matcher's cost (README, "Test-backend powers"): the same release binary with no
+# The fault matcher's cost (docs/test-powers.md): the same release binary with no
 # Fault and with 100 Faults that match none of the requests, create and GET of one ConfigMap,
 # rounds interleaved so that both see the same machine. The 100 Faults name `configmaps` (the
 # resource the load uses) in another namespace, so every request is checked against all of

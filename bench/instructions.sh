@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per request of the test-backend powers (README, "Test-backend powers"),
+# Instructions per request of the test-backend powers (docs/test-powers.md),
 # counted by callgrind on the release server: deterministic where CPU time on a shared VM is
 # not (instructions do not count cache misses or lock waits, so this complements
 # bench/request-log.sh and bench/faults.sh rather than replacing them). One run measures, for

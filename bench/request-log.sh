@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The request log's cost (README, "Test-backend powers"): the same release binary with the log
+# The request log's cost (docs/test-powers.md): the same release binary with the log
 # off (`--request-log-size 0`) and on (the default, bodies off), create and GET of one
 # ConfigMap, rounds interleaved so that both see the same machine. Prints each run and the
 # medians: req/s and server CPU per request (the figure to trust on a shared machine).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzing in CI (README, "Fuzzing"): every target of fuzz/ for a bounded time, from a corpus
-# seeded by seed.py (fuzz/seeds and ../shared/protobuf/fixtures); any crash, failed property,
+# Fuzzing in CI (docs/development.md#fuzzing): every target of fuzz/ for a bounded time, from a corpus
+# seeded by seed.py (fuzz/seeds, and upstream's protobuf fixture pairs when the
+# reference data is present: see seed.py); any crash, failed property,
 # timeout (-timeout) or memory blow-up (-rss_limit_mb) fails the script, and the input that did
 # it is left in fuzz/artifacts/<target>/.
 #

@@ -3,7 +3,7 @@
 
 Why: a strongly connected component is a set of modules each of which reaches every other
 through `crate::` paths, so none of them can be understood, tested or moved out of the crate
-alone. README ("Workspace") keeps the apiserver's largest one small; this prints it.
+alone. docs/architecture.md keeps the apiserver's largest one small; this prints it.
 
 Usage: scripts/module-cycles.py [--tests] [--edges] [--check] [CRATE_SRC]   (default apiserver/src)
 

@@ -1,4 +1,4 @@
-//! The envtest drop-in (README, "From Go"). controller-runtime's envtest
+//! The envtest drop-in (docs/clients.md#from-go). controller-runtime's envtest
 //! (`sigs.k8s.io/controller-runtime/pkg/envtest`) starts the programs `etcd`, `kube-apiserver`
 //! and `kubectl` of the directory `KUBEBUILDER_ASSETS` names, with their upstream flags, and
 //! waits for their health endpoints. `kubemock envtest-assets DIR` fills such a directory

@@ -8,7 +8,7 @@ mod envtest;
 
 use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,8 +97,9 @@ struct ControllerManagerArgs {
     /// without a kubeconfig, no credentials.
     #[arg(long)]
     master: Option<String>,
-    /// Port of the `/healthz` endpoint (kube-controller-manager's secure port number, served
-    /// over plain HTTP here); 0 disables it.
+    /// Port of the `/healthz` (the process is up) and `/readyz` (the API server answers)
+    /// endpoints (kube-controller-manager's secure port number, served over plain HTTP
+    /// here); 0 disables them.
     #[arg(long, default_value_t = 10257)]
     health_port: u16,
     /// Address of the `/healthz` endpoint.
@@ -215,9 +216,19 @@ struct ServeArgs {
     /// Data directory for a durable store; without it the store is ephemeral.
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Write a kubeconfig whose current context points at the server to this file.
-    #[arg(long)]
+    /// Write a kubeconfig whose current context points at the server to this file. Without
+    /// it, `kubemock serve` writes one to `$XDG_RUNTIME_DIR/kubemock/kubeconfig`, else
+    /// `$XDG_CACHE_HOME/kubemock/kubeconfig`, else `~/.cache/kubemock/kubeconfig`, and says
+    /// where on stderr.
+    #[arg(long, conflicts_with = "no_kubeconfig")]
     kubeconfig_out: Option<PathBuf>,
+    /// Write no kubeconfig at all (not even to the default path).
+    #[arg(long)]
+    no_kubeconfig: bool,
+    /// Whether a start without `--kubeconfig-out` writes the default kubeconfig: true for
+    /// `kubemock serve`, false for kubemock as `kube-apiserver` (envtest passes its own).
+    #[arg(skip)]
+    default_kubeconfig: bool,
     /// Do not run the in-process controllers: a deleted namespace then stays Terminating, a
     /// deleted owner's dependents stay (as with envtest).
     #[arg(long)]
@@ -280,7 +291,7 @@ struct ServeArgs {
     #[arg(long, default_value = kubemock_apiserver::DEFAULT_SERVICE_NODE_PORT_RANGE)]
     service_node_port_range: NodePortRange,
     /// Run on a virtual clock that stands still until moved through
-    /// `testing.kubemock.dev/v1` `clocks/cluster` (README: The clock), starting at the given
+    /// `testing.kubemock.dev/v1` `clocks/cluster` (docs/test-powers.md#the-clock), starting at the given
     /// RFC 3339 time (`--virtual-clock=2030-01-01T00:00:00Z`) or now. It drives the
     /// server's timestamps and the in-process controllers.
     #[arg(long, value_name = "START", num_args = 0..=1, default_missing_value = "now",
@@ -423,7 +434,7 @@ impl Store {
     }
 }
 
-/// The secure mode and kube-apiserver's flags for it (README, "Security").
+/// The secure mode and kube-apiserver's flags for it (docs/security.md).
 #[derive(Debug, Args)]
 struct SecurityArgs {
     /// Serve HTTPS with authentication: a cluster CA and a serving certificate (in memory, or
@@ -494,7 +505,7 @@ struct SecurityArgs {
     disable_admission_plugins: Option<String>,
 }
 
-/// kube-apiserver's audit log flags (README, "Audit").
+/// kube-apiserver's audit log flags (docs/security.md#audit).
 #[derive(Debug, Args)]
 struct AuditArgs {
     /// Write audit events here, one JSON object a line (`-`: standard output). Nothing is
@@ -681,7 +692,7 @@ fn plugins(list: &str) -> impl Iterator<Item = &str> {
     list.split(',').map(str::trim).filter(|p| !p.is_empty())
 }
 
-/// The store's memory budgets and history retention (README, "Memory budgets").
+/// The store's memory budgets and history retention (docs/operations.md#memory-budgets).
 #[derive(Debug, Args)]
 struct StoreArgs {
     /// Bytes of history (superseded versions and deletions) kept for watches and old reads:
@@ -824,7 +835,7 @@ fn certificate_client(
     kubemock_client::Client::new(config).with_context(|| format!("creating the client of {user}"))
 }
 
-/// The in-process components' credentials in the secure mode (README, "Security"): the
+/// The in-process components' credentials in the secure mode (docs/security.md): the
 /// controller manager as `system:kube-controller-manager`, each controller as its
 /// ServiceAccount (`use_accounts`) or as the manager, the scheduler as
 /// `system:kube-scheduler`, the simulated kubelets as `kubemock:node-simulator` (their
@@ -914,7 +925,10 @@ fn main() -> ExitCode {
             }
         }
         None => match Cli::parse_from(argv).command {
-            Command::Serve(args) => Personality::Serve(args),
+            Command::Serve(mut args) => {
+                args.default_kubeconfig = true;
+                Personality::Serve(args)
+            }
             Command::ControllerManager(args) => Personality::ControllerManager(args),
             Command::EnvtestAssets(args) => return envtest_assets(&args),
             Command::Snapshot(SnapshotCommand::Save(args)) => Personality::SnapshotSave(args),
@@ -1087,14 +1101,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         addr.set_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
     }
     let url = format!("{}://{addr}", if secure { "https" } else { "http" });
-    if let Some(path) = &args.kubeconfig_out {
+    let kubeconfig_path = match (&args.kubeconfig_out, args.no_kubeconfig) {
+        (Some(path), _) => Some(path.clone()),
+        (None, false) if args.default_kubeconfig => default_kubeconfig_path(),
+        (None, _) => None,
+    };
+    if let Some(path) = &kubeconfig_path {
         let kubeconfig = match &security {
             Some(security) => security
                 .admin_kubeconfig(&url)
                 .context("issuing the admin's client certificate")?,
             None => kubemock_apiserver::kubeconfig(&url),
         };
-        std::fs::write(path, kubeconfig)
+        write_kubeconfig(path, &kubeconfig, args.kubeconfig_out.is_none())
             .with_context(|| format!("writing the kubeconfig to {}", path.display()))?;
     }
     // Keys, certificates and the kubeconfig: what the secure mode adds to a start.
@@ -1236,6 +1255,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // cleanly, not kill the process with the default action.
     let signalled = shutdown_signal()?;
     announce(&url);
+    if args.default_kubeconfig || args.kubeconfig_out.is_some() {
+        kubectl_hint(&url, kubeconfig_path.as_deref());
+    }
     info!(
         %url,
         store = store.kind(),
@@ -1291,6 +1313,8 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
     }
     let client =
         kubemock_client::Client::new(client_config.clone()).context("creating the client")?;
+    // `/readyz` asks the API server with the manager's own credentials.
+    let health_client = client.clone();
     let token = CancellationToken::new();
     // A kubemock server on a virtual clock: the controllers follow it.
     if let Some(clock) = follow_server_clock(&client, &token).await {
@@ -1308,7 +1332,11 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding the health endpoint {addr}"))?;
-        Some(tokio::spawn(serve_health(listener, token.clone())))
+        Some(tokio::spawn(serve_health(
+            listener,
+            health_client,
+            token.clone(),
+        )))
     };
     let mut manager = if args.leader_elect {
         let identity = args.leader_elect_identity.unwrap_or_else(default_identity);
@@ -1395,9 +1423,19 @@ async fn follow_server_clock(
     Some(clock)
 }
 
-/// Answers every request with `200 ok` (the process is up and its runtime responsive), for
-/// health checks of the controller manager; ends when `token` is cancelled.
-async fn serve_health(listener: tokio::net::TcpListener, token: CancellationToken) {
+/// How long the controller manager's `/readyz` waits for the API server's `/readyz`.
+const HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The controller manager's health endpoints, until `token` is cancelled: `/readyz` answers
+/// `200 ok` only when the API server's `/readyz` answers within [`HEALTH_CHECK_TIMEOUT`]
+/// (else 503 with the reason), so that a supervisor sees a manager that cannot reach its
+/// server; every other path (`/healthz`, `/livez`) answers `200 ok` while the process and
+/// its runtime are responsive.
+async fn serve_health(
+    listener: tokio::net::TcpListener,
+    apiserver: kubemock_client::Client,
+    token: CancellationToken,
+) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -1408,16 +1446,46 @@ async fn serve_health(listener: tokio::net::TcpListener, token: CancellationToke
         let Ok((mut stream, _)) = accepted else {
             continue;
         };
+        let apiserver = apiserver.clone();
         connections.spawn(async move {
             let mut request = [0_u8; 1024];
-            let _ = stream.read(&mut request).await;
-            let _ = stream
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
-                .await;
+            let read = stream.read(&mut request).await.unwrap_or(0);
+            let head = String::from_utf8_lossy(&request[..read]);
+            let path = head.split_whitespace().nth(1).unwrap_or("/");
+            let (status, body) = if path.starts_with("/readyz") {
+                apiserver_ready(&apiserver).await
+            } else {
+                ("200 OK", "ok".to_owned())
+            };
+            let response = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes()).await;
         });
         while connections.try_join_next().is_some() {}
     }
     connections.shutdown().await;
+}
+
+/// The controller manager's readiness: the API server's `/readyz` answered in time.
+async fn apiserver_ready(apiserver: &kubemock_client::Client) -> (&'static str, String) {
+    let request =
+        match kubemock_client::request::RequestBuilder::new(String::new()).get("readyz", None) {
+            Ok(request) => request,
+            Err(err) => return ("500 Internal Server Error", format!("{err}")),
+        };
+    match tokio::time::timeout(HEALTH_CHECK_TIMEOUT, apiserver.request_bytes(&request)).await {
+        Ok(Ok(_)) => ("200 OK", "ok".to_owned()),
+        Ok(Err(err)) => (
+            "503 Service Unavailable",
+            format!("the API server is not ready: {err}"),
+        ),
+        Err(_) => (
+            "503 Service Unavailable",
+            format!("the API server did not answer /readyz within {HEALTH_CHECK_TIMEOUT:?}"),
+        ),
+    }
 }
 
 /// A leader-election identity unique to this process: host name and process id.
@@ -1433,6 +1501,69 @@ fn default_identity() -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "kubemock".to_owned());
     format!("{host}_{}", std::process::id())
+}
+
+/// Where `kubemock serve` writes its kubeconfig without `--kubeconfig-out`: under the user's
+/// runtime directory (`$XDG_RUNTIME_DIR/kubemock/kubeconfig`), else the user's cache directory
+/// (`$XDG_CACHE_HOME/kubemock/kubeconfig`, else `$HOME/.cache/kubemock/kubeconfig`); `None`
+/// when none of these variables is set.
+fn default_kubeconfig_path() -> Option<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let dir = var("XDG_RUNTIME_DIR")
+        .or_else(|| var("XDG_CACHE_HOME"))
+        .or_else(|| var("HOME").map(|home| home.join(".cache")))?;
+    Some(dir.join("kubemock").join("kubeconfig"))
+}
+
+/// Writes `kubeconfig` to `path`, readable by its owner only (it may hold the administrator's
+/// key). The default path's directory is created, and the file replaced by a rename so that
+/// several servers starting at once leave a whole kubeconfig (the last one's).
+fn write_kubeconfig(path: &Path, kubeconfig: &str, create_dir: bool) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    if create_dir && let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}.tmp", std::process::id()));
+    let temporary = PathBuf::from(temporary);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temporary)?;
+    file.write_all(kubeconfig.as_bytes())?;
+    drop(file);
+    std::fs::rename(&temporary, path)
+}
+
+/// Tells, on stderr, how to point kubectl at the server (stdout keeps its one line).
+fn kubectl_hint(url: &str, kubeconfig: Option<&Path>) {
+    use std::io::Write as _;
+    let hint = match kubeconfig {
+        Some(path) => format!(
+            "kubemock: wrote a kubeconfig for {url} to {path}; point kubectl at it with\n  \
+             export KUBECONFIG={path}\n  kubectl get namespaces\n",
+            path = path.display()
+        ),
+        None if url.starts_with("https:") => format!(
+            "kubemock: no kubeconfig written for {url}; --kubeconfig-out FILE writes the \
+             administrator's\n"
+        ),
+        None => format!(
+            "kubemock: no kubeconfig written; point kubectl at the server with\n  \
+             kubectl --server {url} get namespaces\n"
+        ),
+    };
+    let _ = std::io::stderr().lock().write_all(hint.as_bytes());
 }
 
 /// Prints the one line that scripts and tests wait for.

@@ -1,7 +1,7 @@
 //! `kubemock::testing::Cluster`: an in-process, ephemeral kubemock (the API server on port 0
 //! over a temporary store, and by default the controllers) for one Rust test, with a
 //! kubeconfig file, a `kube::Client`, a `kubemock_client::Client`, and helpers over the test
-//! powers of `testing.kubemock.dev/v1` (README, "Test-backend powers"): Faults, the request
+//! powers of `testing.kubemock.dev/v1` (docs/test-powers.md): Faults, the request
 //! log, fixtures, reset and the clock. Every helper goes through the HTTP API, as a test in
 //! another language would. Dropping the cluster stops the controllers and the server.
 //!
@@ -193,7 +193,7 @@ impl Cluster {
         )
     }
 
-    /// Creates the Fault `name` with `spec` (README, "Faults"), and returns a handle on it.
+    /// Creates the Fault `name` with `spec` (docs/test-powers.md#faults), and returns a handle on it.
     pub async fn fault(&self, name: &str, spec: Value) -> anyhow::Result<Fault> {
         let api = self.api("Fault", "faults");
         let object: DynamicObject = serde_json::from_value(json!({
@@ -227,8 +227,7 @@ impl Cluster {
         Ok(())
     }
 
-    /// Brings the cluster back to its startup state (README, "Fixtures, reset and
-    /// snapshots"); answers the reset's `status` (what changed).
+    /// Brings the cluster back to its startup state (docs/test-powers.md#fixtures-reset-and-snapshots); answers the reset's `status` (what changed).
     pub async fn reset(&self) -> anyhow::Result<Value> {
         let reset =
             DynamicObject::new("", &ApiResource::new(GROUP, "v1", "Reset", "resets", false));
@@ -408,8 +407,7 @@ impl Requests {
         ListParams::default().fields(selector)
     }
 
-    /// The matching requests the log holds, oldest first, as JSON (README, "The request
-    /// log": `verb`, `code`, `fieldManager`, `userAgent`, ...).
+    /// The matching requests the log holds, oldest first, as JSON (docs/test-powers.md#the-request-log: `verb`, `code`, `fieldManager`, `userAgent`, ...).
     pub async fn list(&self) -> anyhow::Result<Vec<Value>> {
         let list = self
             .api

@@ -1,4 +1,4 @@
-//! `kubemock::testing::Cluster` and the virtual clock (issue 21, items 4 and 5): the README's
+//! `kubemock::testing::Cluster` and the virtual clock (issue 21, items 4 and 5): docs/test-powers.md's
 //! example (a conflict injected, the controller's retry seen in the request log), and the
 //! clock driving the server's timestamps, a CronJob, a Job's TTL and active deadline, a
 //! Deployment's progress deadline and minReadySeconds; moves refused without a

@@ -1,4 +1,4 @@
-//! The binary's test-backend powers (README, "Test-backend powers"): `serve --load` creates
+//! The binary's test-backend powers (docs/test-powers.md): `serve --load` creates
 //! fixtures in dependency order before the ready line and refuses to start on a bad one;
 //! `snapshot save` and `serve --restore` carry a cluster's state to a new server; and
 //! kubectl applies and prints Faults.

@@ -3,7 +3,7 @@
 //! types, deep nesting, garbage bodies), then every stored object read as JSON, protobuf and
 //! a Table and deleted. It fails on any finding that no known-bug signature explains: a 5xx,
 //! a panic, a dead server, a slow `/readyz`, an object that cannot be read or deleted. The long
-//! run is `kubemock-httpfuzz --kubemock target/debug/kubemock` (README, "HTTP fuzzer").
+//! run is `kubemock-httpfuzz --kubemock target/debug/kubemock` (docs/development.md#kubemock-httpfuzz).
 
 use kubemock_httpfuzz::{Config, Server, known};
 

@@ -1,5 +1,5 @@
 //! The in-process components of `kubemock serve --secure` (the real binary, port 0) run as
-//! their upstream identities under RBAC (README, "Security"): with every bootstrap binding a
+//! their upstream identities under RBAC (docs/security.md): with every bootstrap binding a
 //! Deployment rolls out, each controller as its ServiceAccount in `kube-system`; without the
 //! ReplicaSet controller's binding (`system:controller:replicaset-controller`, upstream's
 //! `plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go`) its ReplicaSet gets

@@ -209,7 +209,7 @@ async fn kubectl_label_annotate_get_output_formats_and_delete() {
         .kubectl(&["create", "-f", manifest, "--validate=false"])
         .await;
     assert_eq!(out.trim(), "configmap/c1 created");
-    // label and annotate send JSON merge patches (§5.1).
+    // label and annotate send JSON merge patches (docs/api-behaviour.md#patch-types).
     let out = cluster
         .kubectl(&["label", "configmap", "c1", "tier=web"])
         .await;
@@ -258,7 +258,7 @@ async fn kubectl_label_annotate_get_output_formats_and_delete() {
         ])
         .await;
     assert!(!labels.contains("tier"), "{labels}");
-    // delete waits for the object to be gone (§6, kubectl's GET-then-watch).
+    // delete waits for the object to be gone (docs/api-behaviour.md#deletion, kubectl's GET-then-watch).
     let out = cluster.kubectl(&["delete", "configmap", "c1"]).await;
     assert_eq!(out.trim(), "configmap \"c1\" deleted");
     let output = cluster
@@ -323,7 +323,7 @@ async fn kubectl_apply_validates_through_openapi_and_get_deploy_lists_it() {
     std::fs::write(&file, MANIFESTS).expect("write the manifests");
     let file = file.to_str().expect("a utf-8 path");
     // Default --validate=strict: kubectl reads /openapi/v3, finds fieldValidation on the
-    // kinds' PATCH operations and sends fieldValidation=Strict (§2.7).
+    // kinds' PATCH operations and sends fieldValidation=Strict (docs/api-behaviour.md#openapi).
     let out = cluster.kubectl(&["apply", "-f", file]).await;
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
@@ -345,7 +345,7 @@ async fn kubectl_apply_validates_through_openapi_and_get_deploy_lists_it() {
     let out = cluster.kubectl(&["apply", "-f", file]).await;
     assert!(out.contains("deployment.apps/web unchanged"), "{out}");
     // Apply again with a new image, another replica count and the env var removed: kubectl
-    // sends a strategic merge patch (§5.4) and the stored object shows exactly those changes.
+    // sends a strategic merge patch (docs/api-behaviour.md#strategic-merge-patch) and the stored object shows exactly those changes.
     std::fs::write(
         file,
         MANIFESTS
@@ -436,7 +436,7 @@ async fn kubectl_apply_validates_through_openapi_and_get_deploy_lists_it() {
 #[tokio::test]
 async fn kubectl_create_namespace_configmap_and_deployment_send_protobuf() {
     // kubectl 1.32's typed clients send these bodies as application/vnd.kubernetes.protobuf
-    // (§4.10).
+    // (docs/api-behaviour.md#content-types).
     let cluster = Cluster::start().await;
     assert_eq!(
         cluster.kubectl(&["create", "ns", "team-a"]).await.trim(),
@@ -579,7 +579,7 @@ async fn kubectl_scale_and_delete_cascade_policies_leave_the_right_finalizers() 
             .kubectl(&["create", "deployment", name, "--image=nginx"])
             .await;
     }
-    // kubectl scale: a merge patch of /scale (§4.7).
+    // kubectl scale: a merge patch of /scale (docs/api-behaviour.md#scale-subresource).
     let out = cluster
         .kubectl(&["scale", "deploy", "orphaned", "--replicas=3"])
         .await;
@@ -594,7 +594,7 @@ async fn kubectl_scale_and_delete_cascade_policies_leave_the_right_finalizers() 
         ])
         .await;
     assert_eq!(replicas, "3");
-    // §6.3: the policy becomes the garbage collector's finalizer on the owner (which stays
+    // docs/api-behaviour.md#propagation-policy: the policy becomes the garbage collector's finalizer on the owner (which stays
     // until a garbage collector removes it; --wait=false so kubectl does not wait for that).
     for (name, cascade, finalizers) in [
         ("orphaned", "orphan", r#"["orphan"]"#),
@@ -657,7 +657,7 @@ async fn kubectl_server_side_apply_conflicts_between_managers_unless_forced() {
         .await;
     assert_eq!(before, after);
 
-    // A second manager setting the replicas kubectl owns conflicts (§5.6)...
+    // A second manager setting the replicas kubectl owns conflicts (docs/api-behaviour.md#server-side-apply)...
     let other = cluster.dir.path().join("other.yaml");
     std::fs::write(
         &other,
@@ -1033,7 +1033,7 @@ async fn kubectl_delete_namespace_and_cascading_deletes_complete_with_the_contro
         .kubectl(&["create", "deployment", "web", "-n", "team", "--image=nginx"])
         .await;
     // kubectl waits for the namespace to go: the namespace controller empties it and
-    // finalizes it (§6.7).
+    // finalizes it (docs/api-behaviour.md#namespace-deletion).
     let out = cluster
         .kubectl(&["delete", "namespace", "team", "--timeout=50s"])
         .await;

@@ -1,4 +1,4 @@
-//! The README's Rust example of the request log ("Test-backend powers"), as a test: a kube-rs
+//! The request log's Rust example in docs/test-powers.md, as a test: a kube-rs
 //! client tagged with `X-Kubemock-Test` writes, and the test asserts on what it sent by
 //! reading `testing.kubemock.dev/v1` `requests` through kube-rs' dynamic API.
 

@@ -396,3 +396,145 @@ async fn two_servers_over_one_etcd_are_one_cluster() {
     assert_eq!(exit_code_after(&mut second, "-TERM").await, 0);
     assert_eq!(exit_code_after(&mut first, "-TERM").await, 0);
 }
+
+/// Starts `kubemock serve --port 0 ARGS...` with `env` set (and `XDG_RUNTIME_DIR`,
+/// `XDG_CACHE_HOME` and `HOME` removed unless `env` sets them), and returns it with its URL
+/// and the stderr lines up to the kubectl hint's last line (`kubectl ...`).
+async fn start_with_hint(
+    args: &[&str],
+    env: &[(&str, &std::path::Path)],
+) -> (Child, String, Vec<String>) {
+    let mut command = Command::new(BINARY);
+    command
+        .args(["serve", "--port", "0", "--no-controllers"])
+        .args(args)
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("HOME")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("start kubemock");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let line = tokio::time::timeout(WAIT, stdout.next_line())
+        .await
+        .expect("ready line before the deadline")
+        .expect("read stdout")
+        .expect("a line");
+    let url = line
+        .strip_prefix("kubemock: serving on ")
+        .unwrap_or_else(|| panic!("unexpected ready line {line:?}"))
+        .to_owned();
+    child.stdout = Some(stdout.into_inner().into_inner());
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut hint = Vec::new();
+    loop {
+        let line = tokio::time::timeout(WAIT, stderr.next_line())
+            .await
+            .expect("the hint before the deadline")
+            .expect("read stderr")
+            .expect("the hint on stderr");
+        let last = line.trim_start().starts_with("kubectl ") || line.contains("--kubeconfig-out");
+        hint.push(line);
+        if last {
+            break;
+        }
+    }
+    (child, url, hint)
+}
+
+/// Without `--kubeconfig-out`, `kubemock serve` writes its kubeconfig under
+/// `$XDG_RUNTIME_DIR/kubemock/`, says so on stderr with the `export KUBECONFIG=` line to
+/// paste, and real kubectl (fresh `--cache-dir`) reaches the server with it; stdout keeps its
+/// one line.
+#[tokio::test]
+async fn serve_writes_a_default_kubeconfig_and_tells_how_to_use_it() {
+    let runtime = tempfile::tempdir().unwrap();
+    let (mut child, url, hint) = start_with_hint(&[], &[("XDG_RUNTIME_DIR", runtime.path())]).await;
+    let path = runtime.path().join("kubemock").join("kubeconfig");
+    let export = format!("  export KUBECONFIG={}", path.display());
+    assert!(hint.contains(&export), "{hint:#?}");
+    assert!(hint.iter().any(|l| l.contains(&url)), "{hint:#?}");
+    let written = std::fs::read_to_string(&path).expect("the default kubeconfig");
+    assert!(written.contains(&format!("server: {url}")), "{written}");
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "readable by its owner only");
+    let cache = tempfile::tempdir().unwrap();
+    let output = Command::new("kubectl")
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .args(["get", "namespaces", "-o", "name"])
+        .env("KUBECONFIG", &path)
+        .output()
+        .await
+        .expect("run kubectl");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.lines().any(|l| l == "namespace/default"), "{stdout}");
+    assert_eq!(exit_code_after(&mut child, "-TERM").await, 0);
+    let mut rest = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut rest)
+        .await
+        .unwrap();
+    assert_eq!(rest, "", "stdout holds exactly one line");
+}
+
+/// Without `XDG_RUNTIME_DIR` the default is the user's cache directory (`XDG_CACHE_HOME`,
+/// else `~/.cache`); `--no-kubeconfig` writes none and says how to reach the server instead.
+#[tokio::test]
+async fn serve_falls_back_to_the_cache_directory_and_writes_none_when_told() {
+    let home = tempfile::tempdir().unwrap();
+    let (mut child, url, hint) = start_with_hint(&[], &[("HOME", home.path())]).await;
+    let path = home
+        .path()
+        .join(".cache")
+        .join("kubemock")
+        .join("kubeconfig");
+    assert!(
+        hint.contains(&format!("  export KUBECONFIG={}", path.display())),
+        "{hint:#?}"
+    );
+    let written = std::fs::read_to_string(&path).expect("the default kubeconfig");
+    assert!(written.contains(&format!("server: {url}")), "{written}");
+    assert_eq!(exit_code_after(&mut child, "-TERM").await, 0);
+
+    let cache = tempfile::tempdir().unwrap();
+    let (mut child, url, hint) = start_with_hint(
+        &[],
+        &[("XDG_CACHE_HOME", cache.path()), ("HOME", home.path())],
+    )
+    .await;
+    let path = cache.path().join("kubemock").join("kubeconfig");
+    assert!(
+        hint.contains(&format!("  export KUBECONFIG={}", path.display())),
+        "{hint:#?}"
+    );
+    assert!(std::fs::read_to_string(&path).unwrap().contains(&url));
+    assert_eq!(exit_code_after(&mut child, "-TERM").await, 0);
+
+    let none = tempfile::tempdir().unwrap();
+    let (mut child, url, hint) =
+        start_with_hint(&["--no-kubeconfig"], &[("HOME", none.path())]).await;
+    assert!(
+        hint.contains(&format!("  kubectl --server {url} get namespaces")),
+        "{hint:#?}"
+    );
+    assert!(
+        std::fs::read_dir(none.path()).unwrap().next().is_none(),
+        "nothing written under HOME"
+    );
+    assert_eq!(exit_code_after(&mut child, "-TERM").await, 0);
+}

@@ -1,4 +1,4 @@
-//! JSON patch (RFC 6902) as the real server applies it (§5.2): upstream uses
+//! JSON patch (RFC 6902) as the real server applies it (docs/api-behaviour.md#json-patch): upstream uses
 //! `gopkg.in/evanphx/json-patch.v4` (v4.12.0), whose behaviour clients depend on where it
 //! differs from the RFC, so this follows that library rather than the RFC:
 //! - a path's first segment is not checked (`a/b` means `/b`), `~1` and `~0` are unescaped, and

@@ -1,4 +1,4 @@
-//! Strategic merge patch (§5.4, §5.5), what `kubectl apply`, `kubectl patch` and the Python
+//! Strategic merge patch (docs/api-behaviour.md#strategic-merge-patch), what `kubectl apply`, `kubectl patch` and the Python
 //! client send for built-in kinds: a JSON merge patch, except that lists whose Go field is
 //! marked `+patchStrategy=merge` are merged element-wise (by `+patchMergeKey`, or as a set of
 //! scalars), with the `$patch`, `$retainKeys`, `$setElementOrder/` and
@@ -14,7 +14,7 @@ use crate::protobuf::schema::{Field, FieldType, Message, ProtoSchema};
 pub enum PatchError {
     /// A malformed patch document (400).
     BadRequest(String),
-    /// A patch that does not fit the object (422 with the generic message of §5.2).
+    /// A patch that does not fit the object (422 with the generic message of docs/api-behaviour.md#json-patch).
     Invalid(String),
 }
 
@@ -380,7 +380,7 @@ mod tests {
     #[test]
     fn kubectl_applys_patch_merges_containers_and_env_by_name() {
         // The patch kubectl apply sends for: image changed, env A removed, container side
-        // removed, label c removed (§5.4).
+        // removed, label c removed (docs/api-behaviour.md#strategic-merge-patch).
         let result = patch(
             "apps/v1",
             "Deployment",

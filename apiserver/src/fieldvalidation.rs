@@ -1,4 +1,4 @@
-//! Decoding a write's object as upstream's typed decoding does (§4.9, §4.10): a built-in kind
+//! Decoding a write's object as upstream's typed decoding does (docs/api-behaviour.md#field-validation, #content-types): a built-in kind
 //! is read against its schema the way Go's `encoding/json` (`sigs.k8s.io/json`) fills the
 //! kind's struct, so a value of the wrong JSON type is refused with Go's own message (`json:
 //! cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32`),

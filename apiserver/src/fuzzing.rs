@@ -1,4 +1,4 @@
-//! Entry points for the fuzz targets in `fuzz/` (README, "Fuzzing"), and for nothing else.
+//! Entry points for the fuzz targets in `fuzz/` (docs/development.md#fuzzing), and for nothing else.
 //!
 //! The code under fuzzing (selectors, the patch engines, server-side apply, the body decoders)
 //! is crate-private. These are thin wrappers that call exactly what the request handlers call,

@@ -1,9 +1,9 @@
-//! Storage keys: the one place the key layout is built (`DESIGN.md`):
+//! Storage keys: the one place the key layout is built (`docs/architecture.md#inside-the-api-server`):
 //! `/registry/{group}/{resource}/{namespace}/{name}` for namespaced objects and
 //! `/registry/{group}/{resource}/{name}` for cluster-scoped ones, with `core` as the core
 //! group's name. Byte order of keys is the list order (namespace, then name), which is also
 //! what the real server returns. All versions of a resource share its keys, and
-//! events.k8s.io/v1 Events share core/v1 Events' (one storage, §12.3).
+//! events.k8s.io/v1 Events share core/v1 Events' (one storage, docs/api-behaviour.md#events).
 
 use crate::registry::Resource;
 

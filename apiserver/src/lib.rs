@@ -1,6 +1,7 @@
 //! kubemock-apiserver: the Kubernetes HTTP API (discovery, REST, watch) over
 //! `kubemock-storage`'s revisioned store. Where behaviour is in doubt, the real kube-apiserver
-//! decides (`shared/spec/API-SEMANTICS.md`, cited by section).
+//! decides; `docs/api-behaviour.md` says what clients depend on, by topic, with the upstream
+//! files that decide it.
 //!
 //! It reaches the store only through [`kubemock_storage::Kv`]; it knows no client and no
 //! controller.
@@ -174,7 +175,7 @@ pub use testing::TestServer;
 pub use tls::LOOPBACK_SERVER_NAME;
 
 /// The Kubernetes protobuf wire format of built-in kinds (`application/vnd.kubernetes.protobuf`,
-/// §4.10), as the server reads and writes it: enveloped objects and watch frames, to and from
+/// docs/api-behaviour.md#content-types), as the server reads and writes it: enveloped objects and watch frames, to and from
 /// their JSON. For clients in tests (the conformance suite runs its sections in both
 /// encodings) and for benchmarks.
 pub mod protobuf {

@@ -3,7 +3,7 @@
 //! `--max-mutating-requests-inflight` (k8s.io/apiserver `pkg/server/filters/maxinflight.go`),
 //! reads and writes each get a fixed number of slots; a request that finds no free slot is
 //! turned away at once with 429 and `Retry-After: 1` (no queueing), and client-go, kube-rs and
-//! kubectl retry it after that second (§9.2).
+//! kubectl retry it after that second (docs/api-behaviour.md#errors).
 //!
 //! Watches (and other long-running requests) hold no slot: they stay open for minutes, and
 //! counting them would let a few informers lock out every short request. They are counted
@@ -218,7 +218,7 @@ fn body_bytes(request: &Request) -> usize {
     }
 }
 
-/// The real server's 429: a plain-text body, not a `Status` (§9.2), and `Retry-After: 1`.
+/// The real server's 429: a plain-text body, not a `Status` (docs/api-behaviour.md#errors), and `Retry-After: 1`.
 fn too_many_requests() -> Response {
     let mut response = (
         StatusCode::TOO_MANY_REQUESTS,

@@ -1,4 +1,4 @@
-//! Object metadata rules (§3): the conversion between store revisions and resourceVersion
+//! Object metadata rules (docs/api-behaviour.md#object-metadata): the conversion between store revisions and resourceVersion
 //! strings (the only place it happens), timestamps (written and read, on the server's
 //! clock), uids, name validation, generateName, and the canonical order of metadata fields.
 
@@ -90,14 +90,14 @@ pub(crate) fn new_uid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// Characters of generated name suffixes: no vowels, no confusable digits (§3.2).
+/// Characters of generated name suffixes: no vowels, no confusable digits (docs/api-behaviour.md#generated-names).
 const NAME_SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 /// generateName is cut to this many characters before the suffix.
 const GENERATE_NAME_PREFIX_MAX: usize = 58;
 /// Length of the random suffix.
 const GENERATE_NAME_SUFFIX_LEN: usize = 5;
 
-/// A name generated from `prefix` (§3.2).
+/// A name generated from `prefix` (docs/api-behaviour.md#generated-names).
 pub(crate) fn generate_name(prefix: &str) -> String {
     let mut name: String = prefix.chars().take(GENERATE_NAME_PREFIX_MAX).collect();
     for _ in 0..GENERATE_NAME_SUFFIX_LEN {

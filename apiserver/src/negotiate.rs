@@ -57,7 +57,7 @@ const SERIALIZERS: [(&str, Encoding); 3] = [
 /// A conversion of the response the client asked for and the server makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Conversion {
-    /// A `meta.k8s.io` Table of this version (§10).
+    /// A `meta.k8s.io` Table of this version (docs/api-behaviour.md#tables).
     Table(&'static str),
     /// `PartialObjectMetadata` (or, with `list`, `PartialObjectMetadataList`) of this version:
     /// what client-go's metadata client and metadata-only informers ask for.
@@ -155,7 +155,7 @@ impl Conversion {
                 let table = TableRequest::new(version, query)?;
                 let printer = table::printer_for(resource, subresource);
                 if list {
-                    // Rows carry objects with their kind (list items have none, §7.1), as
+                    // Rows carry objects with their kind (list items have none, docs/api-behaviour.md#list-shape), as
                     // upstream converts each row's object to the endpoint's version.
                     let items = body
                         .get("items")

@@ -1,5 +1,5 @@
-//! Objects as JSON: decoding request bodies (§3.9, §4.10), and the two forms of an object — as
-//! stored (no resourceVersion: that is the store's `mod_revision`, DESIGN.md guarantee 2) and
+//! Objects as JSON: decoding request bodies (docs/api-behaviour.md#kind-and-apiversion-in-bodies, #content-types), and the two forms of an object — as
+//! stored (no resourceVersion: that is the store's `mod_revision`, docs/store.md#guarantees, guarantee 2) and
 //! as answered (resourceVersion set, metadata in the real server's field order).
 
 use axum::http::HeaderMap;
@@ -41,7 +41,7 @@ pub(crate) fn decode_body(
 }
 
 /// `value` as an object of `resource`: a JSON object whose `kind` and `apiVersion`, when
-/// present, name the resource's kind; both set on the result (§3.9).
+/// present, name the resource's kind; both set on the result (docs/api-behaviour.md#kind-and-apiversion-in-bodies).
 pub(crate) fn typed_object(value: Value, resource: &Resource) -> ApiResult<Object> {
     let Value::Object(mut object) = value else {
         return Err(ApiError::bad_request(format!(
@@ -182,7 +182,7 @@ pub(crate) fn answer_bytes(kv: &KeyValue) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// A stored object as a built-in list item (§7.1: without kind and apiVersion), straight from
+/// A stored object as a built-in list item (docs/api-behaviour.md#list-shape: without kind and apiVersion), straight from
 /// its bytes like [`answer_bytes`]; `None` when the bytes are not in `to_stored`'s form.
 pub(crate) fn list_item_bytes(kv: &KeyValue) -> Option<Vec<u8>> {
     splice_resource_version(kv, false)

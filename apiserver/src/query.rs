@@ -1,4 +1,4 @@
-//! Query strings as the real server reads them (§1.4): form decoding (`+` is a space, `%XX`
+//! Query strings as the real server reads them (docs/api-behaviour.md#query-parameters): form decoding (`+` is a space, `%XX`
 //! escapes), empty pairs ignored (kube-rs sends `?&watch=true`), unknown parameters ignored,
 //! and booleans true unless `0` or `false` in any letter case (the Python client sends `True`).
 

@@ -1,4 +1,4 @@
-//! The URL table, and nothing else: which path and method reach which handler (§1).
+//! The URL table, and nothing else: which path and method reach which handler (docs/api-behaviour.md#url-layout).
 
 use axum::Router;
 use axum::extract::Request;
@@ -42,7 +42,7 @@ async fn method_not_allowed(request: Request) -> Response {
     )
 }
 
-/// Unknown paths: a `Status` under the API roots, plain text elsewhere (§9.2).
+/// Unknown paths: a `Status` under the API roots, plain text elsewhere (docs/api-behaviour.md#errors).
 async fn not_found(request: Request) -> Response {
     let path = request.uri().path().to_owned();
     let drained = drain(request).await;

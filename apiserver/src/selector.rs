@@ -1,4 +1,4 @@
-//! Label and field selectors of list, watch and deletecollection (§7.4, §7.5).
+//! Label and field selectors of list, watch and deletecollection (docs/api-behaviour.md#label-selectors, #field-selectors).
 //!
 //! Both grammars, their escapes and their syntax errors are `kubemock_apimachinery`'s
 //! (`labels`, `fields`: ports of upstream's `pkg/labels` and `pkg/fields`), shared with the
@@ -238,7 +238,7 @@ const CSR_FIELDS: &[FieldSpec] = &[
     text_field("spec.signerName", &["spec", "signerName"]),
 ];
 
-/// The fields `resource` may select on and how it words an unknown one (§7.5).
+/// The fields `resource` may select on and how it words an unknown one (docs/api-behaviour.md#field-selectors).
 fn kind_fields(resource: &Resource) -> (&'static [FieldSpec], UnknownField) {
     use UnknownField::{Job, NotSupported};
     match (resource.group.as_str(), resource.plural.as_str()) {
@@ -257,7 +257,7 @@ fn kind_fields(resource: &Resource) -> (&'static [FieldSpec], UnknownField) {
 
 impl FieldSelector {
     /// Parses `fieldSelector=` text for `resource`, checking each field name against the kind's
-    /// list (§7.5, chosen by group and plural: core pods, events, secrets, namespaces, nodes,
+    /// list (docs/api-behaviour.md#field-selectors, chosen by group and plural: core pods, events, secrets, namespaces, nodes,
     /// services, replicationcontrollers; apps replicasets; batch jobs; certificates.k8s.io
     /// certificatesigningrequests; any other kind: `metadata.name` and `metadata.namespace`).
     /// Failures are 400 BadRequest in the real wording: `field label not supported: <f>` for

@@ -30,7 +30,7 @@ const CRD_SYNC_WAIT: Duration = Duration::from_secs(5);
 /// Namespaces whose phase admission remembers; beyond that the memory starts over.
 const NAMESPACE_PHASES_KEPT: usize = 4096;
 
-/// Bookmarks are sent about once a minute, like the real server's watch cache (§8.6).
+/// Bookmarks are sent about once a minute, like the real server's watch cache (docs/api-behaviour.md#bookmarks).
 pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
 
 /// How the API server behaves.

@@ -1,6 +1,6 @@
 //! The one mapping from failures to Kubernetes `metav1.Status` responses. Every error a
 //! handler returns is an [`ApiError`]; its single `IntoResponse` renders the Status body with
-//! the real code, reason, message and details (API-SEMANTICS.md §9), so that clients that
+//! the real code, reason, message and details (docs/api-behaviour.md#errors), so that clients that
 //! branch on `reason` (client-go) or on `code` (kube-rs, Python, kopf) see what a real
 //! kube-apiserver would send.
 
@@ -64,7 +64,7 @@ pub struct ApiError {
     /// `Result`, which should stay small.
     pub details: Option<Box<Details>>,
     /// `metadata.continue` of the Status: the fresh token a 410 for a compacted continue token
-    /// offers (§7.3).
+    /// offers (docs/api-behaviour.md#pagination).
     pub continue_token: Option<Box<str>>,
 }
 
@@ -173,7 +173,7 @@ impl ApiError {
         .with_details(Self::object_details(resource, name))
     }
 
-    /// 409 for a stale resourceVersion (§4.4).
+    /// 409 for a stale resourceVersion (docs/api-behaviour.md#update-and-conflicts).
     pub fn modified(resource: &Resource, name: &str) -> Self {
         Self::conflict(
             resource,
@@ -272,7 +272,7 @@ impl ApiError {
         ApiError::new(StatusCode::GONE, "Expired", message)
     }
 
-    /// 504 for a resourceVersion the store has not reached (§7.2).
+    /// 504 for a resourceVersion the store has not reached (docs/api-behaviour.md#resourceversion-on-reads).
     pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
         ApiError::new(
             StatusCode::GATEWAY_TIMEOUT,

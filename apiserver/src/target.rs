@@ -1,4 +1,4 @@
-//! Resource URLs (§1.2, §1.4): what a path under `/api/v1` or `/apis/{g}/{v}` names — a
+//! Resource URLs (docs/api-behaviour.md#url-layout, #query-parameters): what a path under `/api/v1` or `/apis/{g}/{v}` names — a
 //! resource, optionally a namespace, a name and a subresource — or a route-level 404.
 //!
 //! The same parse also classifies every request before any handler runs ([`RequestInfo`], the
@@ -90,7 +90,7 @@ pub(crate) fn parse(
 }
 
 impl Target {
-    /// The request asks for a watch: `?watch` (a boolean, §1.4) or the legacy `/watch/` prefix.
+    /// The request asks for a watch: `?watch` (a boolean, docs/api-behaviour.md#query-parameters) or the legacy `/watch/` prefix.
     pub(crate) fn watches(&self, query: &Query) -> bool {
         self.legacy_watch || query.flag("watch")
     }

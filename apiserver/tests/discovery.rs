@@ -1,4 +1,4 @@
-//! Discovery over a real socket (API-SEMANTICS.md §2.2–§2.5).
+//! Discovery over a real socket (docs/api-behaviour.md#discovery).
 
 use kubemock_apiserver::TestServer;
 use serde_json::Value;

@@ -1,5 +1,5 @@
-//! Non-resource endpoints and route-level errors over a real socket (API-SEMANTICS.md §2.1,
-//! §2.8, §9.2).
+//! Non-resource endpoints and route-level errors over a real socket (docs/api-behaviour.md#version-and-health,
+//! docs/api-behaviour.md#version-and-health, #errors).
 
 use kubemock_apiserver::TestServer;
 use serde_json::Value;

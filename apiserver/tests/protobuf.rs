@@ -1,4 +1,4 @@
-//! Protobuf over HTTP on a real socket (§4.10): bodies sent as client-go's typed clients send
+//! Protobuf over HTTP on a real socket (docs/api-behaviour.md#content-types): bodies sent as client-go's typed clients send
 //! them, answers negotiated from `Accept`, Status errors and watch streams in protobuf.
 
 use std::time::Duration;

@@ -20,7 +20,7 @@ use crate::transport::{Client, WatchEvent};
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
 
 /// The answer of a delete: the object when its deletion is pending (finalizers, grace period;
-/// also pods and a few kinds deleted at once, §6.2), else the server's `Status`.
+/// also pods and a few kinds deleted at once, docs/api-behaviour.md#delete-responses), else the server's `Status`.
 #[derive(Debug, Clone)]
 pub enum Deleted<K> {
     /// The object, possibly with a `deletionTimestamp`.
@@ -144,7 +144,7 @@ impl<K: Resource> Api<K> {
 
     /// Lists everything, following `continue` tokens page by page (pages of
     /// [`DEFAULT_PAGE_SIZE`] unless `params` sets a limit). All pages come from the first
-    /// page's snapshot; the result's resourceVersion is that snapshot's (§7.3).
+    /// page's snapshot; the result's resourceVersion is that snapshot's (docs/api-behaviour.md#pagination).
     pub async fn list_all(&self, params: &ListParams) -> Result<ObjectList<K>> {
         let mut params = params.clone();
         params.limit = Some(params.limit.unwrap_or(DEFAULT_PAGE_SIZE));
@@ -173,12 +173,12 @@ impl<K: Resource> Api<K> {
     }
 
     /// Replaces an object (PUT); its `metadata.resourceVersion`, when set, makes the write
-    /// conditional (a 409 Conflict if it changed, §4.4).
+    /// conditional (a 409 Conflict if it changed, docs/api-behaviour.md#update-and-conflicts).
     pub async fn replace(&self, name: &str, params: &PostParams, object: &K) -> Result<K> {
         self.replace_sub(name, None, params, object).await
     }
 
-    /// Replaces the status of an object (PUT `/status`, §4.6).
+    /// Replaces the status of an object (PUT `/status`, docs/api-behaviour.md#status-subresource).
     pub async fn replace_status(&self, name: &str, params: &PostParams, object: &K) -> Result<K> {
         self.replace_sub(name, Some("status"), params, object).await
     }
@@ -221,7 +221,7 @@ impl<K: Resource> Api<K> {
             .await
     }
 
-    /// Reads the scale of an object (§4.7).
+    /// Reads the scale of an object (docs/api-behaviour.md#scale-subresource).
     pub async fn get_scale(&self, name: &str) -> Result<Scale> {
         self.check_item_scope()?;
         self.client
@@ -277,7 +277,7 @@ impl<K: Resource> Api<K> {
     }
 
     /// Watches from `resource_version` (`""`: from now with synthetic ADDED events for what
-    /// exists, §8.3). The stream ends when the server ends the watch.
+    /// exists, docs/api-behaviour.md#watch-starting-point). The stream ends when the server ends the watch.
     pub async fn watch(
         &self,
         params: &WatchParams,

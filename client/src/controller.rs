@@ -309,7 +309,7 @@ pub async fn add_finalizer<K: Resource>(api: &Api<K>, obj: &K, finalizer: &str) 
 }
 
 /// Removes `finalizer` from `obj` (conditional PUT, as [`add_finalizer`]). Removing the last
-/// finalizer of an object being deleted deletes it (§6.4); then the answer is the final
+/// finalizer of an object being deleted deletes it (docs/api-behaviour.md#finalizers); then the answer is the final
 /// state.
 pub async fn remove_finalizer<K: Resource>(api: &Api<K>, obj: &K, finalizer: &str) -> Result<K> {
     if !has_finalizer(obj, finalizer) {

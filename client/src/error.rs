@@ -105,7 +105,7 @@ impl Error {
             .is_some_and(|causes| causes.iter().any(|c| c.reason.as_deref() == Some(reason)))
     }
 
-    /// 504 Timeout "Too large resource version" (§7.2).
+    /// 504 Timeout "Too large resource version" (docs/api-behaviour.md#resourceversion-on-reads).
     pub fn is_resource_version_too_large(&self) -> bool {
         self.has_cause("ResourceVersionTooLarge")
     }

@@ -1,4 +1,4 @@
-//! An event recorder writing core/v1 Events (§12.2) as client-go's `record.EventRecorder`
+//! An event recorder writing core/v1 Events (docs/api-behaviour.md#events) as client-go's `record.EventRecorder`
 //! does: a new event is POSTed; an identical repeat (same source, object, type, reason and
 //! message) becomes a strategic-merge PATCH raising `count` and `lastTimestamp`; if that
 //! event has vanished (404) it is created anew. Failures are logged, never returned to the

@@ -1,5 +1,5 @@
 //! Leader election on a `coordination.k8s.io/v1` Lease, with client-go's algorithm and timings
-//! (`tools/leaderelection`, §12.1): candidates poll every retry period; a lease whose record
+//! (`tools/leaderelection`, docs/api-behaviour.md#leases): candidates poll every retry period; a lease whose record
 //! has not changed for a lease duration *as observed locally* (no clock comparison across
 //! machines) may be taken over with a conditional PUT; the leader renews every retry period
 //! and gives up leadership if it cannot renew within the renew deadline; on shutdown it

@@ -85,7 +85,7 @@ fn encode_into(out: &mut String, value: &str) {
     }
 }
 
-/// How a list's `resourceVersion` is to be matched (§7.2).
+/// How a list's `resourceVersion` is to be matched (docs/api-behaviour.md#resourceversion-on-reads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VersionMatch {
     /// At least as new as the given resourceVersion.
@@ -171,11 +171,11 @@ pub struct WatchParams {
     pub label_selector: Option<String>,
     /// Field selector; checked before a request is built (see [`RequestBuilder::watch`]).
     pub field_selector: Option<String>,
-    /// Ask for BOOKMARK events (§8.6).
+    /// Ask for BOOKMARK events (docs/api-behaviour.md#bookmarks).
     pub bookmarks: bool,
-    /// Server-side lifetime of the watch (§8.9).
+    /// Server-side lifetime of the watch (docs/api-behaviour.md#watch-lifetime).
     pub timeout: Option<Duration>,
-    /// Streaming list: ADDED for every object, then a bookmark marking the end (§8.7).
+    /// Streaming list: ADDED for every object, then a bookmark marking the end (docs/api-behaviour.md#streaming-lists).
     pub send_initial_events: bool,
 }
 
@@ -188,7 +188,7 @@ pub struct PostParams {
     pub field_manager: Option<String>,
 }
 
-/// A patch body and its type (§5.1).
+/// A patch body and its type (docs/api-behaviour.md#patch-types).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Patch {
     /// RFC 6902 JSON patch: a list of operations.
@@ -244,7 +244,7 @@ impl PatchParams {
     }
 }
 
-/// What happens to dependents of a deleted object (§6.3).
+/// What happens to dependents of a deleted object (docs/api-behaviour.md#propagation-policy).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum PropagationPolicy {
     /// Dependents are orphaned.
@@ -529,7 +529,7 @@ mod tests {
             version_match: Some(VersionMatch::Exact),
             ..ListParams::default()
         };
-        // §7.2: resourceVersion is not allowed together with continue.
+        // docs/api-behaviour.md#resourceversion-on-reads: resourceVersion is not allowed together with continue.
         assert_eq!(
             pods().list(&next).expect("builds").path,
             "/api/v1/namespaces/ns/pods?continue=abc%3D"

@@ -91,7 +91,7 @@ pub trait Resource:
     }
 
     /// Fills in `apiVersion` and `kind` where the object keeps them and they are missing
-    /// (items of built-in lists come without them, §7.1). Typed objects need nothing.
+    /// (items of built-in lists come without them, docs/api-behaviour.md#list-shape). Typed objects need nothing.
     fn fill_type(&mut self, _resource: &ApiResource) {}
 }
 

@@ -1,10 +1,10 @@
 //! The server's own selectors, from `kubemock-apimachinery`, so that the client reads and writes
 //! them exactly as the server does. Label selectors ([`Selector`], upstream's
 //! `k8s.io/apimachinery/pkg/labels`) are evaluated client-side, so that listers answer "objects
-//! with these labels" from the cache with the server's semantics (§7.4). Field selectors
+//! with these labels" from the cache with the server's semantics (docs/api-behaviour.md#label-selectors). Field selectors
 //! ([`FieldSelector`], upstream's `pkg/fields`) are written with their values escaped
 //! ([`ListParams::named`](crate::ListParams::named)) and checked before a request is sent; which
-//! fields a kind supports is the server's to say (§7.5).
+//! fields a kind supports is the server's to say (docs/api-behaviour.md#field-selectors).
 //!
 //! ```
 //! use std::collections::BTreeMap;

@@ -290,7 +290,7 @@ async fn error_from_response(response: reqwest::Response) -> Error {
     }
 }
 
-/// One event of a watch stream (§8.1).
+/// One event of a watch stream (docs/api-behaviour.md#watch-stream).
 #[derive(Debug, Clone, PartialEq)]
 pub enum WatchEvent<K> {
     /// An object was added (or entered the selection, or is part of the initial events).
@@ -299,9 +299,9 @@ pub enum WatchEvent<K> {
     Modified(K),
     /// An object was deleted (or left the selection); its last state.
     Deleted(K),
-    /// Everything up to this resourceVersion has been delivered (§8.6).
+    /// Everything up to this resourceVersion has been delivered (docs/api-behaviour.md#bookmarks).
     Bookmark(Bookmark),
-    /// The server ended the watch with this Status (410 Expired: relist, §8.5).
+    /// The server ended the watch with this Status (410 Expired: relist, docs/api-behaviour.md#expired-watches).
     Error(Box<Status>),
 }
 
@@ -310,7 +310,7 @@ pub enum WatchEvent<K> {
 pub struct Bookmark {
     /// The resourceVersion to resume from.
     pub resource_version: String,
-    /// Whether it marks the end of a streaming list's initial events (§8.7).
+    /// Whether it marks the end of a streaming list's initial events (docs/api-behaviour.md#streaming-lists).
     pub initial_events_end: bool,
 }
 

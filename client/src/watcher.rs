@@ -1,4 +1,4 @@
-//! The list-then-watch loop that keeps a view of a resource current (§8.11), as an explicit
+//! The list-then-watch loop that keeps a view of a resource current (docs/api-behaviour.md#how-clients-recover), as an explicit
 //! state machine: list (paginated) or streaming list, then watch from the list's
 //! resourceVersion with bookmarks, resume from the last seen resourceVersion when a watch
 //! ends, relist on 410, and back off exponentially with jitter on errors.
@@ -26,7 +26,7 @@ use crate::selector::{FieldSelector, METADATA_NAME};
 use crate::transport::WatchEvent;
 
 /// client-go's reflector sets each watch's `timeoutSeconds` to this times a random factor in
-/// [1, 2), so that a fleet of informers does not re-watch in lockstep (§8.9: 300–599 s).
+/// [1, 2), so that a fleet of informers does not re-watch in lockstep (docs/api-behaviour.md#watch-lifetime: 300–599 s).
 pub const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// First wait after an error (client-go reflector and kube-rs: 800 ms).
 pub const BACKOFF_INITIAL: Duration = Duration::from_millis(800);
@@ -71,7 +71,7 @@ impl<K: Resource> ListerWatcher<K> for Api<K> {
     }
 }
 
-/// Which state the first list reads (§7.2).
+/// Which state the first list reads (docs/api-behaviour.md#resourceversion-on-reads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InitialList {
     /// `resourceVersion=0`: any state, served from a cache when there is one (client-go).
@@ -92,7 +92,7 @@ pub struct Config {
     pub page_size: u32,
     /// What the first list reads.
     pub initial_list: InitialList,
-    /// Use a streaming list (`sendInitialEvents`, §8.7) instead of list requests.
+    /// Use a streaming list (`sendInitialEvents`, docs/api-behaviour.md#streaming-lists) instead of list requests.
     pub streaming_list: bool,
     /// Lower bound of the randomised watch timeout ([`MIN_WATCH_TIMEOUT`]).
     pub min_watch_timeout: Duration,
@@ -501,7 +501,7 @@ impl<K: Resource, L: ListerWatcher<K>> Watcher<K, L> {
                         WatchEvent::Error(status) => {
                             // 410: relist the latest state; client-go: any other ERROR ends
                             // the watch too, relist after a backoff from the last
-                            // resourceVersion (§8.11).
+                            // resourceVersion (docs/api-behaviour.md#how-clients-recover).
                             let err = Error::Api(status);
                             let gone = err.is_gone();
                             return (Some(Err(err)), State::Empty { after_gone: gone });

@@ -1,5 +1,5 @@
 //! `Api<K>` against an in-process kubemock server: every verb, typed and dynamic, with the
-//! server's answers (§4–§8).
+//! server's answers (docs/api-behaviour.md).
 
 mod common;
 
@@ -39,7 +39,7 @@ async fn typed_crud_round_trips_and_reports_statuses() {
     assert!(api.get_opt("missing").await.expect("get_opt").is_none());
     assert!(api.get("missing").await.expect_err("404").is_not_found());
 
-    // §4.4: a stale resourceVersion is a Conflict.
+    // docs/api-behaviour.md#update-and-conflicts: a stale resourceVersion is a Conflict.
     let mut stale = got.clone();
     let mut fresh = got.clone();
     fresh.data = Some([("value".to_owned(), "2".to_owned())].into());
@@ -95,7 +95,7 @@ async fn typed_crud_round_trips_and_reports_statuses() {
         .expect("strategic patch");
     assert_eq!(strategic.metadata.labels.as_ref().map(|l| l.len()), Some(1));
 
-    // Delete with a failing precondition, then for real: ConfigMaps answer a Status (§6.2).
+    // Delete with a failing precondition, then for real: ConfigMaps answer a Status (docs/api-behaviour.md#delete-responses).
     let precondition = DeleteParams {
         preconditions: Some(Preconditions {
             resource_version: Some("1".into()),

@@ -1,6 +1,6 @@
 //! Informers against an in-process kubemock server: initial sync of many objects, every change
 //! delivered once and in order to every handler under concurrent writers, and a relist after
-//! the store was compacted past the reflector's resourceVersion (§8.5, §8.11).
+//! the store was compacted past the reflector's resourceVersion (docs/api-behaviour.md#expired-watches, #how-clients-recover).
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Leader election on a Lease against an in-process kubemock server (§12.1): exactly one of
+//! Leader election on a Lease against an in-process kubemock server (docs/api-behaviour.md#leases): exactly one of
 //! two candidates leads; when it stops, the other takes over within the lease duration (at
 //! once when the lease is released, after the lease expires when the leader vanished).
 

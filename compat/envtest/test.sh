@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The envtest drop-in's check (README, "From Go"): this kubebuilder-shaped suite (the
+# The envtest drop-in's check (docs/clients.md#from-go): this kubebuilder-shaped suite (the
 # controller's in internal/controller, the webhooks' in internal/webhook/v1), unchanged, run
 # three ways against the kubemock binary given as $1:
 #   1. KUBEBUILDER_ASSETS from `kubemock envtest-assets`, no in-tree controllers (envtest's way);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Version skew (README: From Go): the suite against the newest client-go / controller-runtime
+# Version skew (docs/clients.md#from-go): the suite against the newest client-go / controller-runtime
 # the Go module proxy serves, in a copy of this module in a temporary directory (go.mod here
 # stays pinned to 1.32). Usage: skew.sh [KUBEMOCK_BIN] (CLIENT_GO=vX CONTROLLER_RUNTIME=vY
 # pick other versions; default: latest). Not run by CI.

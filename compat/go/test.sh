@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Go compatibility suite (README: From Go): client-go and controller-runtime, at the
+# The Go compatibility suite (docs/clients.md#from-go): client-go and controller-runtime, at the
 # versions go.mod pins, against a kubemock that the tests start themselves. Builds no Rust:
 # takes the kubemock binary as $1 or KUBEMOCK_BIN (default: the workspace's
 # target/debug/kubemock, which `cargo test --workspace` builds). Modules come from the Go

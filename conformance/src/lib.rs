@@ -1,6 +1,6 @@
 //! kubemock-conformance: black-box HTTP tests of the Kubernetes API semantics kubemock
-//! promises (`shared/spec/API-SEMANTICS.md`), one test file per area, each test named after the
-//! section it checks.
+//! promises (`docs/api-behaviour.md`), one test file per area, each test named after the
+//! behaviour it checks.
 //!
 //! The [`Harness`] talks to the server at `KUBEMOCK_CONFORMANCE_URL` when it is set (any
 //! Kubernetes API server without authentication, kubemock or not), and otherwise starts an
@@ -9,7 +9,7 @@
 //! into the server (forcing a compaction) run only in-process and say so when skipped.
 //!
 //! A harness speaks one [`Encoding`]. In [`Encoding::Protobuf`] it behaves as client-go's
-//! typed clients do (§4.10): it asks for protobuf first, sends bodies of built-in kinds as
+//! typed clients do (docs/api-behaviour.md#content-types): it asks for protobuf first, sends bodies of built-in kinds as
 //! protobuf, and reads protobuf answers and watch frames back into JSON (with the server's
 //! own codec, which the golden tests hold to upstream's fixtures), so that the same test body
 //! checks both wire formats: `for h in Harness::each_encoding().await { ... }`.
@@ -242,7 +242,7 @@ impl Harness {
         self.request(Method::GET, path, None, "").await
     }
 
-    /// GET with an `Accept` header (a Table, §10).
+    /// GET with an `Accept` header (a Table, docs/api-behaviour.md#tables).
     pub async fn get_accepting(&self, path: &str, accept: &str) -> Reply {
         self.request_with_headers(Method::GET, path, None, "", &[("accept", accept)])
             .await
@@ -255,7 +255,7 @@ impl Harness {
             .await
     }
 
-    /// PATCH with a patch document of `content_type` (§5.1).
+    /// PATCH with a patch document of `content_type` (docs/api-behaviour.md#patch-types).
     pub async fn patch(&self, path: &str, content_type: &str, patch: &Value) -> Reply {
         self.request(
             Method::PATCH,
@@ -303,7 +303,7 @@ impl Harness {
         self.watch_accepting(path, accept).await
     }
 
-    /// Like [`Harness::watch`], with an `Accept` header (Table events, §8.10).
+    /// Like [`Harness::watch`], with an `Accept` header (Table events, docs/api-behaviour.md#tables).
     pub async fn watch_accepting(&self, path: &str, accept: &str) -> WatchStream {
         let response = self
             .client

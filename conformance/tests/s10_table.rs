@@ -1,9 +1,9 @@
-//! §10 and §8.10: Table output, as kubectl asks for it.
+//! docs/api-behaviour.md#tables: Table output, as kubectl asks for it.
 
 use kubemock_conformance::{Harness, configmap, deployment};
 use serde_json::{Value, json};
 
-/// The `Accept` kubectl 1.32 sends for `get` (§10).
+/// The `Accept` kubectl 1.32 sends for `get` (docs/api-behaviour.md#tables).
 const KUBECTL_TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
 
 fn column_names(table: &Value) -> Vec<&str> {
@@ -1341,7 +1341,7 @@ async fn s10_tables_and_partial_metadata_answer_writes_too() {
             &[("accept", METADATA_OBJECT)],
         )
         .await;
-    // A deleted ConfigMap is answered with a Status, which no conversion touches (§6.2).
+    // A deleted ConfigMap is answered with a Status, which no conversion touches (docs/api-behaviour.md#delete-responses).
     assert_eq!(deleted.status, 200, "{:?}", deleted.body);
     assert_eq!(deleted.body["kind"], "Status");
 }

@@ -1,4 +1,4 @@
-//! §11: CustomResourceDefinitions — definitions validated and defaulted, served as soon as
+//! docs/api-behaviour.md#custom-resources: CustomResourceDefinitions — definitions validated and defaulted, served as soon as
 //! their write answers (discovery, OpenAPI, CRUD, list, watch, status and scale), their objects
 //! pruned, defaulted and validated by the schema, printed with their printer columns, names
 //! conflicts refused, and a deleted definition taking its objects with it.
@@ -46,7 +46,7 @@ async fn s11_2_a_definition_is_served_when_its_create_answers() {
     let h = Harness::start().await;
     let created = h.post(DEFINITIONS, &widget_definition("example.com")).await;
     assert_eq!(created.status, 201, "{:?}", created.body);
-    // §11.1: defaults, and the initial status (conditions come from the controllers).
+    // docs/api-behaviour.md#crd-validation-and-defaults: defaults, and the initial status (conditions come from the controllers).
     assert_eq!(created.body["spec"]["names"]["singular"], "widget");
     assert_eq!(created.body["spec"]["names"]["listKind"], "WidgetList");
     assert_eq!(created.body["spec"]["conversion"]["strategy"], "None");
@@ -68,7 +68,7 @@ async fn s11_2_a_definition_is_served_when_its_create_answers() {
     );
     assert_eq!(definition["status"]["acceptedNames"]["kind"], "Widget");
 
-    // Discovery (§2) knows the group, version and resource with its subresources.
+    // Discovery (docs/api-behaviour.md#discovery) knows the group, version and resource with its subresources.
     let groups = h.get("/apis").await.body;
     assert!(
         groups["groups"]

@@ -1,4 +1,4 @@
-//! API-SEMANTICS §12: Leases as client-go's leader election uses them, and Events as client-go's
+//! docs/api-behaviour.md#leases-and-events: Leases as client-go's leader election uses them, and Events as client-go's
 //! recorders (core/v1 `tools/record`, events.k8s.io/v1 `tools/events`) write them: the request
 //! sequences those clients send, their MicroTime timestamps, and the validation that rejects
 //! what they must not write.

@@ -1,8 +1,8 @@
 //! Issue 16's differences from upstream that real clients found: server-side apply checks the
-//! name on the merged object (§5.6), JSON patch follows evanphx/json-patch v4 (§5.2), custom
-//! resources with a status subresource keep status and spec apart (§11), status writes never
-//! move the generation and keep what each kind's status strategy keeps (§4.6, §3.8), and
-//! `/openapi/v2` is served in protobuf (§2.7).
+//! name on the merged object (docs/api-behaviour.md#server-side-apply), JSON patch follows evanphx/json-patch v4 (docs/api-behaviour.md#json-patch), custom
+//! resources with a status subresource keep status and spec apart (docs/api-behaviour.md#custom-resources), status writes never
+//! move the generation and keep what each kind's status strategy keeps (docs/api-behaviour.md#status-subresource, #generation), and
+//! `/openapi/v2` is served in protobuf (docs/api-behaviour.md#openapi).
 
 use kubemock_conformance::Harness;
 use serde_json::json;

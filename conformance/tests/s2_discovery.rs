@@ -1,4 +1,4 @@
-//! §2.1–§2.5 and §2.8: `/version`, legacy and aggregated discovery, health endpoints.
+//! docs/api-behaviour.md#discovery, #version-and-health: `/version`, legacy and aggregated discovery, health endpoints.
 
 use kubemock_conformance::Harness;
 use serde_json::{Value, json};

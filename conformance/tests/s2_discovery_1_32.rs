@@ -1,4 +1,4 @@
-//! §2 against a real 1.32 cluster: the server's discovery (legacy `/api`, `/apis/{g}/{v}`,
+//! docs/api-behaviour.md#discovery against a real 1.32 cluster: the server's discovery (legacy `/api`, `/apis/{g}/{v}`,
 //! aggregated `apidiscovery.k8s.io/v2`) and its OpenAPI v3 index, diffed against
 //! `data/discovery-1.32.json`, the checked-in list of what kube-apiserver 1.32 serves by default
 //! (group, version, resource, kind, scope, verbs, short names, categories, subresources). The

@@ -1,4 +1,4 @@
-//! §2.7: the OpenAPI documents kubectl reads before `create -f` and `apply -f`.
+//! docs/api-behaviour.md#openapi: the OpenAPI documents kubectl reads before `create -f` and `apply -f`.
 
 use kubemock_conformance::Harness;
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! API-SEMANTICS §3.10: the defaults a real server fills in on create and on every update, and
+//! docs/api-behaviour.md#server-side-defaults: the defaults a real server fills in on create and on every update, and
 //! the validation of the kinds controllers drive (422 Invalid, one cause per field, in the real
 //! wording), immutable fields included.
 
@@ -73,7 +73,7 @@ async fn s3_10_a_created_pod_shows_the_defaults_and_admission_additions_of_a_rea
     // What was created is what is stored.
     let stored = h.get(&format!("/api/v1/namespaces/{ns}/pods/web")).await;
     assert_eq!(stored.body["spec"], reply.body["spec"]);
-    // The creator owns what decoding defaulted, not what admission added (§5.6).
+    // The creator owns what decoding defaulted, not what admission added (docs/api-behaviour.md#server-side-apply).
     let managed = &reply.body["metadata"]["managedFields"][0];
     let spec_fields = &managed["fieldsV1"]["f:spec"];
     assert!(spec_fields.get("f:dnsPolicy").is_some(), "{managed}");

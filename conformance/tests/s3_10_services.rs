@@ -1,4 +1,4 @@
-//! API-SEMANTICS §3.10, Services: their defaults, cluster IPs allocated from the service range
+//! docs/api-behaviour.md#server-side-defaults, Services: their defaults, cluster IPs allocated from the service range
 //! (`--service-cluster-ip-range`, the `kubernetes` Service holding the first address), node
 //! ports from 30000-32767, both unique under concurrent creates and across a restart of a
 //! durable server, checked when requested, kept by updates that leave them out, and given back

@@ -1,4 +1,4 @@
-//! §3: object metadata rules on create and update.
+//! docs/api-behaviour.md#object-metadata: object metadata rules on create and update.
 
 use kubemock_conformance::{Harness, configmap};
 use serde_json::json;
@@ -105,7 +105,7 @@ async fn s3_3_server_populates_uid_timestamp_and_resource_version() {
         "ConfigMaps have no generation"
     );
 
-    // A resourceVersion on create is a 500 with no reason (§3.3).
+    // A resourceVersion on create is a 500 with no reason (docs/api-behaviour.md#system-fields).
     let mut with_rv = configmap("c2", json!({}));
     with_rv["metadata"]["resourceVersion"] = json!("5");
     let reply = h

@@ -1,4 +1,4 @@
-//! §4: create, get, update (optimistic concurrency, no-ops, create-on-update, status and scale
+//! docs/api-behaviour.md#writes: create, get, update (optimistic concurrency, no-ops, create-on-update, status and scale
 //! subresources), dry run, body limits and media types.
 
 use kubemock_conformance::{Harness, configmap, deployment};
@@ -236,7 +236,7 @@ async fn s9_2_oversized_bodies_are_413_and_unknown_media_types_415() {
             .await;
         assert_eq!(reply.status, 415);
         assert_eq!(reply.body["reason"], "UnsupportedMediaType");
-        // §4.10: the real message.
+        // docs/api-behaviour.md#content-types: the real message.
         assert_eq!(
             reply.body["message"],
             "the body of the request was in an unknown format - accepted media types include: \

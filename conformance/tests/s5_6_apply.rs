@@ -1,4 +1,4 @@
-//! §5.6: server-side apply and `metadata.managedFields` on every write: apply creating a
+//! docs/api-behaviour.md#server-side-apply: server-side apply and `metadata.managedFields` on every write: apply creating a
 //! missing object, field ownership per manager, conflicts (409 with the managers and fields),
 //! `force`, removal of fields a manager stops applying, no-op re-applies, the options rules,
 //! and the Update entries of ordinary writes (manager from `fieldManager` or the User-Agent).

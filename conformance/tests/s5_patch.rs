@@ -1,5 +1,5 @@
-//! §5: PATCH — JSON patch, JSON merge patch and strategic merge patch on items, `status` and
-//! `scale`; the update rules that follow the patch (§4.4–§4.7).
+//! docs/api-behaviour.md#patch: PATCH — JSON patch, JSON merge patch and strategic merge patch on items, `status` and
+//! `scale`; the update rules that follow the patch (docs/api-behaviour.md#writes).
 
 use kubemock_conformance::{Harness, configmap, deployment};
 use serde_json::{Value, json};

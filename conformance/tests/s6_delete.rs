@@ -1,4 +1,4 @@
-//! §6.1, §6.2, §6.5: DELETE responses, finalizers, preconditions and deletecollection.
+//! docs/api-behaviour.md#delete-step-by-step, #delete-responses, #deletecollection: DELETE responses, finalizers, preconditions and deletecollection.
 
 use kubemock_conformance::{Harness, configmap};
 use serde_json::{Value, json};
@@ -141,7 +141,7 @@ async fn s6_3_propagation_policies_put_the_garbage_collectors_finalizers() {
         assert_eq!(reply.status, 200, "{:?}", reply.body);
         assert_eq!(finalizers(&reply.body), expected, "{policy}");
         assert!(reply.body["metadata"]["deletionTimestamp"].is_string());
-        // generation moves when the deletion starts (§6.1 step 5).
+        // generation moves when the deletion starts (docs/api-behaviour.md#delete-step-by-step step 5).
         assert_eq!(reply.body["metadata"]["generation"], 2);
         // Still there until a garbage collector removes its finalizer.
         assert_eq!(h.get(&format!("{path}/{name}")).await.status, 200);
@@ -198,7 +198,7 @@ async fn s6_1_removing_the_last_finalizer_deletes_in_the_same_request() {
         watch.next_event().await.expect("MODIFIED")["type"],
         "MODIFIED"
     );
-    // §3.6: no new finalizer once deleting.
+    // docs/api-behaviour.md#finalizers: no new finalizer once deleting.
     let reply = h
         .patch(
             &format!("{path}/f"),
@@ -335,7 +335,7 @@ async fn s6_7_a_deleted_namespace_terminates_until_finalized() {
     assert_eq!(again.body["status"]["phase"], "Terminating");
     assert_eq!(again.body["metadata"]["deletionTimestamp"], deleted_at);
 
-    // §3.4: nothing new in it.
+    // docs/api-behaviour.md#namespace-lifecycle: nothing new in it.
     let refused = h
         .post(
             &format!("{path}/configmaps"),

@@ -1,4 +1,4 @@
-//! §7: list shape, resourceVersion semantics, pagination as one snapshot, selectors.
+//! docs/api-behaviour.md#list: list shape, resourceVersion semantics, pagination as one snapshot, selectors.
 
 use kubemock_conformance::Harness;
 use kubemock_storage::Kv;

@@ -1,4 +1,4 @@
-//! §8: watch streams.
+//! docs/api-behaviour.md#watch: watch streams.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! §9.2: the server under load. A full in-flight limit answers 429 with `Retry-After: 1` and
+//! docs/api-behaviour.md#errors: the server under load. A full in-flight limit answers 429 with `Retry-After: 1` and
 //! the real server's plain-text body; watches hold no slot; the health checks and `/metrics`
 //! are never turned away; an oversized body is 413. The server answers normally after either.
 
@@ -46,7 +46,7 @@ async fn s9_2_a_full_in_flight_limit_is_429_with_retry_after_and_the_server_reco
     };
     let ns = h.namespace("s9-2-inflight").await;
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
-    // A GET at a resourceVersion the store has not reached waits for it (§7.2): it holds the
+    // A GET at a resourceVersion the store has not reached waits for it (docs/api-behaviour.md#resourceversion-on-reads): it holds the
     // only read-only slot until the test writes that revision.
     let next = server.store().revision() + 1;
     let held_path = format!("{path}/held?resourceVersion={next}");

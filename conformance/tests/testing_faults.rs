@@ -1,5 +1,5 @@
 //! kubemock's test-backend group, `testing.kubemock.dev/v1`: Faults (`faults`) and
-//! compactions (`compactions`). Not a Kubernetes API (README, "Test-backend powers"): a
+//! compactions (`compactions`). Not a Kubernetes API (docs/test-powers.md): a
 //! `Fault` makes the requests it matches fail, slow down, or end their watches.
 //!
 //! Against a shared server (`KUBEMOCK_CONFORMANCE_URL`) every Fault a test creates is scoped

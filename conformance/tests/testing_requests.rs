@@ -1,5 +1,5 @@
 //! kubemock's test-backend group, `testing.kubemock.dev/v1`: the request log (`requests`).
-//! Not a Kubernetes API (README, "Test-backend powers"): every request is logged as a
+//! Not a Kubernetes API (docs/test-powers.md): every request is logged as a
 //! `Request` object, listed and watched with field selectors, tagged by `X-Kubemock-Test`,
 //! bounded, and cleared by `DELETE`.
 //!

@@ -177,7 +177,7 @@ async fn a_reset_restores_the_startup_state_and_watchers_see_it_as_events() {
     server.stop().await.expect("as the test set it up");
 }
 
-/// The reset's cost (README, "Test-backend powers"): a cluster of 10,000 ConfigMaps loaded
+/// The reset's cost (docs/test-powers.md): a cluster of 10,000 ConfigMaps loaded
 /// as fixtures, 100 of them changed, then reset; and 10,000 created after startup, then
 /// reset (all deleted). The server's own figure (`durationMicroseconds`) and the request's
 /// are printed, with an empty reset (nothing to change) as the baseline. Run with

@@ -8,7 +8,7 @@
 //!   token (kube-controller-manager's `--use-service-account-credentials`), or the manager.
 //! - [`discovery`]: the served resources (preferred versions), for controllers that act on
 //!   every resource.
-//! - [`namespace`]: empties terminating namespaces, then finalizes them (§6.7).
+//! - [`namespace`]: empties terminating namespaces, then finalizes them (docs/api-behaviour.md#namespace-deletion).
 //! - [`clusterroleaggregation`]: fills the rules of aggregated ClusterRoles (`admin`, `edit`,
 //!   `view`, ...) from the ClusterRoles their selectors match.
 //! - [`deployment`]: ReplicaSets per template, rolling and recreate rollouts, conditions.
@@ -30,7 +30,7 @@
 //!   from `metrics.k8s.io`, `behavior`, stabilization windows, the target's `scale`.
 //! - [`resourcequota`]: ResourceQuota `status.hard` and `status.used`, recounted.
 //! - [`gc`]: the garbage collector: ownerReferences, background, foreground and orphan
-//!   deletion (§6.3).
+//!   deletion (docs/api-behaviour.md#propagation-policy).
 //! - [`volume`]: the PersistentVolume binder, the volume protection controllers, and a
 //!   simulated provisioner with the default StorageClass.
 //! - [`error`]: the one error type; a failed sync is retried rate-limited by its worker.

@@ -1,4 +1,4 @@
-//! The garbage collector against an in-process server (§6.3, issue 6 item 4): background,
+//! The garbage collector against an in-process server (docs/api-behaviour.md#propagation-policy, issue 6 item 4): background,
 //! foreground and orphan deletion, custom resources as dependents, dangling references.
 //! ConfigMaps serve as owners and dependents, so no other controller is involved.
 

@@ -1,4 +1,4 @@
-//! The namespace controller against an in-process server (§6.7, issue 6 item 5): a deleted
+//! The namespace controller against an in-process server (docs/api-behaviour.md#namespace-deletion, issue 6 item 5): a deleted
 //! namespace is emptied of every namespaced resource, custom resources included, and then
 //! removed; content held by a finalizer keeps it Terminating with the conditions the real
 //! controller reports.
@@ -58,7 +58,7 @@ async fn create_widget_definition(cluster: &Cluster) {
         .expect("create the definition");
 }
 
-/// Deletes the namespace and checks the immediate answer: Terminating, not gone (§6.7).
+/// Deletes the namespace and checks the immediate answer: Terminating, not gone (docs/api-behaviour.md#namespace-deletion).
 async fn delete_namespace(cluster: &Cluster, name: &str) {
     let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
     match namespaces

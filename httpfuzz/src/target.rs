@@ -575,7 +575,7 @@ pub(crate) const TARGETS: &[Target] = &[
     .sub(SCALE_STATUS),
 ];
 
-/// Whether `plural` needs a resourceVersion on PUT (§4.4: definitions, leases, custom
+/// Whether `plural` needs a resourceVersion on PUT (docs/api-behaviour.md#update-and-conflicts: definitions, leases, custom
 /// resources), so that the fuzzer should usually send the last one it saw.
 pub(crate) fn conditional_update(target: &Target) -> bool {
     matches!(

@@ -1,6 +1,6 @@
 //! The store's contract, shaped after etcd's KV and Watch APIs so that an etcd-backed
-//! implementation (`kubemock-storage-etcd`) serves the same callers (`DESIGN.md`, "Growing
-//! past one machine"). Keys and values are bytes; revisions are integers. Expected outcomes (absent,
+//! implementation (`kubemock-storage-etcd`) serves the same callers (`docs/store.md`,
+//! `docs/etcd.md`; the API server reaches the store only through it). Keys and values are bytes; revisions are integers. Expected outcomes (absent,
 //! exists, conflict) are values of the outcome enums here; [`crate::Error`] is for everything
 //! else.
 

@@ -1,4 +1,4 @@
-//! Optimistic concurrency under contention (DESIGN.md, store guarantee 3) on the sled store:
+//! Optimistic concurrency under contention (docs/store.md#guarantees, 3) on the sled store:
 //! many tasks read-modify-write one counter with guarded updates; no increment may be lost
 //! (`common::suite::counter_equals_successful_updates`, also run on etcd).
 

@@ -1,4 +1,4 @@
-//! Durability under SIGKILL (DESIGN.md, store guarantees 1, 8 and 9): a child process runs
+//! Durability under SIGKILL (docs/store.md#guarantees, 1, 8 and 9): a child process runs
 //! several concurrent durable writers on a real sled directory and prints every acknowledged
 //! write; it is killed at a random moment; the store is reopened and every acknowledged write
 //! must be there with its revision, revisions must be contiguous, and the next write must get

@@ -1,4 +1,4 @@
-//! Reopen and compaction persistence (DESIGN.md, store guarantees 1, 7 and 9): keys, values,
+//! Reopen and compaction persistence (docs/store.md#guarantees, 1, 7 and 9): keys, values,
 //! revisions, history and the compaction point survive a restart; background compaction
 //! honours its retention.
 

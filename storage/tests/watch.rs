@@ -1,4 +1,4 @@
-//! Watch guarantees (DESIGN.md, store guarantees 5 and 6): history then live with no gap and
+//! Watch guarantees (docs/store.md#guarantees, 5 and 6): history then live with no gap and
 //! no duplicate, also for a watcher created in the middle of a write burst; slow watchers are
 //! cut off without slowing writers; compaction ends watches that need removed history;
 //! progress reports the revision up to which everything was delivered.

@@ -1,4 +1,4 @@
-//! Field paths and field sets, the vocabulary of server-side apply (§5.6): which fields a
+//! Field paths and field sets, the vocabulary of server-side apply (docs/api-behaviour.md#server-side-apply): which fields a
 //! manager owns is a set of paths into the object, serialised in `metadata.managedFields` as
 //! `FieldsV1` (`f:<field>`, `k:{json}` for a keyed list element, `v:<json>` for a set
 //! element, `i:<n>` for a positional one, `.` for the node itself). The set is a trie like
@@ -388,7 +388,7 @@ mod tests {
 
     #[test]
     fn fields_v1_round_trips_with_the_real_servers_layout() {
-        // A kubectl-create Deployment entry as the real server writes it (§5.6).
+        // A kubectl-create Deployment entry as the real server writes it (docs/api-behaviour.md#server-side-apply).
         let text = json!({"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:name":{}}}}}}});
         let set = Set::from_fields_v1(&text).expect("valid FieldsV1");
         assert!(set.has(&[f("metadata"), f("labels")]));

@@ -1,4 +1,4 @@
-//! The pure part of server-side apply (§5.6), after upstream's structured-merge-diff: field
+//! The pure part of server-side apply (docs/api-behaviour.md#server-side-apply), after upstream's structured-merge-diff: field
 //! paths and sets as `metadata.managedFields` serialises them ([`fieldpath`]), what a kind's
 //! shape says about merging ([`types`]), and the walks over objects that compute field sets,
 //! compare versions, merge a configuration and remove fields ([`typed`]). The API server keeps

@@ -1,4 +1,4 @@
-//! Leases and Events (§12): what leader election and event recorders write. Their timestamps
+//! Leases and Events (docs/api-behaviour.md#leases-and-events): what leader election and event recorders write. Their timestamps
 //! are decoded as the real types decode them (`metav1.Time`: RFC 3339, stored at seconds
 //! precision in UTC; `metav1.MicroTime`: exactly six fractional digits, stored in UTC; anything
 //! else is a 400), core/v1 Events serialise the fields Go always writes, and both Event APIs
@@ -340,7 +340,7 @@ pub(super) fn validate_event_update(
     }
 }
 
-/// The field renames between the two Event APIs (§12.3): core/v1 name, events.k8s.io/v1 name.
+/// The field renames between the two Event APIs (docs/api-behaviour.md#events): core/v1 name, events.k8s.io/v1 name.
 const V1_FIELDS: [(&str, &str); 7] = [
     ("involvedObject", "regarding"),
     ("message", "note"),
@@ -352,7 +352,7 @@ const V1_FIELDS: [(&str, &str); 7] = [
 ];
 
 /// An events.k8s.io/v1 Event as stored: the core/v1 Event it is (both APIs share one
-/// storage, §12.3), with the fields Go always writes for core/v1.
+/// storage, docs/api-behaviour.md#events), with the fields Go always writes for core/v1.
 pub(super) fn v1_to_core(object: &Object) -> Object {
     let mut core = Object::with_capacity(object.len() + 4);
     for (key, value) in object {

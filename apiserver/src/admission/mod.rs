@@ -3,12 +3,12 @@
 //! too), the registry strategies' create-time preparation (initial status, a Job's selector),
 //! the admission plugins whose traces users see on a created pod, validation
 //! (`pkg/apis/*/validation`, one 422 cause per field), and the allocation of Service cluster
-//! IPs and node ports. §3.10 lists what clients commonly observe.
+//! IPs and node ports. docs/api-behaviour.md#server-side-defaults lists what clients commonly observe.
 //!
 //! Which kind a resource is comes from its registry entry (`Behaviour::admission`); the verb
 //! handlers make one call each: [`admit_create`], [`admit_update`], and [`deleted`] once an
 //! object is gone (a Service gives back its addresses). Objects stored in another API's form
-//! (events.k8s.io/v1 Events are core/v1 Events, §12.3) pass [`to_storage`] on the way in and
+//! (events.k8s.io/v1 Events are core/v1 Events, docs/api-behaviour.md#events) pass [`to_storage`] on the way in and
 //! [`from_storage`] on the way out.
 //!
 //! # Layout
@@ -20,7 +20,7 @@
 //! - `config`: ConfigMaps and Secrets.
 //! - `storage`: PersistentVolumeClaims, PersistentVolumes and StorageClasses (the default class,
 //!   the protection finalizers).
-//! - `events`: Events and Leases (§12).
+//! - `events`: Events and Leases (docs/api-behaviour.md#leases-and-events).
 //! - `rbac`: Roles, ClusterRoles and their bindings.
 //! - `quota`: the ResourceQuota plugin: new objects charged against their namespace's quotas.
 //! - `policies`: webhook configurations' `matchConditions`, ValidatingAdmissionPolicies and
@@ -385,7 +385,7 @@ pub(crate) fn from_storage(resource: &Resource, object: Object) -> Object {
     }
 }
 
-/// An events.k8s.io/v1 Event as the core/v1 Event it is stored as (§12.3).
+/// An events.k8s.io/v1 Event as the core/v1 Event it is stored as (docs/api-behaviour.md#events).
 pub(crate) fn event_v1_to_core(event: &Object) -> Object {
     events::v1_to_core(event)
 }

@@ -6,7 +6,7 @@
 //! stored is what the dispatch (`policy`, `dispatch`) runs.
 //!
 //! Of a webhook configuration only the `matchConditions` are validated here (the rest of
-//! `ValidateValidatingWebhookConfiguration` is not: README, webhooks).
+//! `ValidateValidatingWebhookConfiguration` is not: docs/webhooks-and-cel.md#webhooks).
 
 use std::collections::HashSet;
 

@@ -1,4 +1,4 @@
-//! Request bodies in the media types the real server reads (§4.10): JSON, YAML, and Kubernetes
+//! Request bodies in the media types the real server reads (docs/api-behaviour.md#content-types): JSON, YAML, and Kubernetes
 //! protobuf for built-in kinds (`kubemock_apimachinery::protobuf`), decoded to
 //! the one JSON value every handler works on. One place decides which `Content-Type` means
 //! what, so create, update and delete options agree.

@@ -3,7 +3,7 @@
 //! (`NamesAccepted`), accepted definitions are `Established` and their served versions put in
 //! the registry (so discovery, OpenAPI, routing and the handlers see them), and a definition
 //! being deleted first loses its objects (each deleted as a DELETE would: finalizers still
-//! block), then its cleanup finalizer, and with it its endpoints (§11.2, §11.4).
+//! block), then its cleanup finalizer, and with it its endpoints (docs/api-behaviour.md#crd-served, #crd-deletion).
 //!
 //! The loop runs once synchronously before the server serves (a reopened durable store serves
 //! its custom resources from the first request), then on every change under the definitions'
@@ -255,7 +255,7 @@ async fn write(state: &AppState, kv: &KeyValue, object: &Object) -> ApiResult<()
     }
 }
 
-/// The definition without its cleanup finalizer: removed if no finalizer is left (§6.1).
+/// The definition without its cleanup finalizer: removed if no finalizer is left (docs/api-behaviour.md#delete-step-by-step).
 async fn finish(state: &AppState, kv: &KeyValue, object: Object) -> ApiResult<()> {
     let left = object
         .get("metadata")

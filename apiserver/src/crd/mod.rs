@@ -1,4 +1,4 @@
-//! CustomResourceDefinitions (§11): what a definition must look like (defaults and validation
+//! CustomResourceDefinitions (docs/api-behaviour.md#custom-resources): what a definition must look like (defaults and validation
 //! on its writes), the registry entries its served versions become, the admission of custom
 //! objects (pruning, schema defaults, validation), and the controller (`controller`) that
 //! accepts names, establishes definitions, serves them and cleans up after deleted ones, as
@@ -331,7 +331,7 @@ fn admit_definition(old: Option<&Object>, object: &mut Object) -> ApiResult<()> 
     Ok(())
 }
 
-/// For a definition being deleted (§11.4): the cleanup finalizer and the `Terminating`
+/// For a definition being deleted (docs/api-behaviour.md#crd-deletion): the cleanup finalizer and the `Terminating`
 /// condition, so that the controller removes its objects before it goes.
 pub(crate) fn on_delete(resource: &Resource, object: &mut Object) {
     if !is_definitions(resource) {

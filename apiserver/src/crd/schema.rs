@@ -1,4 +1,4 @@
-//! A custom resource's structural schema at work (§11.3): pruning of unknown fields, defaults,
+//! A custom resource's structural schema at work (docs/api-behaviour.md#serving-custom-resources): pruning of unknown fields, defaults,
 //! and validation with the real server's messages (kube-openapi's validator as the
 //! apiextensions-apiserver reports it: `spec.size: Invalid value: "x": spec.size in body must
 //! be of type integer: "x"`, `spec.size: Required value`, ...).

@@ -1,5 +1,5 @@
-//! POST (§4.2): metadata rules (§3.1–§3.5), namespace admission (§3.4), generateName with
-//! retries (§3.2), kind defaults, dry run, and the store's create.
+//! POST (docs/api-behaviour.md#create): metadata rules (docs/api-behaviour.md#object-metadata), namespace admission (docs/api-behaviour.md#namespace-lifecycle), generateName with
+//! retries (docs/api-behaviour.md#generated-names), kind defaults, dry run, and the store's create.
 
 use std::sync::Arc;
 
@@ -21,7 +21,7 @@ use crate::registry::{GenerationPolicy, Resource};
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult, Cause};
 
-/// Attempts at a unique generated name before giving up (§3.2).
+/// Attempts at a unique generated name before giving up (docs/api-behaviour.md#generated-names).
 const GENERATE_NAME_ATTEMPTS: usize = 8;
 
 /// `POST` on a collection.
@@ -68,7 +68,7 @@ pub(crate) async fn create(call: &Call) -> ApiResult<Response> {
 
 /// Creates `object` as an object of `resource` in `namespace`: the whole create pipeline, for
 /// POST, create-on-update, apply-create and the server's own startup objects. `writer`'s
-/// ownership of the fields is recorded (§5.6); `None` when the caller did (an apply). `user`
+/// ownership of the fields is recorded (docs/api-behaviour.md#server-side-apply); `None` when the caller did (an apply). `user`
 /// makes the request ([`UserInfo::apiserver`] for the server's own objects).
 pub(crate) async fn create_object(
     state: &AppState,
@@ -342,7 +342,7 @@ fn prepare(
     Ok(generated)
 }
 
-/// NamespaceLifecycle admission for a create (§3.4): the namespace must exist and not be
+/// NamespaceLifecycle admission for a create (docs/api-behaviour.md#namespace-lifecycle): the namespace must exist and not be
 /// terminating.
 async fn admit_into_namespace(
     state: &AppState,

@@ -1,7 +1,7 @@
-//! DELETE (§6.1, §6.2) and deletecollection (§6.5): preconditions, the garbage collector's
-//! finalizers from `propagationPolicy` (§6.3), graceful deletion of pods (§6.6), and objects
-//! with finalizers kept with a deletionTimestamp until the finalizers are gone (§6.4; the
-//! write that removes the last one deletes the object, `update::write`). Namespaces (§6.7)
+//! DELETE (docs/api-behaviour.md#delete-step-by-step, #delete-responses) and deletecollection (docs/api-behaviour.md#deletecollection): preconditions, the garbage collector's
+//! finalizers from `propagationPolicy` (docs/api-behaviour.md#propagation-policy), graceful deletion of pods (docs/api-behaviour.md#pod-graceful-deletion), and objects
+//! with finalizers kept with a deletionTimestamp until the finalizers are gone (docs/api-behaviour.md#finalizers; the
+//! write that removes the last one deletes the object, `update::write`). Namespaces (docs/api-behaviour.md#namespace-deletion)
 //! are not removed by their first DELETE: it marks them Terminating, and the namespace
 //! controller empties them and clears `spec.finalizers` through `/finalize`, the write that
 //! removes them.
@@ -27,10 +27,10 @@ use kubemock_apimachinery::json::json_kind;
 
 /// Read-delete attempts before giving up with a Conflict.
 const DELETE_ATTEMPTS: usize = 16;
-/// Namespaces that may never be deleted (§3.4).
+/// Namespaces that may never be deleted (docs/api-behaviour.md#namespace-lifecycle).
 const UNDELETABLE_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
-/// The garbage collector's finalizers (§6.3).
+/// The garbage collector's finalizers (docs/api-behaviour.md#propagation-policy).
 const ORPHAN: &str = "orphan";
 const FOREGROUND: &str = "foregroundDeletion";
 
@@ -52,7 +52,7 @@ struct DeleteOptions {
 }
 
 impl DeleteOptions {
-    /// From the body when there is one, else from the query (§1.5).
+    /// From the body when there is one, else from the query (docs/api-behaviour.md#query-parameters).
     fn parse(call: &Call) -> ApiResult<Self> {
         let body: Value = if call.body.iter().all(u8::is_ascii_whitespace) {
             Value::Null
@@ -251,7 +251,7 @@ pub(crate) async fn delete(call: &Call) -> ApiResult<Response> {
         dry_run,
     )
     .await?;
-    // §6.3: deleting a job without a policy orphans its pods, and says so.
+    // docs/api-behaviour.md#propagation-policy: deleting a job without a policy orphans its pods, and says so.
     let warnings = if resource.group == "batch"
         && resource.plural == "jobs"
         && options.propagation.is_none()
@@ -312,7 +312,7 @@ async fn delete_one(
             .await?;
         crate::dispatch::validate(&call.state, &request, None, Some(&existing)).await?;
         if is_namespace {
-            // §6.7 (upstream `pkg/registry/core/namespace/storage`): the first DELETE only
+            // docs/api-behaviour.md#namespace-deletion (upstream `pkg/registry/core/namespace/storage`): the first DELETE only
             // marks the namespace; a later one removes it once `spec.finalizers` is empty.
             let terminating = object::meta_str(&existing, "deletionTimestamp").is_some();
             if !terminating {
@@ -339,7 +339,7 @@ async fn delete_one(
             continue;
         }
         if object::meta_str(&existing, "deletionTimestamp").is_some() {
-            // §6.1 step 7, §6.6: only a shorter grace period for a pod changes anything.
+            // docs/api-behaviour.md#delete-step-by-step step 7, docs/api-behaviour.md#pod-graceful-deletion: only a shorter grace period for a pod changes anything.
             let pending = stored
                 .get("metadata")
                 .and_then(|m| m.get("deletionGracePeriodSeconds"))
@@ -381,7 +381,7 @@ async fn delete_one(
             }
         }
         if graceful {
-            // §6.6: grace 0 is two writes — marked (MODIFIED), then removed (DELETED); the
+            // docs/api-behaviour.md#pod-graceful-deletion: grace 0 is two writes — marked (MODIFIED), then removed (DELETED); the
             // answer is the pod as deleted.
             let marked = mark_deleting(updated, 0, true);
             let object = match update::write(call, &key, &current, marked, dry_run).await? {
@@ -431,7 +431,7 @@ fn finalizers(object: &Object) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A namespace's `spec.finalizers` (§6.7): while any remain, it is not removed.
+/// A namespace's `spec.finalizers` (docs/api-behaviour.md#namespace-deletion): while any remain, it is not removed.
 pub(crate) fn namespace_finalizers(object: &Object) -> Vec<String> {
     object
         .get("spec")
@@ -446,7 +446,7 @@ pub(crate) fn namespace_finalizers(object: &Object) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// §6.7: a namespace's deletion starts with a deletionTimestamp (no grace period, no
+/// docs/api-behaviour.md#namespace-deletion: a namespace's deletion starts with a deletionTimestamp (no grace period, no
 /// generation) and `status.phase: Terminating`.
 fn mark_terminating(namespace: &mut Object) {
     let metadata = object::metadata_mut(namespace);
@@ -461,7 +461,7 @@ fn mark_terminating(namespace: &mut Object) {
     }
 }
 
-/// Whether deleting `resource` without a policy orphans dependents (§6.3): core
+/// Whether deleting `resource` without a policy orphans dependents (docs/api-behaviour.md#propagation-policy): core
 /// replicationcontrollers and batch jobs.
 fn orphans_by_default(resource: &Resource) -> bool {
     matches!(
@@ -470,7 +470,7 @@ fn orphans_by_default(resource: &Resource) -> bool {
     )
 }
 
-/// §6.3: the `orphan` / `foregroundDeletion` finalizers the policy asks for (an existing one
+/// docs/api-behaviour.md#propagation-policy: the `orphan` / `foregroundDeletion` finalizers the policy asks for (an existing one
 /// counts as the default).
 fn reconcile_gc_finalizers(resource: &Resource, policy: Option<Propagation>, object: &mut Object) {
     let mut list = finalizers(object);
@@ -504,7 +504,7 @@ fn reconcile_gc_finalizers(resource: &Resource, policy: Option<Propagation>, obj
     }
 }
 
-/// §6.6: the grace period of a pod's deletion.
+/// docs/api-behaviour.md#pod-graceful-deletion: the grace period of a pod's deletion.
 fn pod_grace_period(pod: &Object, options: &DeleteOptions) -> i64 {
     let spec = pod.get("spec");
     let unassigned = spec
@@ -528,7 +528,7 @@ fn pod_grace_period(pod: &Object, options: &DeleteOptions) -> i64 {
     if grace < 0 { 1 } else { grace }
 }
 
-/// §6.1 step 5: deletionTimestamp now plus the grace period, deletionGracePeriodSeconds the
+/// docs/api-behaviour.md#delete-step-by-step step 5: deletionTimestamp now plus the grace period, deletionGracePeriodSeconds the
 /// grace, generation + 1 if set (only when the deletion starts).
 fn mark_deleting(mut object: Object, grace: i64, starting: bool) -> Object {
     let metadata = object::metadata_mut(&mut object);
@@ -549,7 +549,7 @@ fn mark_deleting(mut object: Object, grace: i64, starting: bool) -> Object {
     object
 }
 
-/// §6.1 step 2 (the messages name the Kind, not the resource).
+/// docs/api-behaviour.md#delete-step-by-step step 2 (the messages name the Kind, not the resource).
 fn check_preconditions(
     resource: &Resource,
     name: &str,
@@ -582,7 +582,7 @@ fn check_preconditions(
     Ok(())
 }
 
-/// The Status an immediate delete answers with (§6.2).
+/// The Status an immediate delete answers with (docs/api-behaviour.md#delete-responses).
 fn success_status(resource: &Resource, name: &str, uid: Option<&str>) -> Value {
     let mut details = Map::new();
     details.insert("name".to_owned(), json!(name));

@@ -1,4 +1,4 @@
-//! Discovery (§2.2–§2.5): what groups, versions and resources the server has, generated from
+//! Discovery (docs/api-behaviour.md#discovery): what groups, versions and resources the server has, generated from
 //! the registry. `/api` and `/apis` answer aggregated discovery (`apidiscovery.k8s.io/v2`, or
 //! v2beta1) when the client's `Accept` asks for it — kubectl 1.32, client-go and kube-rs do,
 //! saving one request per group version — and the legacy `APIVersions`/`APIGroupList`

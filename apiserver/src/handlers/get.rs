@@ -1,5 +1,5 @@
-//! GET of one object (§4.3), of its `status` (the whole object) and of its `scale` (§4.7), as
-//! the object or, when the client asks for one, as a one-row Table (§10).
+//! GET of one object (docs/api-behaviour.md#get), of its `status` (the whole object) and of its `scale` (docs/api-behaviour.md#scale-subresource), as
+//! the object or, when the client asks for one, as a one-row Table (docs/api-behaviour.md#tables).
 
 use std::time::{Duration, Instant};
 
@@ -18,7 +18,7 @@ use crate::registry::Resource;
 use crate::state::AppState;
 use crate::status::{ApiError, ApiResult};
 
-/// How long a read with a resourceVersion the store has not reached waits before 504 (§7.2).
+/// How long a read with a resourceVersion the store has not reached waits before 504 (docs/api-behaviour.md#resourceversion-on-reads).
 pub(crate) const FUTURE_REVISION_WAIT: Duration = Duration::from_secs(3);
 /// Poll interval while waiting for the store to reach a revision.
 const FUTURE_REVISION_POLL: Duration = Duration::from_millis(10);

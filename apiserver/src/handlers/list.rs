@@ -1,7 +1,7 @@
-//! LIST (§7): one consistent snapshot per paginated list, resourceVersion and
-//! resourceVersionMatch semantics (§7.2), limit/continue (§7.3), label and field selectors
-//! (§7.4, §7.5), and the list's shape (§7.1: items without kind, `[]` never null), or the
-//! same page as a Table when the client asks for one (§10).
+//! LIST (docs/api-behaviour.md#list): one consistent snapshot per paginated list, resourceVersion and
+//! resourceVersionMatch semantics (docs/api-behaviour.md#resourceversion-on-reads), limit/continue (docs/api-behaviour.md#pagination), label and field selectors
+//! (docs/api-behaviour.md#label-selectors, #field-selectors), and the list's shape (docs/api-behaviour.md#list-shape: items without kind, `[]` never null), or the
+//! same page as a Table when the client asks for one (docs/api-behaviour.md#tables).
 
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -110,7 +110,7 @@ impl ListRequest {
         }
         let exact = match (revision, matching) {
             (Some(n), "Exact") => Some(n),
-            // limit + resourceVersion=N without a match parameter means Exact (§0 #8).
+            // limit + resourceVersion=N without a match parameter means Exact (docs/api-behaviour.md#resourceversion-on-reads).
             (Some(n), "") if limit.is_some() && rv_text != "0" => Some(n),
             (Some(n), _) => {
                 wait_for_revision(&call.state, n).await?;
@@ -217,7 +217,7 @@ async fn read_raw(call: &Call, request: &ListRequest, prefix: &str) -> ApiResult
         range = range.at_revision(revision);
     }
     let response = call.state.store().range(range).await.map_err(|err| match err {
-        // §7.3: offer a token that resumes at the same key over the latest state.
+        // docs/api-behaviour.md#pagination: offer a token that resumes at the same key over the latest state.
         kubemock_storage::Error::Compacted { .. } if let Some(after) = &request.start_after => {
             let mut error = ApiError::expired(
                 "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
@@ -321,8 +321,8 @@ pub(crate) fn list_body(
     remaining: Option<u64>,
 ) -> Value {
     let metadata = list_metadata(revision, continue_token, remaining);
-    // Built-in list items carry no kind/apiVersion (§7.1); custom ones do, in the version
-    // asked for (§11.3: conversion `None` only changes the apiVersion).
+    // Built-in list items carry no kind/apiVersion (docs/api-behaviour.md#list-shape); custom ones do, in the version
+    // asked for (docs/api-behaviour.md#serving-custom-resources: conversion `None` only changes the apiVersion).
     let items: Vec<Value> = items
         .into_iter()
         .map(|mut item| {

@@ -1,4 +1,4 @@
-//! Non-resource endpoints (§2.1, §2.8): `/version`, which kubectl's dispatcher reads to pick
+//! Non-resource endpoints (docs/api-behaviour.md#version-and-health): `/version`, which kubectl's dispatcher reads to pick
 //! its bundled kubectl, the health checks, and `/metrics`.
 
 use axum::Json;

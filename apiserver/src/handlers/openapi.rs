@@ -1,4 +1,4 @@
-//! `/openapi/v2`, `/openapi/v3` and `/openapi/v3/{group-version}` (§2.7): the documents the
+//! `/openapi/v2`, `/openapi/v3` and `/openapi/v3/{group-version}` (docs/api-behaviour.md#openapi): the documents the
 //! `openapi` module builds, answered as JSON.
 
 use std::sync::Arc;

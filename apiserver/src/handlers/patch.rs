@@ -1,6 +1,6 @@
-//! PATCH (§5) of an item, its status and its scale: load the current object, apply the patch
-//! to its JSON, then exactly what an update does (§4.4–§4.7). JSON patch (§5.2), JSON merge
-//! patch (§5.3), strategic merge patch (§5.4, `kubemock_apimachinery::strategic`) and server-side apply (§5.6,
+//! PATCH (docs/api-behaviour.md#patch) of an item, its status and its scale: load the current object, apply the patch
+//! to its JSON, then exactly what an update does (docs/api-behaviour.md#writes). JSON patch (docs/api-behaviour.md#json-patch), JSON merge
+//! patch (docs/api-behaviour.md#merge-patch), strategic merge patch (docs/api-behaviour.md#strategic-merge-patch, `kubemock_apimachinery::strategic`) and server-side apply (docs/api-behaviour.md#server-side-apply,
 //! `managedfields`), which also creates a missing object.
 
 use axum::http::StatusCode;
@@ -43,7 +43,7 @@ pub(crate) enum Patch {
 }
 
 impl Patch {
-    /// The patch of `call`, by its `Content-Type` (§5.1).
+    /// The patch of `call`, by its `Content-Type` (docs/api-behaviour.md#patch-types).
     pub(crate) fn parse(call: &Call) -> ApiResult<Patch> {
         match codec::media_type(&call.headers).as_str() {
             "application/json-patch+json" => {
@@ -129,7 +129,7 @@ impl Patch {
     ) -> ApiResult<Value> {
         match self {
             Patch::Json(patch, _) => {
-                // §5.2: an operation that cannot apply (a failed `test` included) is a 422
+                // docs/api-behaviour.md#json-patch: an operation that cannot apply (a failed `test` included) is a 422
                 // whose message the real server discards.
                 patch.apply(&mut target).map_err(|err| {
                     debug!(error = %err.0, "JSON patch does not apply");
@@ -153,7 +153,7 @@ impl Patch {
     }
 }
 
-/// §5.2: a patch that cannot apply is a 422 whose message the real server discards.
+/// docs/api-behaviour.md#json-patch: a patch that cannot apply is a 422 whose message the real server discards.
 fn unprocessable() -> ApiError {
     ApiError::new(
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -210,7 +210,7 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
         };
         let warnings = call.decode_object(&mut body, origin)?;
         check_name(call, &body)?;
-        // §5.1: a resourceVersion the patch pins is a precondition; otherwise the body carries
+        // docs/api-behaviour.md#patch-types: a resourceVersion the patch pins is a precondition; otherwise the body carries
         // the current one, and a concurrent writer just means another attempt.
         let pinned =
             meta::parse_resource_version(object::meta_str(&body, "resourceVersion").unwrap_or(""))?;
@@ -306,7 +306,7 @@ fn check_options(call: &Call, patch: &Patch) -> ApiResult<Writer> {
     }
 }
 
-/// Server-side apply of `config` (§5.6): merged into the live object with field ownership,
+/// Server-side apply of `config` (docs/api-behaviour.md#server-side-apply): merged into the live object with field ownership,
 /// or, when the object does not exist, created from it (201).
 async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> ApiResult<Response> {
     let resource = &call.target.resource;
@@ -351,7 +351,7 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
             if subresource.is_some() {
                 return Err(ApiError::not_found(resource, name));
             }
-            // §5.6: a resourceVersion in the configuration is ignored when creating.
+            // docs/api-behaviour.md#server-side-apply: a resourceVersion in the configuration is ignored when creating.
             let mut fresh = config.clone();
             object::metadata_mut(&mut fresh).shift_remove("resourceVersion");
             let created = managedfields::apply(resource, writer, None, &fresh, force)?;

@@ -1,4 +1,4 @@
-//! Every request under `/api/v1/...` and `/apis/{g}/{v}/...`: parse the target (§1.2), check
+//! Every request under `/api/v1/...` and `/apis/{g}/{v}/...`: parse the target (docs/api-behaviour.md#url-layout), check
 //! the verb, and hand over to the verb's handler.
 
 use axum::body::Body;
@@ -92,7 +92,7 @@ impl Call {
         }
     }
 
-    /// §4.9, §4.10: decodes `object` into its kind as upstream's typed decoding does
+    /// docs/api-behaviour.md#field-validation, #content-types: decodes `object` into its kind as upstream's typed decoding does
     /// (`fieldvalidation`): depth and types checked, canonical forms written, the fields the
     /// kind does not have dropped and reported as `?fieldValidation` asks. Returns the
     /// warnings to send; a refusal is worded as upstream words it where `origin` says the
@@ -184,7 +184,7 @@ impl Call {
         }
     }
 
-    /// The field manager of a write (§5.6), `options` naming the options kind in errors.
+    /// The field manager of a write (docs/api-behaviour.md#server-side-apply), `options` naming the options kind in errors.
     pub(crate) fn writer(&self, options: &str) -> ApiResult<Writer> {
         Writer::of_request(
             self.query.get("fieldManager"),
@@ -230,7 +230,7 @@ impl Call {
         )
     }
 
-    /// `?dryRun`: only `All` is valid (§4.8); `options` names the options kind in the error.
+    /// `?dryRun`: only `All` is valid (docs/api-behaviour.md#dry-run); `options` names the options kind in the error.
     pub(crate) fn dry_run(&self, options: &str) -> ApiResult<bool> {
         let values = self.query.all("dryRun");
         if values.iter().all(|v| *v == "All") {
@@ -354,7 +354,7 @@ async fn answer(
     let request_future = async {
         let body = body.map_err(|_| ApiError::too_large())?;
         let writes = request.method != Method::GET && request.method != Method::HEAD;
-        // A definition's write answers once the definition is served (§11.2).
+        // A definition's write answers once the definition is served (docs/api-behaviour.md#crd-served).
         let definitions = crate::crd::is_definitions(&target.resource) && writes;
         // A role's or binding's write answers once the authorizer sees it (`authz::rbac`).
         let rbac = state

@@ -1,4 +1,4 @@
-//! The `scale` subresource (§4.7): an `autoscaling/v1` Scale view of a workload's replicas.
+//! The `scale` subresource (docs/api-behaviour.md#scale-subresource): an `autoscaling/v1` Scale view of a workload's replicas.
 
 use serde_json::{Map, Value, json};
 
@@ -24,7 +24,7 @@ pub(crate) fn scale_of(resource: &Resource, parent: &Object) -> Object {
     }
     let paths = resource.custom.as_ref().and_then(|c| c.scale.as_ref());
     if let Some(paths) = paths {
-        // A custom resource's replicas and selector live where its definition says (§4.7).
+        // A custom resource's replicas and selector live where its definition says (docs/api-behaviour.md#scale-subresource).
         let parent = Value::Object(parent.clone());
         let at = |path: &str| lookup(&parent, path).cloned();
         let mut status = Map::new();

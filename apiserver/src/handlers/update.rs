@@ -1,6 +1,6 @@
-//! PUT (§4.4–§4.7): optimistic concurrency on `metadata.resourceVersion`, unconditional updates
-//! where the kind allows them, create-on-update, immutable metadata (§3.3, §3.7), status
-//! subresource rules, generation (§3.8), no-op detection (§4.4), and the `scale` and
+//! PUT (docs/api-behaviour.md#writes): optimistic concurrency on `metadata.resourceVersion`, unconditional updates
+//! where the kind allows them, create-on-update, immutable metadata (docs/api-behaviour.md#system-fields), status
+//! subresource rules, generation (docs/api-behaviour.md#generation), no-op detection (docs/api-behaviour.md#update-and-conflicts), and the `scale` and
 //! `finalize` subresources.
 
 use axum::http::StatusCode;
@@ -130,7 +130,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
     Err(ApiError::modified(resource, name))
 }
 
-/// §3.5: the body names the object of the URL.
+/// docs/api-behaviour.md#names: the body names the object of the URL.
 pub(crate) fn check_identity(call: &Call, body: &Object) -> ApiResult<()> {
     let name = call.target.name.as_deref().unwrap_or("");
     if call.target.resource.namespaced {
@@ -177,7 +177,7 @@ pub(crate) async fn write(
         object::set_resource_version(&mut object, revision);
         object
     };
-    // §4.4: an identical object is no write, no new resourceVersion, no event. Bodies decoded
+    // docs/api-behaviour.md#update-and-conflicts: an identical object is no write, no new resourceVersion, no event. Bodies decoded
     // from protobuf list their fields in another order: equal lengths are compared as objects.
     let unchanged = bytes == current.value
         || (bytes.len() == current.value.len()
@@ -190,7 +190,7 @@ pub(crate) async fn write(
         if object::meta_str(&existing, "deletionTimestamp").is_some() {
             check_no_new_finalizers(&call.target.resource, &existing, &updated)?;
         }
-        // §6.1: the write that removes the last finalizer of an object being deleted deletes
+        // docs/api-behaviour.md#delete-step-by-step: the write that removes the last finalizer of an object being deleted deletes
         // it, in the same request.
         if deletes_during_update(&call.target.resource, &existing, &updated) {
             if dry_run {
@@ -232,7 +232,7 @@ fn finalizer_list(object: &Object) -> Vec<&str> {
 
 /// Upstream's `ShouldDeleteDuringUpdate`: the old object had finalizers, the new one has none,
 /// and its deletion has no grace period left. For a namespace `spec.finalizers` count too
-/// (`ShouldDeleteNamespaceDuringUpdate`, §6.7): its `/finalize` that clears them removes it.
+/// (`ShouldDeleteNamespaceDuringUpdate`, docs/api-behaviour.md#namespace-deletion): its `/finalize` that clears them removes it.
 fn deletes_during_update(resource: &Resource, existing: &Object, updated: &Object) -> bool {
     let grace = updated
         .get("metadata")
@@ -249,7 +249,7 @@ fn deletes_during_update(resource: &Resource, existing: &Object, updated: &Objec
     blocking(existing) > 0 && blocking(updated) == 0 && grace == 0
 }
 
-/// §3.6: no finalizer may be added once the deletion has started.
+/// docs/api-behaviour.md#finalizers: no finalizer may be added once the deletion has started.
 fn check_no_new_finalizers(
     resource: &Resource,
     existing: &Object,
@@ -302,7 +302,7 @@ pub(crate) async fn delete_at(
     })
 }
 
-/// §3.3: a different non-empty uid in a PUT body is a failed precondition.
+/// docs/api-behaviour.md#system-fields: a different non-empty uid in a PUT body is a failed precondition.
 pub(crate) fn check_uid_precondition(
     resource: &Resource,
     name: &str,
@@ -369,7 +369,7 @@ pub(crate) fn merge(
         && resource.plural == "namespaces"
         && subresource != Some("finalize")
     {
-        // Upstream's namespace strategies: only `/finalize` changes `spec.finalizers` (§6.7).
+        // Upstream's namespace strategies: only `/finalize` changes `spec.finalizers` (docs/api-behaviour.md#namespace-deletion).
         let kept = existing
             .get("spec")
             .and_then(|s| s.get("finalizers"))
@@ -422,7 +422,7 @@ fn set_or_remove(object: &mut Object, field: &str, value: Option<Value>) {
     };
 }
 
-/// §3.8: generation moves on spec changes (and, for Deployments, annotation changes).
+/// docs/api-behaviour.md#generation: generation moves on spec changes (and, for Deployments, annotation changes).
 pub(crate) fn bump_generation(resource: &Resource, existing: &Object, updated: &mut Object) {
     let policy = resource.behaviour.generation;
     if policy == GenerationPolicy::None {
@@ -492,7 +492,7 @@ pub(crate) fn decode_scale(scale: &mut Object) -> Result<(), DecodeError> {
 }
 
 /// Writes `spec.replicas` of the parent from the Scale that `propose` makes of the current one
-/// (§4.7); a `metadata.resourceVersion` in it is a precondition. Retried when another writer
+/// (docs/api-behaviour.md#scale-subresource); a `metadata.resourceVersion` in it is a precondition. Retried when another writer
 /// gets in between.
 pub(crate) async fn write_scale(
     call: &Call,

@@ -1,10 +1,10 @@
-//! WATCH (§8): newline-delimited JSON events (or length-prefixed protobuf frames, as
-//! negotiated: `negotiate`) over a chunked response whose headers go out at once. Starting points (§8.3): unset/`""`/`"0"` send the current objects as synthetic ADDED
+//! WATCH (docs/api-behaviour.md#watch): newline-delimited JSON events (or length-prefixed protobuf frames, as
+//! negotiated: `negotiate`) over a chunked response whose headers go out at once. Starting points (docs/api-behaviour.md#watch-starting-point): unset/`""`/`"0"` send the current objects as synthetic ADDED
 //! events from one snapshot first; `"N"` sends every change after N, or one ERROR 410 event if
-//! N was compacted (never an HTTP 410, §8.5). Streaming lists (§8.7), selectors with
-//! ADDED/DELETED on entering/leaving the selection (§8.8), bookmarks from the store's progress
-//! (§8.6), `timeoutSeconds` (§8.9) and single-object watches; with a Table `Accept`, each
-//! event's object is a one-row Table (§8.10).
+//! N was compacted (never an HTTP 410, docs/api-behaviour.md#expired-watches). Streaming lists (docs/api-behaviour.md#streaming-lists), selectors with
+//! ADDED/DELETED on entering/leaving the selection (docs/api-behaviour.md#watch-selectors), bookmarks from the store's progress
+//! (docs/api-behaviour.md#bookmarks), `timeoutSeconds` (docs/api-behaviour.md#watch-lifetime) and single-object watches; with a Table `Accept`, each
+//! event's object is a one-row Table (docs/api-behaviour.md#tables).
 //!
 //! A watch runs as a tracked task feeding a small bounded channel that the response body
 //! drains. A client that stops reading stalls the task, which stops reading the store, which
@@ -55,7 +55,7 @@ const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 const LIST_BLUEPRINT: &str = "kubernetes.io/initial-events-list-blueprint";
 /// Objects read per page while sending initial events.
 const INITIAL_PAGE: usize = 500;
-/// Without `timeoutSeconds` the real server picks a lifetime in [30, 60) minutes (§8.9).
+/// Without `timeoutSeconds` the real server picks a lifetime in [30, 60) minutes (docs/api-behaviour.md#watch-lifetime).
 const DEFAULT_TIMEOUT_MIN: Duration = Duration::from_secs(1800);
 
 /// What a watch request asks for, validated.
@@ -222,7 +222,7 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
 
 /// What a watch's event objects are converted to.
 enum EventConversion {
-    /// One-row Tables (§8.10).
+    /// One-row Tables (docs/api-behaviour.md#tables).
     Table(WatchTables),
     /// `PartialObjectMetadata` of this `meta.k8s.io` version (ERROR events keep their Status).
     Partial(&'static str),
@@ -316,7 +316,7 @@ impl Feed {
 
     /// Sends one event line as it is, encoded; false once the client has gone.
     async fn send_encoded(&self, kind: &str, mut object: Value) -> bool {
-        // §11.3: a custom object reads in the version watched (conversion `None`).
+        // docs/api-behaviour.md#serving-custom-resources: a custom object reads in the version watched (conversion `None`).
         if self.resource.is_custom()
             && kind != "ERROR"
             && let Value::Object(map) = &mut object
@@ -443,7 +443,7 @@ impl Feed {
             }
         }
         // Phase 2: changes after `after`. A revision above the store's means "only changes
-        // after it" (§8.3): watch from the current revision and skip up to it.
+        // after it" (docs/api-behaviour.md#watch-starting-point): watch from the current revision and skip up to it.
         let mut skip_until = 0;
         let mut watch = match store.watch(Bytes::from(prefix.clone()), after).await {
             Ok(watch) => watch,
@@ -515,7 +515,7 @@ impl Feed {
         }
     }
 
-    /// The event a change is to this watch, given its selectors (§8.8).
+    /// The event a change is to this watch, given its selectors (docs/api-behaviour.md#watch-selectors).
     fn convert(&self, event: &Event) -> Option<(&'static str, Value)> {
         let parse = |bytes: &[u8], revision: Revision| -> Option<Value> {
             let stored = object::parse_stored(bytes).ok()?;
@@ -555,7 +555,7 @@ impl Feed {
     }
 }
 
-/// The in-stream 410 for a compacted start (§8.5, watch-cache wording).
+/// The in-stream 410 for a compacted start (docs/api-behaviour.md#expired-watches, watch-cache wording).
 fn expired(requested: Revision, compacted: Revision) -> ApiError {
     ApiError::expired(format!(
         "too old resource version: {requested} ({})",

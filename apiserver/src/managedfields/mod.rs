@@ -1,4 +1,4 @@
-//! Field ownership (§5.6): `metadata.managedFields` kept on every write, and server-side apply.
+//! Field ownership (docs/api-behaviour.md#server-side-apply): `metadata.managedFields` kept on every write, and server-side apply.
 //!
 //! Every create, update and patch records, for its field manager (the `fieldManager` parameter
 //! or the User-Agent up to its first `/`), the fields it changed, as an `Update` entry; an
@@ -501,7 +501,7 @@ pub(crate) fn record_update(
 
 /// Server-side apply of `config` by `who` over `live` (`None`: the object does not exist yet
 /// and is created from the configuration). Returns the object to write, with its
-/// managedFields, or the 409 of §5.6 listing the conflicts.
+/// managedFields, or the 409 of docs/api-behaviour.md#server-side-apply listing the conflicts.
 pub(crate) fn apply(
     resource: &Resource,
     who: &Writer,

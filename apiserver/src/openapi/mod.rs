@@ -1,4 +1,4 @@
-//! OpenAPI documents (§2.7): `/openapi/v3` (a root listing one document per group-version),
+//! OpenAPI documents (docs/api-behaviour.md#openapi): `/openapi/v3` (a root listing one document per group-version),
 //! `/openapi/v3/{api/v1|apis/g/v}` and `/openapi/v2`, built from the resource registry and the
 //! generated schemas. kubectl reads them before `create -f` and `apply -f`: a PATCH operation
 //! that carries the kind's `x-kubernetes-group-version-kind` and a `fieldValidation` parameter

@@ -1,7 +1,7 @@
 //! The built-in resources, as the real kube-apiserver 1.32 lists them in discovery with its
 //! default API groups (`pkg/controlplane/apiserver/options`, `DefaultAPIResourceConfigSource`:
 //! the stable versions): kinds, scopes, verbs, short names, categories and the subresources
-//! kubemock serves, and which of the real server's Table printers each kind has (§10; kinds
+//! kubemock serves, and which of the real server's Table printers each kind has (docs/api-behaviour.md#tables; kinds
 //! without one print with the default convertor). Streaming subresources (log, exec, attach,
 //! portforward, proxy) are left out of discovery rather than advertised and 404;
 //! `conformance/data/discovery-1.32.json` lists what 1.32 serves and each difference.
@@ -184,25 +184,25 @@ impl Entry {
         self
     }
 
-    /// Generation set on create and bumped on spec changes (§3.8).
+    /// Generation set on create and bumped on spec changes (docs/api-behaviour.md#generation).
     const fn generation(mut self, policy: GenerationPolicy) -> Self {
         self.behaviour.generation = policy;
         self
     }
 
-    /// PUT must carry a resourceVersion (§4.4: CRDs, leases, custom resources).
+    /// PUT must carry a resourceVersion (docs/api-behaviour.md#update-and-conflicts: CRDs, leases, custom resources).
     const fn conditional_update_only(mut self) -> Self {
         self.behaviour.unconditional_update = false;
         self
     }
 
-    /// PUT of a missing object creates it (§4.5).
+    /// PUT of a missing object creates it (docs/api-behaviour.md#create-on-update).
     const fn create_on_update(mut self) -> Self {
         self.behaviour.create_on_update = true;
         self
     }
 
-    /// DELETE answers with the deleted object (§6.2).
+    /// DELETE answers with the deleted object (docs/api-behaviour.md#delete-responses).
     const fn returns_deleted(mut self) -> Self {
         self.behaviour.delete_returns_object = true;
         self
@@ -214,7 +214,7 @@ impl Entry {
         self
     }
 
-    /// Tables print with the real printer of this kind (§10) rather than the default convertor.
+    /// Tables print with the real printer of this kind (docs/api-behaviour.md#tables) rather than the default convertor.
     const fn printer(mut self, printer: Printer) -> Self {
         // (An assignment would drop the old value, which a const fn cannot.)
         std::mem::forget(std::mem::replace(&mut self.printer, printer));

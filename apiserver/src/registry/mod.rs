@@ -50,7 +50,7 @@ pub struct Subresource {
     pub printer: Option<Printer>,
 }
 
-/// Which rule a resource's object names follow (§3.1).
+/// Which rule a resource's object names follow (docs/api-behaviour.md#names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NameRule {
     /// DNS-1123 subdomain, at most 253 characters (most resources).
@@ -64,7 +64,7 @@ pub enum NameRule {
     PathSegment,
 }
 
-/// When `metadata.generation` is set and incremented (§3.8).
+/// When `metadata.generation` is set and incremented (docs/api-behaviour.md#generation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GenerationPolicy {
     /// Never set (pods, configmaps, services, ...).
@@ -93,7 +93,7 @@ pub enum Storage {
     Virtual,
 }
 
-/// Which of the real server's printers renders a resource as a `meta.k8s.io` Table (§10): the
+/// Which of the real server's printers renders a resource as a `meta.k8s.io` Table (docs/api-behaviour.md#tables): the
 /// column set and the cell logic of `pkg/printers/internalversion/printers.go`, or the default
 /// convertor of `pkg/registry/rest/table.go`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,7 +212,7 @@ pub enum Printer {
 }
 
 /// Which kind-specific admission (defaulting, validation, allocation: the `admission` module)
-/// a resource's writes go through, besides the generic metadata rules (§3, §3.10).
+/// a resource's writes go through, besides the generic metadata rules (docs/api-behaviour.md#object-metadata, #server-side-defaults).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Admission {
     /// Only the generic metadata rules.
@@ -292,11 +292,11 @@ pub struct Behaviour {
     pub names: NameRule,
     /// Generation tracking.
     pub generation: GenerationPolicy,
-    /// PUT without `metadata.resourceVersion` is allowed (last writer wins) (§4.4).
+    /// PUT without `metadata.resourceVersion` is allowed (last writer wins) (docs/api-behaviour.md#update-and-conflicts).
     pub unconditional_update: bool,
-    /// PUT of a missing object creates it (§4.5).
+    /// PUT of a missing object creates it (docs/api-behaviour.md#create-on-update).
     pub create_on_update: bool,
-    /// An immediate DELETE answers with the deleted object rather than a Status (§6.2).
+    /// An immediate DELETE answers with the deleted object rather than a Status (docs/api-behaviour.md#delete-responses).
     pub delete_returns_object: bool,
     /// The kind's defaulting and validation hooks.
     pub admission: Admission,
@@ -398,10 +398,10 @@ impl Resource {
         self.custom.is_some()
     }
 
-    /// True when objects of this resource may be stored in another API's form (§12.3:
-    /// events.k8s.io/v1 Events are core/v1 Events; autoscaling/v1 HPAs are stored as v2, and
-    /// a v2 read converts any stored in v1 by an older kubemock), so that stored bytes are
-    /// never answered as they are; admission converts them both ways.
+    /// True when objects of this resource may be stored in another API's form
+    /// (docs/api-behaviour.md#events: events.k8s.io/v1 Events are core/v1 Events; autoscaling/v1
+    /// HPAs are stored as v2, and a v2 read converts any stored in v1 by an older kubemock), so
+    /// that stored bytes are never answered as they are; admission converts them both ways.
     pub(crate) fn stored_converted(&self) -> bool {
         matches!(
             self.behaviour.admission,
@@ -411,7 +411,7 @@ impl Resource {
         )
     }
 
-    /// True for events.k8s.io/v1 Events, whose keys are core/v1 Events' (§12.3).
+    /// True for events.k8s.io/v1 Events, whose keys are core/v1 Events' (docs/api-behaviour.md#events).
     pub(crate) fn stored_as_core_event(&self) -> bool {
         self.behaviour.admission == Admission::EventV1
     }

@@ -1,5 +1,5 @@
 //! The test-backend group `testing.kubemock.dev/v1`: what kubemock offers tests that no real
-//! cluster does (README, "Test-backend powers"). Its resources are entries in the one registry
+//! cluster does (docs/test-powers.md). Its resources are entries in the one registry
 //! like every other kind, so discovery, routing, OpenAPI, Table output (`kubectl get
 //! requests`) and authorization treat them as they treat the built-in kinds; the handlers
 //! are `handlers::testing`.

@@ -1,4 +1,4 @@
-//! The Table of a custom resource (§10, §11.3): a Name column, then the definition's
+//! The Table of a custom resource (docs/api-behaviour.md#tables, #serving-custom-resources): a Name column, then the definition's
 //! `additionalPrinterColumns` (the real server's `tableconvertor`): each cell is the value at
 //! the column's simple JSONPath, `date` columns as an age, `string` columns as printed text,
 //! missing values `null`.

@@ -1,4 +1,4 @@
-//! Table output (§10, §8.10): when a client's `Accept` asks for
+//! Table output (docs/api-behaviour.md#tables): when a client's `Accept` asks for
 //! `application/json;as=Table;v=v1;g=meta.k8s.io` (kubectl's `get`, list, single object and
 //! `-w`), the server answers a `meta.k8s.io` Table of pre-rendered rows instead of the objects,
 //! and kubectl prints the server's columns. `negotiate` decides when; this module reads
@@ -6,7 +6,7 @@
 //! table generator do; which columns a resource has is the registry's [`Printer`], rendered by
 //! `printers`.
 //!
-//! Watches (§8.10) render each event's object as a one-row Table; only the first event's
+//! Watches (docs/api-behaviour.md#tables) render each event's object as a one-row Table; only the first event's
 //! carries `columnDefinitions` (later ones have `null`, as the real watch encoder sets
 //! `NoHeaders` after its first object). ERROR events keep their Status.
 
@@ -182,7 +182,7 @@ fn column(column: &printers::Column) -> Value {
     })
 }
 
-/// Renders a watch's event objects as Tables (§8.10).
+/// Renders a watch's event objects as Tables (docs/api-behaviour.md#tables).
 #[derive(Debug)]
 pub(crate) struct WatchTables {
     request: TableRequest,

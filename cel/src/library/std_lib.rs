@@ -429,7 +429,7 @@ fn civil(a: &[Value]) -> Result<(i64, u32, u32, i64, i64), EvalError> {
 }
 
 /// A zone argument: `UTC`, or a fixed offset `+05:30`/`-08:00`. Named IANA zones other than
-/// UTC are not known here (README: what CEL leaves out).
+/// UTC are not known here (docs/webhooks-and-cel.md#cel).
 fn zone_offset(zone: &str) -> Result<i128, EvalError> {
     if zone == "UTC" || zone.is_empty() {
         return Ok(0);

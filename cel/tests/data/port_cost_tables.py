@@ -4,7 +4,7 @@ pkg/cel/library/cost_test.go) to cost_cases.json: each case keeps upstream's exp
 its expected estimate {min, max}, under upstream's testCostEstimator (a string or bytes
 whose size is unknown is 0..12). Run: port_cost_tables.py UPSTREAM_LIBRARY_DIR >
 cost_cases.json. Runtime costs are not ported (kubemock's interpreter counts differently,
-README: CEL). Cases of libraries outside a CRD's environment (authz, two-variable
+docs/webhooks-and-cel.md#cel). Cases of libraries outside a CRD's environment (authz, two-variable
 comprehensions) are left out here and named on stderr."""
 import json, re, sys
 

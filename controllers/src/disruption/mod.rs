@@ -14,9 +14,9 @@
 //! pod still not being deleted two minutes later gets the condition back to False
 //! (`syncStalePodDisruption`). Both kinds of waits run on the controller's clock.
 //!
-//! Not done (README): controllers other than ReplicaSets, Deployments, StatefulSets and
-//! ReplicationControllers for percentages and `maxUnavailable` (upstream also asks any
-//! `scale` subresource).
+//! Not done (docs/controllers.md): controllers other than ReplicaSets, Deployments,
+//! StatefulSets and ReplicationControllers for percentages and `maxUnavailable` (upstream also
+//! asks any `scale` subresource).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

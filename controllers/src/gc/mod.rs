@@ -1,4 +1,4 @@
-//! The garbage collector (§6.3): an ownerReference graph built from informers on every served
+//! The garbage collector (docs/api-behaviour.md#propagation-policy): an ownerReference graph built from informers on every served
 //! resource that can be listed, watched and deleted (custom resources included, found again
 //! whenever a CustomResourceDefinition changes), and workers that
 //! - delete objects none of whose owners exist any more (background deletion, dangling

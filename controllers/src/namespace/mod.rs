@@ -1,4 +1,4 @@
-//! The namespace controller: a deleted namespace stays `Terminating` (§6.7) until this
+//! The namespace controller: a deleted namespace stays `Terminating` (docs/api-behaviour.md#namespace-deletion) until this
 //! controller has deleted every namespaced object in it (custom resources included), then it
 //! removes the `kubernetes` finalizer through `PUT /api/v1/namespaces/{name}/finalize`, the
 //! write with which the API server removes the namespace. While content remains, the

@@ -12,7 +12,7 @@
 //! time a fake clock moves, after [`CLOCK_MOVE_SETTLE`] so the simulated kubelets (on the
 //! same clock) have renewed their Leases at the new time first.
 //!
-//! Not done (README): the NoExecute taints are not rate-limited per zone
+//! Not done (docs/controllers.md): the NoExecute taints are not rate-limited per zone
 //! (`--node-eviction-rate` 0.1/s, `--secondary-node-eviction-rate`): a partially disrupted
 //! zone of more than 50 nodes is tainted at the normal pace; node labels are not reconciled
 //! (`reconcileNodeLabels`).

@@ -1,4 +1,4 @@
-//! Tests of the store trait's guarantees (DESIGN.md, store guarantees 3 to 7) for any backend:
+//! Tests of the store trait's guarantees (docs/store.md#guarantees, 3 to 7) for any backend:
 //! storage/tests/{watch,concurrency}.rs run them on sled, storage-etcd/tests/etcd.rs on etcd.
 //! Revisions are relative to the store's revision when a test starts (etcd's first revision
 //! is 1, not 0); sizes are parameters, so that the networked backend runs smaller ones.

@@ -1,7 +1,7 @@
 //! SPDY/3.1 framing, server side, as kubectl speaks it for `pods/exec`, `pods/attach` (up to
 //! 1.29, and as the fallback after) and `pods/portforward` (up to 1.30, and tunnelled in
-//! WebSocket messages after). The wire format is the SPDY/3 draft's (§2.2 frames, §2.6 control
-//! frames, §2.6.10 header blocks compressed with zlib and the spec's dictionary, one zlib stream
+//! WebSocket messages after). The wire format is the SPDY/3 draft's (section 2.2 frames, section 2.6 control
+//! frames, section 2.6.10 header blocks compressed with zlib and the spec's dictionary, one zlib stream
 //! per direction for the life of the connection). Kubernetes' implementation is
 //! `github.com/moby/spdystream` (`spdy/read.go`, `spdy/write.go`) under
 //! `staging/src/k8s.io/apimachinery/pkg/util/httpstream/spdy/connection.go`.
@@ -12,7 +12,7 @@
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
-/// SPDY/3 §2.6.10.1: the dictionary both zlib streams start from.
+/// SPDY/3 section 2.6.10.1: the dictionary both zlib streams start from.
 pub(crate) const DICTIONARY: &[u8] = include_bytes!("spdy_dictionary.bin");
 
 /// The protocol version in every control frame.
@@ -28,7 +28,7 @@ const MAX_HEADER_BYTES: usize = 64 << 10;
 /// The most headers one block may claim.
 const MAX_HEADERS: u32 = 256;
 
-/// Control frame types (SPDY/3 §2.6).
+/// Control frame types (SPDY/3 section 2.6).
 mod kind {
     pub(super) const SYN_STREAM: u16 = 1;
     pub(super) const SYN_REPLY: u16 = 2;
@@ -43,7 +43,7 @@ mod kind {
 /// FLAG_FIN of data frames and of SYN_STREAM / SYN_REPLY.
 const FLAG_FIN: u8 = 0x01;
 
-/// RST_STREAM's status for a stream the server refuses (SPDY/3 §2.4.2).
+/// RST_STREAM's status for a stream the server refuses (SPDY/3 section 2.4.2).
 pub(crate) const RST_REFUSED_STREAM: u32 = 3;
 
 /// A header block: lowercase names, each value on its own (SPDY joins repeats with NUL).
@@ -188,7 +188,7 @@ impl Decoder {
     }
 }
 
-/// Parses an inflated header block (SPDY/3 §2.6.10).
+/// Parses an inflated header block (SPDY/3 section 2.6.10).
 fn parse_headers(block: &[u8]) -> Result<Headers, SpdyError> {
     let bad = |what: &str| SpdyError::HeaderBlock(what.to_owned());
     let count = be32(block, 0).ok_or_else(|| bad("no count"))?;
@@ -386,7 +386,7 @@ mod tests {
 
     #[test]
     fn dictionary_is_the_spdy3_one() {
-        // SPDY/3 §2.6.10.1: 1423 bytes; zlib announces it by its Adler-32 (0xE3C6A7C2, as in
+        // SPDY/3 section 2.6.10.1: 1423 bytes; zlib announces it by its Adler-32 (0xE3C6A7C2, as in
         // every SPDY/3 stream's first header: 78 BB E3 C6 A7 C2 with the default level).
         assert_eq!(DICTIONARY.len(), 1423);
         assert!(DICTIONARY.starts_with(b"\x00\x00\x00\x07options"));

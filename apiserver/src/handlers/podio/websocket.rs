@@ -11,17 +11,17 @@
 use base64::Engine as _;
 use sha1::{Digest as _, Sha1};
 
-/// RFC 6455 §1.3: the GUID appended to the client's key for `Sec-WebSocket-Accept`.
+/// RFC 6455 section 1.3: the GUID appended to the client's key for `Sec-WebSocket-Accept`.
 const ACCEPT_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
 /// The largest message kubemock accepts from a client (a stdin chunk or a tunnelled SPDY
 /// frame; client-go writes 32 KiB at most).
 pub(crate) const MAX_MESSAGE_BYTES: usize = 1 << 20;
 
-/// The largest control frame payload (RFC 6455 §5.5).
+/// The largest control frame payload (RFC 6455 section 5.5).
 const MAX_CONTROL_BYTES: usize = 125;
 
-/// Close code 1000, normal closure (RFC 6455 §7.4.1): the clients read it as the end of
+/// Close code 1000, normal closure (RFC 6455 section 7.4.1): the clients read it as the end of
 /// every channel.
 pub(crate) const CLOSE_NORMAL: u16 = 1000;
 
@@ -36,7 +36,7 @@ pub(crate) fn accept_key(key: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(hasher.finalize())
 }
 
-/// Frame opcodes (RFC 6455 §5.2).
+/// Frame opcodes (RFC 6455 section 5.2).
 mod opcode {
     pub(super) const CONTINUATION: u8 = 0x0;
     pub(super) const TEXT: u8 = 0x1;
@@ -272,7 +272,7 @@ mod tests {
 
     #[test]
     fn accept_key_is_rfc_6455s_example() {
-        // RFC 6455 §1.3's worked example.
+        // RFC 6455 section 1.3's worked example.
         assert_eq!(
             accept_key("dGhlIHNhbXBsZSBub25jZQ=="),
             "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
@@ -289,7 +289,7 @@ mod tests {
         bytes.extend(client_frame(0x80, b"cd", [2, 2, 2, 2]));
         bytes.extend(client_frame(0x88, &1000u16.to_be_bytes(), [3, 3, 3, 3]));
         // Fed one byte at a time, the messages come out whole and in order; a ping may come
-        // between a fragmented message's frames (RFC 6455 §5.4).
+        // between a fragmented message's frames (RFC 6455 section 5.4).
         let mut decoder = Decoder::default();
         let mut out = Vec::new();
         for byte in bytes {
