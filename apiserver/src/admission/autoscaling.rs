@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::fields::{invalid, required};
+use super::fields::{child, invalid, required};
 use crate::meta::FieldError;
 use crate::object::Object;
 
@@ -415,20 +415,6 @@ fn annotations_of(object: &Object) -> Map<String, Value> {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default()
-}
-
-/// The map at `key` of `object`, created when missing or not a map.
-fn child<'a>(object: &'a mut Object, key: &str) -> &'a mut Map<String, Value> {
-    let entry = object
-        .entry(key.to_owned())
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !entry.is_object() {
-        *entry = Value::Object(Map::new());
-    }
-    match entry {
-        Value::Object(map) => map,
-        _ => unreachable!("replaced by a map above"),
-    }
 }
 
 /// `from[key]` into `to`, when present and not null.
