@@ -10,9 +10,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::fields::{child, invalid, required};
+use super::fields::{child, forbidden, go_str, invalid, not_supported, required};
 use crate::meta::FieldError;
 use crate::object::Object;
+use kubemock_apimachinery::quantity::Quantity;
 
 /// The stored (and preferred) version.
 pub(crate) const V2: &str = "autoscaling/v2";
@@ -119,10 +120,31 @@ pub(crate) fn default_v2(object: &mut Object) {
     }
 }
 
-/// `validateHorizontalPodAutoscalerSpec` (`pkg/apis/autoscaling/validation/validation.go`)
-/// of either version: the replica bounds and the scale target. Its per-metric and behavior
-/// checks are not ported; such objects are stored as sent.
+/// The longest stabilization window (`MaxStabilizationWindowSeconds`).
+const MAX_STABILIZATION_WINDOW_SECONDS: i64 = 3600;
+/// The longest policy period (`MaxPeriodSeconds`).
+const MAX_PERIOD_SECONDS: i64 = 1800;
+/// The metric source types (`validMetricSourceTypesList`, sorted).
+const METRIC_SOURCE_TYPES: [&str; 5] = [
+    "ContainerResource",
+    "External",
+    "Object",
+    "Pods",
+    "Resource",
+];
+
+/// `validateHorizontalPodAutoscalerSpec` (`pkg/apis/autoscaling/validation/validation.go`):
+/// the replica bounds, the scale target, the metrics and the behavior, on the object as
+/// upstream validates it (its internal form: v2's fields, so a v1 object is converted first and
+/// its errors name v2's paths, as upstream's do).
 pub(crate) fn validate(object: &Object, errors: &mut Vec<FieldError>) {
+    let converted;
+    let object = if object.get("apiVersion").and_then(Value::as_str) == Some(V1) {
+        converted = v1_to_v2(object);
+        &converted
+    } else {
+        object
+    };
     let spec = object.get("spec");
     let int = |key: &str| spec.and_then(|s| s.get(key)).and_then(Value::as_i64);
     let min = int("minReplicas");
@@ -161,12 +183,352 @@ pub(crate) fn validate(object: &Object, errors: &mut Vec<FieldError>) {
             continue;
         }
         for message in kubemock_apimachinery::validation::is_valid_path_segment_name(value) {
+            errors.push(invalid(field.clone(), go_str(value), &message));
+        }
+    }
+    let metrics = spec
+        .and_then(|s| s.get("metrics"))
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    for (index, metric) in metrics.iter().enumerate() {
+        validate_metric(metric, &format!("spec.metrics[{index}]"), errors);
+    }
+    if let Some(behavior) = spec
+        .and_then(|s| s.get("behavior"))
+        .filter(|b| b.is_object())
+    {
+        for key in ["scaleUp", "scaleDown"] {
+            if let Some(rules) = behavior.get(key).filter(|r| r.is_object()) {
+                validate_rules(rules, &format!("spec.behavior.{key}"), errors);
+            }
+        }
+    }
+}
+
+/// `validateScalingRules` and `validateScalingPolicy`.
+fn validate_rules(rules: &Value, path: &str, errors: &mut Vec<FieldError>) {
+    if let Some(window) = rules
+        .get("stabilizationWindowSeconds")
+        .and_then(Value::as_i64)
+    {
+        let field = format!("{path}.stabilizationWindowSeconds");
+        if window < 0 {
             errors.push(invalid(
                 field.clone(),
-                super::fields::go_str(value),
-                &message,
+                window.to_string(),
+                "must be greater than or equal to zero",
             ));
         }
+        if window > MAX_STABILIZATION_WINDOW_SECONDS {
+            errors.push(invalid(
+                field,
+                window.to_string(),
+                &format!("must be less than or equal to {MAX_STABILIZATION_WINDOW_SECONDS}"),
+            ));
+        }
+    }
+    if let Some(select) = rules.get("selectPolicy").and_then(Value::as_str)
+        && !["Disabled", "Max", "Min"].contains(&select)
+    {
+        errors.push(not_supported(
+            format!("{path}.selectPolicy"),
+            select,
+            &["Disabled", "Max", "Min"],
+        ));
+    }
+    let policies = rules
+        .get("policies")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    if policies.is_empty() {
+        errors.push(required(
+            format!("{path}.policies"),
+            "must specify at least one Policy",
+        ));
+    }
+    for (index, policy) in policies.iter().enumerate() {
+        let at = format!("{path}.policies[{index}]");
+        let kind = policy.get("type").and_then(Value::as_str).unwrap_or("");
+        if !["Pods", "Percent"].contains(&kind) {
+            errors.push(not_supported(
+                format!("{at}.type"),
+                kind,
+                &["Percent", "Pods"],
+            ));
+        }
+        let value = policy.get("value").and_then(Value::as_i64).unwrap_or(0);
+        if value <= 0 {
+            errors.push(invalid(
+                format!("{at}.value"),
+                value.to_string(),
+                "must be greater than zero",
+            ));
+        }
+        let period = policy
+            .get("periodSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if period <= 0 {
+            errors.push(invalid(
+                format!("{at}.periodSeconds"),
+                period.to_string(),
+                "must be greater than zero",
+            ));
+        }
+        if period > MAX_PERIOD_SECONDS {
+            errors.push(invalid(
+                format!("{at}.periodSeconds"),
+                period.to_string(),
+                &format!("must be less than or equal to {MAX_PERIOD_SECONDS}"),
+            ));
+        }
+    }
+}
+
+/// `validateMetricSpec`: a known type, its source present and no other, and the source's
+/// own checks (only the first source present is checked, as upstream's).
+fn validate_metric(metric: &Value, path: &str, errors: &mut Vec<FieldError>) {
+    let kind = metric.get("type").and_then(Value::as_str).unwrap_or("");
+    if kind.is_empty() {
+        errors.push(required(
+            format!("{path}.type"),
+            "must specify a metric source type",
+        ));
+    }
+    if !METRIC_SOURCE_TYPES.contains(&kind) {
+        errors.push(not_supported(
+            format!("{path}.type"),
+            kind,
+            &METRIC_SOURCE_TYPES,
+        ));
+    }
+    let present: Vec<&str> = [
+        "object",
+        "external",
+        "pods",
+        "resource",
+        "containerResource",
+    ]
+    .into_iter()
+    .filter(|key| metric.get(*key).is_some_and(|v| !v.is_null()))
+    .collect();
+    if let Some(first) = present.first() {
+        validate_source(first, &metric[*first], &format!("{path}.{first}"), errors);
+    }
+    let expected = match kind {
+        "Object" => Some("object"),
+        "Pods" => Some("pods"),
+        "Resource" => Some("resource"),
+        "External" => Some("external"),
+        "ContainerResource" => Some("containerResource"),
+        _ => None,
+    };
+    match expected {
+        Some(key) if !present.contains(&key) => errors.push(required(
+            format!("{path}.{key}"),
+            "must populate information for the given metric source",
+        )),
+        Some(_) => {}
+        // Upstream's switch adds a second NotSupported after the check above.
+        None => errors.push(not_supported(
+            format!("{path}.type"),
+            kind,
+            &METRIC_SOURCE_TYPES,
+        )),
+    }
+    if present.len() != 1 {
+        for key in present.iter().filter(|k| Some(**k) != expected) {
+            errors.push(forbidden(
+                format!("{path}.{key}"),
+                "must populate the given metric source only",
+            ));
+        }
+    }
+}
+
+/// The checks of one metric source (`validateObjectSource`, `validateExternalSource`,
+/// `validatePodsSource`, `validateResourceSource`, `validateContainerResourceSource`).
+fn validate_source(key: &str, source: &Value, at: &str, errors: &mut Vec<FieldError>) {
+    let target = source.get("target");
+    match key {
+        "object" | "external" | "pods" => {
+            if key == "object" {
+                validate_reference(
+                    source.get("describedObject"),
+                    &format!("{at}.describedObject"),
+                    errors,
+                );
+            }
+            validate_identifier(source.get("metric"), at, errors);
+            validate_target(target, at, errors);
+            let averaged = format!("{at}.target.averageValue");
+            match key {
+                "object" if !has(target, "value") && !has(target, "averageValue") => {
+                    errors.push(required(
+                        averaged,
+                        "must set either a target value or averageValue",
+                    ));
+                }
+                "external" => {
+                    if !has(target, "value") && !has(target, "averageValue") {
+                        errors.push(required(
+                            averaged,
+                            "must set either a target value for metric or a per-pod target",
+                        ));
+                    }
+                    if has(target, "value") && has(target, "averageValue") {
+                        errors.push(forbidden(
+                            format!("{at}.target.value"),
+                            "may not set both a target value for metric and a per-pod target",
+                        ));
+                    }
+                }
+                "pods" if !has(target, "averageValue") => {
+                    errors.push(required(
+                        averaged,
+                        "must specify a positive target averageValue",
+                    ));
+                }
+                _ => {}
+            }
+        }
+        _ => {
+            let name = source.get("name").and_then(Value::as_str).unwrap_or("");
+            if name.is_empty() {
+                errors.push(required(
+                    format!("{at}.name"),
+                    "must specify a resource name",
+                ));
+            }
+            if key == "containerResource" {
+                let container = source
+                    .get("container")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                if container.is_empty() {
+                    errors.push(required(
+                        format!("{at}.container"),
+                        "must specify a container",
+                    ));
+                } else {
+                    for message in kubemock_apimachinery::validation::is_dns1123_label(container) {
+                        errors.push(invalid(
+                            format!("{at}.container"),
+                            go_str(container),
+                            &message,
+                        ));
+                    }
+                }
+            }
+            validate_target(target, at, errors);
+            if !has(target, "averageUtilization") && !has(target, "averageValue") {
+                errors.push(required(
+                    format!("{at}.target.averageUtilization"),
+                    "must set either a target raw value or a target utilization",
+                ));
+            }
+            if has(target, "averageUtilization") && has(target, "averageValue") {
+                errors.push(forbidden(
+                    format!("{at}.target.averageValue"),
+                    "may not set both a target raw value and a target utilization",
+                ));
+            }
+        }
+    }
+}
+
+/// Whether `target` has a non-null `key`.
+fn has(target: Option<&Value>, key: &str) -> bool {
+    target
+        .and_then(|t| t.get(key))
+        .is_some_and(|v| !v.is_null())
+}
+
+/// `ValidateCrossVersionObjectReference` of a metric's described object.
+fn validate_reference(reference: Option<&Value>, path: &str, errors: &mut Vec<FieldError>) {
+    for key in ["kind", "name"] {
+        let value = reference
+            .and_then(|r| r.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if value.is_empty() {
+            errors.push(required(format!("{path}.{key}"), ""));
+            continue;
+        }
+        for message in kubemock_apimachinery::validation::is_valid_path_segment_name(value) {
+            errors.push(invalid(format!("{path}.{key}"), go_str(value), &message));
+        }
+    }
+}
+
+/// `validateMetricIdentifier` of a source's `metric`.
+fn validate_identifier(metric: Option<&Value>, path: &str, errors: &mut Vec<FieldError>) {
+    let name = metric
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if name.is_empty() {
+        errors.push(required(
+            format!("{path}.metric.name"),
+            "must specify a metric name",
+        ));
+        return;
+    }
+    for message in kubemock_apimachinery::validation::is_valid_path_segment_name(name) {
+        errors.push(invalid(
+            format!("{path}.metric.name"),
+            go_str(name),
+            &message,
+        ));
+    }
+}
+
+/// `validateMetricTarget` of a source's `target`.
+fn validate_target(target: Option<&Value>, path: &str, errors: &mut Vec<FieldError>) {
+    let at = format!("{path}.target");
+    let kind = target
+        .and_then(|t| t.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if kind.is_empty() {
+        errors.push(required(
+            format!("{at}.type"),
+            "must specify a metric target type",
+        ));
+    }
+    if !["Utilization", "Value", "AverageValue"].contains(&kind) {
+        errors.push(invalid(
+            format!("{at}.type"),
+            go_str(kind),
+            "must be either Utilization, Value, or AverageValue",
+        ));
+    }
+    for key in ["value", "averageValue"] {
+        let Some(text) = target.and_then(|t| t.get(key)).and_then(Value::as_str) else {
+            continue;
+        };
+        if let Ok(quantity) = text.parse::<Quantity>()
+            && quantity.sign() != 1
+        {
+            // A Quantity is a Stringer: upstream prints its canonical text unquoted.
+            errors.push(FieldError::from(kubemock_apimachinery::field::Error {
+                kind: kubemock_apimachinery::field::ErrorType::Invalid,
+                field: format!("{at}.{key}"),
+                bad_value: kubemock_apimachinery::field::BadValue::Stringer(quantity.to_string()),
+                detail: "must be positive".to_owned(),
+            }));
+        }
+    }
+    if let Some(utilization) = target
+        .and_then(|t| t.get("averageUtilization"))
+        .and_then(Value::as_i64)
+        .filter(|u| *u < 1)
+    {
+        errors.push(invalid(
+            format!("{at}.averageUtilization"),
+            utilization.to_string(),
+            "must be greater than 0",
+        ));
     }
 }
 
@@ -1132,5 +1494,62 @@ mod tests {
         }));
         let back = convert(convert(v2, V1), V2);
         assert_eq!(back["spec"]["metrics"], metrics);
+    }
+
+    /// `field: detail` of each error `validate` finds.
+    fn messages(value: Value) -> Vec<String> {
+        let mut errors = Vec::new();
+        validate(&object(value), &mut errors);
+        errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.detail))
+            .collect()
+    }
+
+    #[test]
+    fn metrics_and_behavior_are_validated_as_upstream_words_it() {
+        // pkg/apis/autoscaling/validation/validation.go.
+        let spec = |metrics: Value, behavior: Value| {
+            json!({"apiVersion": V2, "spec": {"maxReplicas": 3,
+                "scaleTargetRef": {"kind": "Deployment", "name": "web"},
+                "metrics": metrics, "behavior": behavior}})
+        };
+        assert_eq!(
+            messages(spec(
+                json!([
+                    {"type": "Resource", "resource": {"name": "cpu",
+                        "target": {"type": "Utilization", "averageUtilization": 0}}},
+                    {"type": "Pods", "pods": {"metric": {"name": "qps"},
+                        "target": {"type": "AverageValue", "averageValue": "-1"}},
+                     "resource": {"name": "cpu"}},
+                    {"type": "Bogus"},
+                ]),
+                json!({"scaleUp": {"stabilizationWindowSeconds": 4000, "selectPolicy": "Most",
+                    "policies": [{"type": "Pods", "value": 0, "periodSeconds": 2000}]},
+                       "scaleDown": {}}),
+            )),
+            vec![
+                "spec.metrics[0].resource.target.averageUtilization: Invalid value: 0: must be greater than 0",
+                "spec.metrics[1].pods.target.averageValue: Invalid value: -1: must be positive",
+                "spec.metrics[1].resource: Forbidden: must populate the given metric source only",
+                "spec.metrics[2].type: Unsupported value: \"Bogus\": supported values: \"ContainerResource\", \"External\", \"Object\", \"Pods\", \"Resource\"",
+                "spec.metrics[2].type: Unsupported value: \"Bogus\": supported values: \"ContainerResource\", \"External\", \"Object\", \"Pods\", \"Resource\"",
+                "spec.behavior.scaleUp.stabilizationWindowSeconds: Invalid value: 4000: must be less than or equal to 3600",
+                "spec.behavior.scaleUp.selectPolicy: Unsupported value: \"Most\": supported values: \"Disabled\", \"Max\", \"Min\"",
+                "spec.behavior.scaleUp.policies[0].value: Invalid value: 0: must be greater than zero",
+                "spec.behavior.scaleUp.policies[0].periodSeconds: Invalid value: 2000: must be less than or equal to 1800",
+                "spec.behavior.scaleDown.policies: Required value: must specify at least one Policy",
+            ]
+        );
+        // A v1 object is validated in v2's form: its CPU target is a v2 metric.
+        let v1 = json!({"apiVersion": V1, "spec": {"maxReplicas": 3,
+            "scaleTargetRef": {"kind": "Deployment", "name": "web"},
+            "targetCPUUtilizationPercentage": -5}});
+        assert_eq!(
+            messages(v1),
+            vec![
+                "spec.metrics[0].resource.target.averageUtilization: Invalid value: -5: must be greater than 0"
+            ]
+        );
     }
 }
