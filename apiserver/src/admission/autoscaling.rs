@@ -171,21 +171,11 @@ pub(crate) fn validate(object: &Object, errors: &mut Vec<FieldError>) {
             "must be greater than or equal to `minReplicas`",
         ));
     }
-    let target = spec.and_then(|s| s.get("scaleTargetRef"));
-    for key in ["kind", "name"] {
-        let field = format!("spec.scaleTargetRef.{key}");
-        let value = target
-            .and_then(|t| t.get(key))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if value.is_empty() {
-            errors.push(required(field, ""));
-            continue;
-        }
-        for message in kubemock_apimachinery::validation::is_valid_path_segment_name(value) {
-            errors.push(invalid(field.clone(), go_str(value), &message));
-        }
-    }
+    validate_reference(
+        spec.and_then(|s| s.get("scaleTargetRef")),
+        "spec.scaleTargetRef",
+        errors,
+    );
     let metrics = spec
         .and_then(|s| s.get("metrics"))
         .and_then(Value::as_array)
@@ -444,7 +434,7 @@ fn has(target: Option<&Value>, key: &str) -> bool {
         .is_some_and(|v| !v.is_null())
 }
 
-/// `ValidateCrossVersionObjectReference` of a metric's described object.
+/// `ValidateCrossVersionObjectReference`: the scale target's, or a metric's described object's.
 fn validate_reference(reference: Option<&Value>, path: &str, errors: &mut Vec<FieldError>) {
     for key in ["kind", "name"] {
         let value = reference
@@ -781,7 +771,12 @@ fn annotations_of(object: &Object) -> Map<String, Value> {
 
 /// `from[key]` into `to`, when present and not null.
 fn copy_field(from: Option<&Map<String, Value>>, to: &mut Map<String, Value>, key: &str) {
-    if let Some(value) = from.and_then(|f| f.get(key)).filter(|v| !v.is_null()) {
+    put(to, key, from.and_then(|f| f.get(key)));
+}
+
+/// `to[key] = value`, when there is one and it is not null (Go's omitted pointer).
+fn put(to: &mut Map<String, Value>, key: &str, value: Option<&Value>) {
+    if let Some(value) = value.filter(|v| !v.is_null()) {
         to.insert(key.to_owned(), value.clone());
     }
 }
@@ -856,9 +851,7 @@ fn reference(value: Option<&Value>) -> Value {
 fn identifier(name: Option<&Value>, selector: Option<&Value>) -> Value {
     let mut out = Map::new();
     out.insert("name".to_owned(), name.cloned().unwrap_or(json!("")));
-    if let Some(selector) = selector.filter(|v| !v.is_null()) {
-        out.insert("selector".to_owned(), selector.clone());
-    }
+    put(&mut out, "selector", selector);
     Value::Object(out)
 }
 
@@ -921,9 +914,11 @@ fn metric_spec_v1_to_v2(metric: &Value) -> Value {
                     "Utilization"
                 }),
             );
-            if let Some(value) = source.get("targetAverageValue").filter(|v| !v.is_null()) {
-                target.insert("averageValue".to_owned(), value.clone());
-            }
+            put(
+                &mut target,
+                "averageValue",
+                source.get("targetAverageValue"),
+            );
             if let Some(utilization) = utilization {
                 target.insert("averageUtilization".to_owned(), utilization.clone());
             }
@@ -956,9 +951,11 @@ fn metric_spec_v1_to_v2(metric: &Value) -> Value {
         if let Some(value) = value {
             target.insert("value".to_owned(), value.clone());
         }
-        if let Some(average) = external.get("targetAverageValue").filter(|v| !v.is_null()) {
-            target.insert("averageValue".to_owned(), average.clone());
-        }
+        put(
+            &mut target,
+            "averageValue",
+            external.get("targetAverageValue"),
+        );
         out.insert(
             "external".to_owned(),
             json!({
@@ -989,15 +986,12 @@ fn metric_spec_v2_to_v1(metric: &Value) -> Value {
             "targetValue".to_owned(),
             quantity_or_zero(object.pointer("/target/value")),
         );
-        if let Some(selector) = object.pointer("/metric/selector").filter(|v| !v.is_null()) {
-            source.insert("selector".to_owned(), selector.clone());
-        }
-        if let Some(average) = object
-            .pointer("/target/averageValue")
-            .filter(|v| !v.is_null())
-        {
-            source.insert("averageValue".to_owned(), average.clone());
-        }
+        put(&mut source, "selector", object.pointer("/metric/selector"));
+        put(
+            &mut source,
+            "averageValue",
+            object.pointer("/target/averageValue"),
+        );
         out.insert("object".to_owned(), Value::Object(source));
     }
     if let Some(pods) = metric.get("pods").filter(|v| v.is_object()) {
@@ -1010,21 +1004,23 @@ fn metric_spec_v2_to_v1(metric: &Value) -> Value {
             "targetAverageValue".to_owned(),
             quantity_or_zero(pods.pointer("/target/averageValue")),
         );
-        if let Some(selector) = pods.pointer("/metric/selector").filter(|v| !v.is_null()) {
-            source.insert("selector".to_owned(), selector.clone());
-        }
+        put(&mut source, "selector", pods.pointer("/metric/selector"));
         out.insert("pods".to_owned(), Value::Object(source));
     }
     for key in ["resource", "containerResource"] {
         if let Some(resource) = metric.get(key).filter(|v| v.is_object()) {
             let mut source = pick(resource, &["name"]);
             if let Some(target) = resource.get("target") {
-                if let Some(u) = target.get("averageUtilization").filter(|v| !v.is_null()) {
-                    source.insert("targetAverageUtilization".to_owned(), u.clone());
-                }
-                if let Some(v) = target.get("averageValue").filter(|v| !v.is_null()) {
-                    source.insert("targetAverageValue".to_owned(), v.clone());
-                }
+                put(
+                    &mut source,
+                    "targetAverageUtilization",
+                    target.get("averageUtilization"),
+                );
+                put(
+                    &mut source,
+                    "targetAverageValue",
+                    target.get("averageValue"),
+                );
             }
             if key == "containerResource" {
                 source.insert(
@@ -1044,21 +1040,21 @@ fn metric_spec_v2_to_v1(metric: &Value) -> Value {
                 .cloned()
                 .unwrap_or(json!("")),
         );
-        if let Some(selector) = external
-            .pointer("/metric/selector")
-            .filter(|v| !v.is_null())
-        {
-            source.insert("metricSelector".to_owned(), selector.clone());
-        }
-        if let Some(value) = external.pointer("/target/value").filter(|v| !v.is_null()) {
-            source.insert("targetValue".to_owned(), value.clone());
-        }
-        if let Some(average) = external
-            .pointer("/target/averageValue")
-            .filter(|v| !v.is_null())
-        {
-            source.insert("targetAverageValue".to_owned(), average.clone());
-        }
+        put(
+            &mut source,
+            "metricSelector",
+            external.pointer("/metric/selector"),
+        );
+        put(
+            &mut source,
+            "targetValue",
+            external.pointer("/target/value"),
+        );
+        put(
+            &mut source,
+            "targetAverageValue",
+            external.pointer("/target/averageValue"),
+        );
         out.insert("external".to_owned(), Value::Object(source));
     }
     Value::Object(out)
@@ -1075,9 +1071,7 @@ fn metric_status_v1_to_v2(metric: &Value) -> Value {
             "value".to_owned(),
             quantity_or_zero(object.get("currentValue")),
         );
-        if let Some(average) = object.get("averageValue").filter(|v| !v.is_null()) {
-            current.insert("averageValue".to_owned(), average.clone());
-        }
+        put(&mut current, "averageValue", object.get("averageValue"));
         out.insert(
             "object".to_owned(),
             json!({
@@ -1103,12 +1097,11 @@ fn metric_status_v1_to_v2(metric: &Value) -> Value {
                 "averageValue".to_owned(),
                 quantity_or_zero(source.get("currentAverageValue")),
             );
-            if let Some(u) = source
-                .get("currentAverageUtilization")
-                .filter(|v| !v.is_null())
-            {
-                current.insert("averageUtilization".to_owned(), u.clone());
-            }
+            put(
+                &mut current,
+                "averageUtilization",
+                source.get("currentAverageUtilization"),
+            );
             let mut out_source = pick(source, &["name"]);
             out_source.insert("current".to_owned(), Value::Object(current));
             if key == "containerResource" {
@@ -1126,9 +1119,11 @@ fn metric_status_v1_to_v2(metric: &Value) -> Value {
             "value".to_owned(),
             quantity_or_zero(external.get("currentValue")),
         );
-        if let Some(average) = external.get("currentAverageValue").filter(|v| !v.is_null()) {
-            current.insert("averageValue".to_owned(), average.clone());
-        }
+        put(
+            &mut current,
+            "averageValue",
+            external.get("currentAverageValue"),
+        );
         out.insert(
             "external".to_owned(),
             json!({
@@ -1159,15 +1154,12 @@ fn metric_status_v2_to_v1(metric: &Value) -> Value {
             "currentValue".to_owned(),
             quantity_or_zero(object.pointer("/current/value")),
         );
-        if let Some(selector) = object.pointer("/metric/selector").filter(|v| !v.is_null()) {
-            status.insert("selector".to_owned(), selector.clone());
-        }
-        if let Some(average) = object
-            .pointer("/current/averageValue")
-            .filter(|v| !v.is_null())
-        {
-            status.insert("averageValue".to_owned(), average.clone());
-        }
+        put(&mut status, "selector", object.pointer("/metric/selector"));
+        put(
+            &mut status,
+            "averageValue",
+            object.pointer("/current/averageValue"),
+        );
         out.insert("object".to_owned(), Value::Object(status));
     }
     if let Some(pods) = metric.get("pods").filter(|v| v.is_object()) {
@@ -1180,20 +1172,17 @@ fn metric_status_v2_to_v1(metric: &Value) -> Value {
             "currentAverageValue".to_owned(),
             quantity_or_zero(pods.pointer("/current/averageValue")),
         );
-        if let Some(selector) = pods.pointer("/metric/selector").filter(|v| !v.is_null()) {
-            status.insert("selector".to_owned(), selector.clone());
-        }
+        put(&mut status, "selector", pods.pointer("/metric/selector"));
         out.insert("pods".to_owned(), Value::Object(status));
     }
     for key in ["resource", "containerResource"] {
         if let Some(resource) = metric.get(key).filter(|v| v.is_object()) {
             let mut status = pick(resource, &["name"]);
-            if let Some(u) = resource
-                .pointer("/current/averageUtilization")
-                .filter(|v| !v.is_null())
-            {
-                status.insert("currentAverageUtilization".to_owned(), u.clone());
-            }
+            put(
+                &mut status,
+                "currentAverageUtilization",
+                resource.pointer("/current/averageUtilization"),
+            );
             status.insert(
                 "currentAverageValue".to_owned(),
                 quantity_or_zero(resource.pointer("/current/averageValue")),
@@ -1216,22 +1205,20 @@ fn metric_status_v2_to_v1(metric: &Value) -> Value {
                 .cloned()
                 .unwrap_or(json!("")),
         );
-        if let Some(selector) = external
-            .pointer("/metric/selector")
-            .filter(|v| !v.is_null())
-        {
-            status.insert("metricSelector".to_owned(), selector.clone());
-        }
+        put(
+            &mut status,
+            "metricSelector",
+            external.pointer("/metric/selector"),
+        );
         status.insert(
             "currentValue".to_owned(),
             quantity_or_zero(external.pointer("/current/value")),
         );
-        if let Some(average) = external
-            .pointer("/current/averageValue")
-            .filter(|v| !v.is_null())
-        {
-            status.insert("currentAverageValue".to_owned(), average.clone());
-        }
+        put(
+            &mut status,
+            "currentAverageValue",
+            external.pointer("/current/averageValue"),
+        );
         out.insert("external".to_owned(), Value::Object(status));
     }
     Value::Object(out)
