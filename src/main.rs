@@ -182,12 +182,8 @@ fn parse_clock_start(text: &str) -> Result<VirtualClockStart, String> {
     }
     let nanos = kubemock_apimachinery::time::parse_rfc3339(text)
         .ok_or_else(|| format!("{text:?} is not an RFC 3339 time (2030-01-01T00:00:00Z)"))?;
-    let seconds = i64::try_from(nanos.div_euclid(kubemock_apimachinery::time::NANOS_PER_SECOND))
-        .map_err(|_| format!("{text:?} is out of range"))?;
-    let subsec = u32::try_from(nanos.rem_euclid(kubemock_apimachinery::time::NANOS_PER_SECOND))
-        .map_err(|_| format!("{text:?} is out of range"))?;
-    let start = k8s_openapi::chrono::DateTime::from_timestamp(seconds, subsec)
-        .ok_or_else(|| format!("{text:?} is out of range"))?;
+    let start =
+        jiff::Timestamp::from_nanosecond(nanos).map_err(|_| format!("{text:?} is out of range"))?;
     Ok(VirtualClockStart::At(
         kubemock_controllers::clock::Clock::virtual_at(start),
     ))

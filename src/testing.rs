@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use k8s_openapi::chrono::{DateTime, Utc};
+use jiff::Timestamp;
 use kubemock_apiserver::{ServerConfig, TestServer};
 use kubemock_client::{
     Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams,
@@ -57,7 +57,7 @@ pub struct Cluster {
 pub struct ClusterBuilder {
     no_controllers: bool,
     manager: Option<ManagerConfig>,
-    virtual_clock: Option<DateTime<Utc>>,
+    virtual_clock: Option<Timestamp>,
     load: Vec<PathBuf>,
 }
 
@@ -80,7 +80,7 @@ impl ClusterBuilder {
     /// (`kubemock serve --virtual-clock=START`): [`Cluster::advance`] and [`Cluster::set_time`]
     /// move it.
     #[must_use]
-    pub fn virtual_clock(mut self, start: DateTime<Utc>) -> Self {
+    pub fn virtual_clock(mut self, start: Timestamp) -> Self {
         self.virtual_clock = Some(start);
         self
     }
@@ -240,28 +240,25 @@ impl Cluster {
     }
 
     /// The time of the server's clock, read through the API.
-    pub async fn now(&self) -> anyhow::Result<DateTime<Utc>> {
+    pub async fn now(&self) -> anyhow::Result<Timestamp> {
         let clock = self.api("Clock", "clocks").get("cluster").await?;
         clock_time(&clock)
     }
 
     /// Advances the virtual clock by `by` (through the API); answers the new time.
-    pub async fn advance(&self, by: Duration) -> anyhow::Result<DateTime<Utc>> {
+    pub async fn advance(&self, by: Duration) -> anyhow::Result<Timestamp> {
         let nanos = i64::try_from(by.as_nanos()).context("the duration is too long")?;
         let advance = kubemock_apimachinery::duration::format_duration(nanos);
         self.move_clock(json!({"spec": {"advance": advance}})).await
     }
 
     /// Sets the virtual clock to `time` (backwards too; through the API); answers it.
-    pub async fn set_time(&self, time: DateTime<Utc>) -> anyhow::Result<DateTime<Utc>> {
-        let text = kubemock_apimachinery::time::rfc3339_micro(
-            time.timestamp(),
-            time.timestamp_subsec_nanos(),
-        );
+    pub async fn set_time(&self, time: Timestamp) -> anyhow::Result<Timestamp> {
+        let text = kubemock_apimachinery::time::rfc3339_micro_of(time);
         self.move_clock(json!({"spec": {"time": text}})).await
     }
 
-    async fn move_clock(&self, patch: Value) -> anyhow::Result<DateTime<Utc>> {
+    async fn move_clock(&self, patch: Value) -> anyhow::Result<Timestamp> {
         let clock = self
             .api("Clock", "clocks")
             .patch("cluster", &PatchParams::default(), &Patch::Merge(patch))
@@ -278,7 +275,7 @@ impl Drop for Cluster {
 }
 
 /// A Clock object's `status.now`.
-fn clock_time(clock: &DynamicObject) -> anyhow::Result<DateTime<Utc>> {
+fn clock_time(clock: &DynamicObject) -> anyhow::Result<Timestamp> {
     let now = clock
         .data
         .get("status")
@@ -286,9 +283,7 @@ fn clock_time(clock: &DynamicObject) -> anyhow::Result<DateTime<Utc>> {
         .and_then(Value::as_str)
         .context("a Clock without status.now")?;
     let nanos = kubemock_apimachinery::time::parse_rfc3339(now).context("status.now")?;
-    let seconds = i64::try_from(nanos.div_euclid(kubemock_apimachinery::time::NANOS_PER_SECOND))?;
-    let subsec = u32::try_from(nanos.rem_euclid(kubemock_apimachinery::time::NANOS_PER_SECOND))?;
-    DateTime::from_timestamp(seconds, subsec).context("status.now out of range")
+    Timestamp::from_nanosecond(nanos).context("status.now out of range")
 }
 
 /// A Fault a test created ([`Cluster::fault`]).

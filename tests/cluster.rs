@@ -7,11 +7,11 @@
 
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
-use k8s_openapi::chrono::{DateTime, TimeZone, Utc};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kubemock::testing::Cluster;
 use serde_json::json;
@@ -22,8 +22,8 @@ const WAIT: Duration = Duration::from_secs(30);
 /// react to a move within milliseconds; a wrong reaction would show by then).
 const QUIET: Duration = Duration::from_millis(500);
 
-fn start_time() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap()
+fn start_time() -> Timestamp {
+    "2030-01-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap()
 }
 
 // readme:start
@@ -128,7 +128,7 @@ async fn a_cronjob_fires_when_the_clock_passes_its_schedule() {
 
     cluster.advance(Duration::from_secs(70)).await.unwrap();
     let scheduled = start_time() + Duration::from_secs(5 * 60);
-    let name = format!("every-five-{}", scheduled.timestamp() / 60);
+    let name = format!("every-five-{}", scheduled.as_second() / 60);
     let deadline = tokio::time::Instant::now() + WAIT;
     let job = loop {
         if let Some(job) = jobs.get_opt(&name).await.unwrap() {

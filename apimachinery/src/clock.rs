@@ -14,7 +14,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::chrono::{DateTime, Utc};
+use jiff::Timestamp;
 use tokio::sync::watch;
 
 /// The time source of a process: the system clock, or a [`FakeClock`].
@@ -38,12 +38,12 @@ impl Clock {
     }
 
     /// A virtual clock standing at `start` (a new [`FakeClock`]).
-    pub fn virtual_at(start: DateTime<Utc>) -> Self {
+    pub fn virtual_at(start: Timestamp) -> Self {
         Clock::from(FakeClock::new(start))
     }
 
     /// The current time.
-    pub fn now(&self) -> DateTime<Utc> {
+    pub fn now(&self) -> Timestamp {
         match &self.fake {
             Some(fake) => fake.now(),
             None => system_now(),
@@ -52,15 +52,13 @@ impl Clock {
 
     /// The current time in whole seconds since the Unix epoch (what `metav1.Time` keeps).
     pub fn unix_seconds(&self) -> i64 {
-        self.now().timestamp()
+        self.now().as_second()
     }
 
     /// The current time in nanoseconds since the Unix epoch (as [`crate::time::parse_rfc3339`]
     /// returns times).
     pub fn unix_nanos(&self) -> i128 {
-        let now = self.now();
-        i128::from(now.timestamp()) * crate::time::NANOS_PER_SECOND
-            + i128::from(now.timestamp_subsec_nanos())
+        self.now().as_nanosecond()
     }
 
     /// The current time as RFC 3339 UTC with seconds precision (`metav1.Time`).
@@ -79,7 +77,7 @@ impl Clock {
     }
 
     /// Sets a virtual clock's time (backwards too, as upstream's fake clock allows).
-    pub fn set(&self, time: DateTime<Utc>) -> Result<(), NotVirtual> {
+    pub fn set(&self, time: Timestamp) -> Result<(), NotVirtual> {
         self.fake.as_ref().ok_or(NotVirtual)?.set(time);
         Ok(())
     }
@@ -92,16 +90,16 @@ impl Clock {
 
     /// A receiver that sees every move of a fake clock; `None` for the system clock, which
     /// never jumps (whoever waits for a time sleeps until it instead).
-    pub fn subscribe(&self) -> Option<watch::Receiver<DateTime<Utc>>> {
+    pub fn subscribe(&self) -> Option<watch::Receiver<Timestamp>> {
         self.fake.as_ref().map(|fake| fake.time.subscribe())
     }
 
     /// Returns once the clock shows `deadline` or later: after that much real time on the
     /// system clock, as soon as a move of a fake clock passes it (never, if nobody moves it).
-    pub async fn sleep_until(&self, deadline: DateTime<Utc>) {
+    pub async fn sleep_until(&self, deadline: Timestamp) {
         match &self.fake {
             None => {
-                let left = (deadline - system_now()).to_std().unwrap_or_default();
+                let left = crate::time::until(system_now(), deadline);
                 if !left.is_zero() {
                     tokio::time::sleep(left).await;
                 }
@@ -117,24 +115,14 @@ impl Clock {
     /// Returns once `by` has passed on this clock ([`Clock::sleep_until`] now + `by`, "now"
     /// being when the future is first polled).
     pub async fn sleep(&self, by: Duration) {
-        let by = k8s_openapi::chrono::Duration::from_std(by)
-            .unwrap_or(k8s_openapi::chrono::Duration::MAX);
         let now = self.now();
-        self.sleep_until(
-            now.checked_add_signed(by)
-                .unwrap_or(DateTime::<Utc>::MAX_UTC),
-        )
-        .await;
+        self.sleep_until(crate::time::shift_std(now, by)).await;
     }
 }
 
-/// The system's wall-clock time (chrono is built without its own clock in k8s-openapi).
-fn system_now() -> DateTime<Utc> {
-    let since_epoch = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX);
-    DateTime::from_timestamp(secs, since_epoch.subsec_nanos()).unwrap_or_default()
+/// The system's wall-clock time.
+fn system_now() -> Timestamp {
+    Timestamp::now()
 }
 
 impl From<FakeClock> for Clock {
@@ -169,45 +157,44 @@ impl Eq for Clock {}
 ///
 /// ```
 /// use kubemock_apimachinery::clock::{Clock, FakeClock};
-/// use k8s_openapi::chrono::{TimeZone, Utc};
+/// use jiff::Timestamp;
 ///
-/// let fake = FakeClock::new(Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap());
+/// let start: Timestamp = "2030-01-01T00:00:00Z".parse().unwrap();
+/// let fake = FakeClock::new(start);
 /// let clock = Clock::from(fake.clone());
 /// fake.advance(std::time::Duration::from_secs(300));
-/// assert_eq!(clock.now(), Utc.with_ymd_and_hms(2030, 1, 1, 0, 5, 0).unwrap());
+/// assert_eq!(clock.now().to_string(), "2030-01-01T00:05:00Z");
 /// ```
 #[derive(Clone)]
 pub struct FakeClock {
     /// The current time; written by [`FakeClock::set`] and [`FakeClock::advance`] (any
     /// clone), read by everyone. The watch channel holds one value, so it is bounded, and
     /// its receivers learn of each move.
-    time: Arc<watch::Sender<DateTime<Utc>>>,
+    time: Arc<watch::Sender<Timestamp>>,
 }
 
 impl FakeClock {
     /// A clock standing at `start`.
-    pub fn new(start: DateTime<Utc>) -> Self {
+    pub fn new(start: Timestamp) -> Self {
         FakeClock {
             time: Arc::new(watch::Sender::new(start)),
         }
     }
 
     /// The time it shows.
-    pub fn now(&self) -> DateTime<Utc> {
+    pub fn now(&self) -> Timestamp {
         *self.time.borrow()
     }
 
     /// Sets the time (backwards too) and notifies the subscribers.
-    pub fn set(&self, time: DateTime<Utc>) {
+    pub fn set(&self, time: Timestamp) {
         self.time.send_replace(time);
     }
 
     /// Moves the time forward by `by` and notifies the subscribers.
     pub fn advance(&self, by: Duration) {
-        let by = k8s_openapi::chrono::Duration::from_std(by)
-            .unwrap_or(k8s_openapi::chrono::Duration::MAX);
         self.time.send_modify(|time| {
-            *time = time.checked_add_signed(by).unwrap_or(*time);
+            *time = crate::time::shift_std(*time, by);
         });
     }
 }
@@ -220,13 +207,15 @@ impl fmt::Debug for FakeClock {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::chrono::TimeZone;
-
     use super::*;
+
+    fn new_year_2030() -> Timestamp {
+        Timestamp::from_second(1_893_456_000).expect("in range")
+    }
 
     #[tokio::test]
     async fn a_fake_clock_moves_only_when_told_and_notifies_its_subscribers() {
-        let start = Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap();
+        let start = new_year_2030();
         let fake = FakeClock::new(start);
         let clock = Clock::from(fake.clone());
         let mut moves = clock.subscribe().expect("a fake clock has subscribers");
@@ -252,7 +241,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_sleep_on_a_fake_clock_ends_when_a_move_passes_its_deadline_and_not_before() {
-        let start = Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap();
+        let start = new_year_2030();
         let clock = Clock::virtual_at(start);
         let sleeper = tokio::spawn({
             let clock = clock.clone();
@@ -270,11 +259,11 @@ mod tests {
 
     #[test]
     fn clocks_are_equal_when_both_are_the_system_clock_or_share_one_fake() {
-        let fake = FakeClock::new(Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap());
+        let fake = FakeClock::new(new_year_2030());
         assert_eq!(Clock::system(), Clock::default());
         assert_eq!(Clock::from(fake.clone()), Clock::from(fake.clone()));
         assert_ne!(Clock::from(fake), Clock::system());
-        let other = FakeClock::new(Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap());
+        let other = FakeClock::new(new_year_2030());
         assert_ne!(
             Clock::from(other.clone()),
             Clock::from(FakeClock::new(other.now()))

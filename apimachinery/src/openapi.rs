@@ -1,5 +1,6 @@
 //! The OpenAPI schemas of the built-in kinds, generated from a maintained source (the
-//! `k8s-openapi` crate's `schemars` implementations, Kubernetes 1.32) rather than written by
+//! `k8s-openapi` crate's `schemars` implementations, of the Kubernetes version the build chose:
+//! 1.33 here, docs/crates.md) rather than written by
 //! hand. They feed the API server's OpenAPI documents (`kubectl explain`, validation
 //! discovery) and its field validation, and give the protobuf codec ([`crate::protobuf`]) its
 //! JSON names, so all three always agree.
@@ -14,7 +15,7 @@ use k8s_openapi::api::{
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
-use schemars::r#gen::{SchemaGenerator, SchemaSettings};
+use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
 /// Where component schemas live in an OpenAPI v3 document.
@@ -47,7 +48,7 @@ where
             T::VERSION.to_owned(),
             T::KIND.to_owned(),
         ),
-        T::schema_name(),
+        T::schema_name().into_owned(),
     )
 }
 
@@ -62,9 +63,8 @@ macro_rules! kind_schemas {
 impl Schemas {
     /// Generates the schemas of every built-in kind (a few milliseconds; done once).
     pub fn builtin() -> Schemas {
-        let mut settings = SchemaSettings::openapi3();
-        settings.definitions_path = COMPONENTS_PREFIX.to_owned();
-        let mut generator = SchemaGenerator::new(settings);
+        // OpenAPI 3's settings put references at `#/components/schemas/` (COMPONENTS_PREFIX).
+        let mut generator = SchemaGenerator::new(SchemaSettings::openapi3());
         let kinds = kind_schemas![&mut generator;
             core::v1::Binding, core::v1::ComponentStatus, core::v1::ConfigMap,
             core::v1::Endpoints, core::v1::Event,
@@ -102,11 +102,9 @@ impl Schemas {
             flowcontrol::v1::FlowSchema, flowcontrol::v1::PriorityLevelConfiguration,
             node::v1::RuntimeClass,
         ];
-        let mut components: Map<String, Value> = generator
-            .take_definitions()
-            .into_iter()
-            .map(|(name, schema)| (name, serde_json::to_value(schema).unwrap_or(Value::Null)))
-            .collect();
+        // Without schemars' OpenAPI transforms: k8s-openapi writes the schemas as the real
+        // document has them (a `$ref` beside its `description`, no `nullable`).
+        let mut components: Map<String, Value> = generator.take_definitions(false);
         components.sort_keys();
         let mut kinds_by_key = HashMap::new();
         for ((group, version, kind), name) in kinds {

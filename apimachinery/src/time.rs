@@ -63,6 +63,56 @@ fn push_digits(out: &mut String, value: u64, width: u32) {
 /// Nanoseconds per second.
 pub const NANOS_PER_SECOND: i128 = 1_000_000_000;
 
+/// `at` moved by `by`, clamped to the range of `jiff::Timestamp` (the years -9999 to 9999,
+/// what k8s-openapi's `Time` holds) where `+` would panic: the durations added to times come
+/// from objects (`ttlSecondsAfterFinished`, `startingDeadlineSeconds`, ...), so any value must
+/// do.
+pub fn shift(at: jiff::Timestamp, by: jiff::SignedDuration) -> jiff::Timestamp {
+    at.checked_add(by).unwrap_or(if by.is_negative() {
+        jiff::Timestamp::MIN
+    } else {
+        jiff::Timestamp::MAX
+    })
+}
+
+/// `at` moved by `seconds` ([`shift`]).
+pub fn shift_seconds(at: jiff::Timestamp, seconds: i64) -> jiff::Timestamp {
+    shift(at, jiff::SignedDuration::from_secs(seconds))
+}
+
+/// `at` moved forward by a `std` duration ([`shift`]; one too long for a `SignedDuration`
+/// ends at the end of the range).
+pub fn shift_std(at: jiff::Timestamp, by: std::time::Duration) -> jiff::Timestamp {
+    shift(
+        at,
+        jiff::SignedDuration::try_from(by).unwrap_or(jiff::SignedDuration::MAX),
+    )
+}
+
+/// How long from `from` until `to`, zero when `to` is not after `from`.
+pub fn until(from: jiff::Timestamp, to: jiff::Timestamp) -> std::time::Duration {
+    std::time::Duration::try_from(to.duration_since(from)).unwrap_or_default()
+}
+
+/// `at` with its fraction of a second dropped (towards the past, as `time.Truncate`).
+pub fn whole_seconds(at: jiff::Timestamp) -> jiff::Timestamp {
+    let seconds = at.as_second() - i64::from(at.subsec_nanosecond() < 0);
+    jiff::Timestamp::from_second(seconds).unwrap_or(at)
+}
+
+/// `at` as `metav1.MicroTime` writes it ([`rfc3339_micro`]).
+pub fn rfc3339_micro_of(at: jiff::Timestamp) -> String {
+    let nanos = at.as_nanosecond();
+    let seconds = i64::try_from(nanos.div_euclid(NANOS_PER_SECOND)).unwrap_or_default();
+    let subsec = u32::try_from(nanos.rem_euclid(NANOS_PER_SECOND)).unwrap_or_default();
+    rfc3339_micro(seconds, subsec)
+}
+
+/// `at` as `metav1.Time` writes it ([`rfc3339`]).
+pub fn rfc3339_of(at: jiff::Timestamp) -> String {
+    rfc3339(whole_seconds(at).as_second())
+}
+
 /// Parses an RFC 3339 timestamp as `metav1.Time` and `metav1.MicroTime` serialise it
 /// (`2024-05-01T12:00:00Z`, with optional fractional seconds and a numeric offset) into
 /// nanoseconds since the Unix epoch; `None` when it is not one.

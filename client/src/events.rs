@@ -165,7 +165,7 @@ impl Recorder {
             .clone()
             .filter(|ns| !ns.is_empty())
             .unwrap_or_else(|| "default".to_owned());
-        let nanos = now.0.timestamp_nanos_opt().unwrap_or_default();
+        let nanos = i64::try_from(now.0.as_nanosecond()).unwrap_or_default();
         let mut event = Event {
             metadata: ObjectMeta {
                 name: Some(format!("{}.{:x}", key.name, nanos)),

@@ -136,15 +136,9 @@ where
     }
 }
 
-/// The current wall-clock time as the timestamp type of k8s-openapi (chrono is built
-/// without its clock there).
-pub fn now() -> k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc> {
-    let since_epoch = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX);
-    k8s_openapi::chrono::DateTime::from_timestamp(secs, since_epoch.subsec_nanos())
-        .unwrap_or_default()
+/// The current wall-clock time as the timestamp type of k8s-openapi.
+pub fn now() -> jiff::Timestamp {
+    jiff::Timestamp::now()
 }
 
 /// An untyped object: `apiVersion`, `kind`, `metadata`, everything else as JSON.

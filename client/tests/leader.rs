@@ -164,12 +164,11 @@ async fn a_vanished_leader_is_replaced_once_its_lease_expires() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_on_a_virtual_clock_stamps_the_lease_from_it_and_survives_its_jumps() {
-    use k8s_openapi::chrono::{TimeZone, Utc};
     use kubemock_apimachinery::clock::{Clock, FakeClock};
 
     let (_server, client) = common::server().await;
     let api: Api<Lease> = Api::namespaced(client, "default");
-    let start = Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap();
+    let start = "2030-01-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap();
     let fake = FakeClock::new(start);
     let config = LeaderElectionConfig::new("virtual").timings(LEASE, RENEW, RETRY);
     let elector =

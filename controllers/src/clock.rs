@@ -6,7 +6,7 @@
 //! [`requeue_on_moves`] turns each move into a look at every object of a controller (as the
 //! CronJob controller does), instead of sleeping until a time that never comes in real time.
 
-use k8s_openapi::chrono::{DateTime, Utc};
+use jiff::Timestamp;
 pub use kubemock_apimachinery::clock::{Clock, FakeClock, NotVirtual};
 use kubemock_client::{ObjectKey, Resource, Store, WorkQueue};
 use tokio_util::sync::CancellationToken;
@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 pub async fn requeue_on_moves(
     clock: Clock,
     token: CancellationToken,
-    mut requeue: impl FnMut(DateTime<Utc>),
+    mut requeue: impl FnMut(Timestamp),
 ) {
     let Some(mut moves) = clock.subscribe() else {
         return;

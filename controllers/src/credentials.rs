@@ -302,9 +302,10 @@ async fn request_token(
     let answer: TokenRequestAnswer = root
         .request(&RequestBuilder::new(path).create(&PostParams::default(), body))
         .await?;
-    let lifetime = (answer.status.expiration_timestamp.0 - kubemock_client::resource::now())
-        .to_std()
-        .unwrap_or_default();
+    let lifetime = kubemock_apimachinery::time::until(
+        kubemock_client::resource::now(),
+        answer.status.expiration_timestamp.0,
+    );
     Ok((answer.status.token, lifetime))
 }
 

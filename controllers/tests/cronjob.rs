@@ -9,9 +9,9 @@ mod common;
 use std::time::Duration;
 
 use common::{Cluster, wait_for};
+use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Event;
-use k8s_openapi::chrono::{DateTime, TimeZone, Utc};
 use kubemock_client::{Api, ListParams, Patch, PatchParams, PostParams};
 use kubemock_controllers::ManagerConfig;
 use kubemock_controllers::clock::FakeClock;
@@ -34,7 +34,7 @@ struct Fixture {
 
 /// A cluster whose controllers (`controllers`, a `--controllers` list) read a fake clock.
 async fn start(controllers: &str) -> Fixture {
-    let clock = FakeClock::new(Utc::now());
+    let clock = FakeClock::new(Timestamp::now());
     // The Jobs' pods exit as soon as they run: a run time on the fake clock would need the
     // tests to move it past each run (kubelet `lifecycle`).
     let config = ManagerConfig::from_list(controllers)
@@ -72,7 +72,7 @@ fn cron_job(name: &str, schedule: &str, spec: Value) -> CronJob {
 
 impl Fixture {
     /// Creates the CronJob; returns its creation time (the schedule counts from there).
-    async fn create(&self, cron_job: &CronJob) -> DateTime<Utc> {
+    async fn create(&self, cron_job: &CronJob) -> Timestamp {
         let created = self
             .cron_jobs
             .create(&PostParams::default(), cron_job)
@@ -152,14 +152,14 @@ impl Fixture {
 }
 
 /// The first multiple of `minutes` minutes strictly after `t`.
-fn next_multiple(t: DateTime<Utc>, minutes: i64) -> DateTime<Utc> {
+fn next_multiple(t: Timestamp, minutes: i64) -> Timestamp {
     let step = minutes * 60;
-    let next = (t.timestamp().div_euclid(step) + 1) * step;
-    Utc.timestamp_opt(next, 0).single().expect("a time")
+    let next = (t.as_second().div_euclid(step) + 1) * step;
+    Timestamp::from_second(next).expect("a time")
 }
 
-fn job_name(cron_job: &str, scheduled: DateTime<Utc>) -> String {
-    format!("{cron_job}-{}", scheduled.timestamp() / 60)
+fn job_name(cron_job: &str, scheduled: Timestamp) -> String {
+    format!("{cron_job}-{}", scheduled.as_second() / 60)
 }
 
 #[tokio::test]
@@ -181,11 +181,7 @@ async fn a_job_is_created_for_the_scheduled_minute_once_the_clock_passes_it() {
         annotations
             .get(SCHEDULED_TIMESTAMP_ANNOTATION)
             .map(String::as_str),
-        Some(
-            first
-                .to_rfc3339_opts(k8s_openapi::chrono::SecondsFormat::Secs, true)
-                .as_str()
-        )
+        Some(kubemock_apimachinery::time::rfc3339_of(first).as_str())
     );
     let owner = &job.metadata.owner_references.as_ref().expect("an owner")[0];
     assert_eq!(
@@ -249,7 +245,7 @@ async fn forbid_skips_a_time_while_a_job_runs_and_replace_replaces_it() {
     ))
     .await;
     // A schedule time after both were created.
-    let first = next_multiple(Utc::now(), 5);
+    let first = next_multiple(Timestamp::now(), 5);
     let second = first + Duration::from_secs(300);
 
     f.clock.set(first);
@@ -345,12 +341,7 @@ async fn the_schedule_is_read_in_the_cronjobs_time_zone() {
         .expect("the scheduled timestamp");
     let kolkata = utc_offset(&stamp);
     assert_eq!(kolkata, "+05:30", "{stamp}");
-    assert_eq!(
-        DateTime::parse_from_rfc3339(&stamp)
-            .expect("RFC 3339")
-            .to_utc(),
-        half_past
-    );
+    assert_eq!(stamp.parse::<Timestamp>().expect("RFC 3339"), half_past);
     assert_eq!(
         f.job_names("kolkata").await,
         [job_name("kolkata", half_past)]

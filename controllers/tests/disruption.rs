@@ -9,11 +9,11 @@ mod common;
 use std::time::Duration;
 
 use common::{Cluster, wait_for};
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Pod, PodCondition};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::chrono::{SubsecRound, Utc};
 use kubemock_client::request::RequestBuilder;
 use kubemock_client::{Api, ListParams, Patch, PatchParams, PostParams};
 use kubemock_controllers::ManagerConfig;
@@ -307,7 +307,7 @@ async fn wait_event(cluster: &Cluster, namespace: &str, reason: &str, name: &str
 /// the kubelet's own condition is never stale.
 #[tokio::test]
 async fn a_stale_disruption_target_condition_is_reset_after_two_minutes() {
-    let clock = FakeClock::new(Utc::now().trunc_subsecs(0));
+    let clock = FakeClock::new(kubemock_apimachinery::time::whole_seconds(Timestamp::now()));
     // The disruption controller alone: no kubelet rewrites the pods' status meanwhile.
     let mut config = ManagerConfig::default().with_clock(clock.clone());
     config.enabled = [DISRUPTION.to_owned()].into();

@@ -11,8 +11,8 @@ mod stages;
 use std::time::Duration;
 
 use common::{Cluster, wait_for};
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
-use k8s_openapi::chrono::{DateTime, SubsecRound, Utc};
 use kubemock_client::{Api, PostParams};
 use kubemock_controllers::ManagerConfig;
 use kubemock_controllers::clock::FakeClock;
@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 /// A cluster whose controllers (the kubelet's among them: the manager gives it its clock)
 /// run on a fake clock standing at a whole second.
 async fn start(namespace: &str) -> (Cluster, Api<Pod>, FakeClock) {
-    let clock = FakeClock::new(Utc::now().trunc_subsecs(0));
+    let clock = FakeClock::new(kubemock_apimachinery::time::whole_seconds(Timestamp::now()));
     let config = ManagerConfig::default()
         .with_kubelet(KubeletConfig {
             nodes: 1,
@@ -77,7 +77,7 @@ fn phase(pod: &Pod) -> &str {
         .unwrap_or_default()
 }
 
-fn ready(pod: &Pod) -> Option<(String, DateTime<Utc>)> {
+fn ready(pod: &Pod) -> Option<(String, Timestamp)> {
     let condition = pod
         .status
         .as_ref()?
@@ -91,7 +91,7 @@ fn ready(pod: &Pod) -> Option<(String, DateTime<Utc>)> {
     ))
 }
 
-fn started_running(status: &ContainerStatus) -> Option<DateTime<Utc>> {
+fn started_running(status: &ContainerStatus) -> Option<Timestamp> {
     Some(
         status
             .state
@@ -169,7 +169,7 @@ async fn a_crash_looping_pod_restarts_with_the_kubelets_backoff_as_the_clock_adv
         })
         .await;
         let restarted = started_running(&running).expect("running");
-        waits.push((restarted - finished).num_seconds());
+        waits.push(restarted.duration_since(finished).as_secs());
         ids.push(running.container_id.clone());
         status = running;
     }
@@ -198,7 +198,7 @@ async fn a_crash_looping_pod_restarts_with_the_kubelets_backoff_as_the_clock_adv
         .await
         .expect("previous log");
     let stamp = previous_start
-        .format("%Y-%m-%dT%H:%M:%S.000000000Z")
+        .strftime("%Y-%m-%dT%H:%M:%S.000000000Z")
         .to_string();
     let text = String::from_utf8(previous).expect("text");
     assert!(text.starts_with(&format!("{stamp} ")), "{text}");

@@ -12,10 +12,10 @@ mod common;
 use std::time::Duration;
 
 use common::{Cluster, wait_for};
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::chrono::{DateTime, SubsecRound, Utc};
 use kubemock_client::{Api, ListParams, Patch, PatchParams, PostParams};
 use kubemock_controllers::ManagerConfig;
 use kubemock_controllers::clock::FakeClock;
@@ -24,7 +24,7 @@ use serde_json::json;
 
 const NS: &str = "node-down";
 
-fn renew_time(lease: &Lease) -> Option<DateTime<Utc>> {
+fn renew_time(lease: &Lease) -> Option<Timestamp> {
     lease.spec.as_ref()?.renew_time.as_ref().map(|t| t.0)
 }
 
@@ -74,7 +74,7 @@ fn running_ready(pod: &Pod) -> bool {
 #[tokio::test]
 async fn a_node_that_goes_down_is_tainted_its_pods_evicted_and_replaced_and_it_comes_back() {
     // Whole seconds: renewTime is a MicroTime.
-    let clock = FakeClock::new(Utc::now().trunc_subsecs(0));
+    let clock = FakeClock::new(kubemock_apimachinery::time::whole_seconds(Timestamp::now()));
     let cluster = Cluster::start_with(ManagerConfig::default().with_clock(clock.clone())).await;
     cluster.namespace(NS).await;
     let nodes: Api<Node> = Api::all(cluster.client.clone());

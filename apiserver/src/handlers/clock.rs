@@ -14,7 +14,7 @@
 
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use k8s_openapi::chrono::{DateTime, Utc};
+use jiff::Timestamp;
 use kubemock_apimachinery::clock::Clock;
 use kubemock_apimachinery::duration::parse_duration;
 use kubemock_apimachinery::field::{self, Path};
@@ -87,7 +87,7 @@ pub(crate) async fn serve(call: &Call, method: Method) -> ApiResult<Response> {
 /// How a write moves the clock.
 enum Change {
     Advance(std::time::Duration),
-    Set(DateTime<Utc>),
+    Set(Timestamp),
 }
 
 /// The move `object`'s `spec` asks for (`None`: none), or the 422 of its bad fields.
@@ -154,11 +154,8 @@ fn read_spec(object: &Value) -> ApiResult<Option<Change>> {
         None | Some(Value::Null) => None,
         Some(value) => {
             let text = value.as_str().unwrap_or_default();
-            let parsed = time::parse_rfc3339(text).and_then(|nanos| {
-                let seconds = i64::try_from(nanos.div_euclid(time::NANOS_PER_SECOND)).ok()?;
-                let subsec = u32::try_from(nanos.rem_euclid(time::NANOS_PER_SECOND)).ok()?;
-                DateTime::from_timestamp(seconds, subsec)
-            });
+            let parsed =
+                time::parse_rfc3339(text).and_then(|nanos| Timestamp::from_nanosecond(nanos).ok());
             if parsed.is_none() {
                 errors.push(
                     field::Error::invalid(
@@ -219,7 +216,7 @@ fn object(clock: &Clock) -> Value {
         "metadata": {"name": CLOCK_NAME},
         "spec": {},
         "status": {
-            "now": time::rfc3339_micro(now.timestamp(), now.timestamp_subsec_nanos()),
+            "now": time::rfc3339_micro_of(now),
             "virtual": clock.is_virtual(),
         },
     })

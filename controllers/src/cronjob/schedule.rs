@@ -8,14 +8,17 @@
 //!
 //! Parsing is ours (so that exactly `robfig/cron`'s grammar is accepted and its error words
 //! are kept); the calendar search, time zones and daylight-saving transitions are `croner`'s
-//! and `chrono-tz`'s.
+//! and `chrono-tz`'s. Those compute in `chrono`, which stays inside this module: its functions
+//! take and return `jiff::Timestamp`, as k8s-openapi's `Time` holds times.
 
 use std::str::FromStr;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
-use k8s_openapi::chrono::{DateTime, SubsecRound, TimeDelta, Utc};
+use jiff::{SignedDuration, Timestamp};
+use kubemock_apimachinery::time;
 
 /// Upstream's `nextScheduleDelta`: a requeue lands this long after the scheduled time, so
 /// that the sync sees the time as passed.
@@ -38,7 +41,7 @@ enum Kind {
     /// Five cron fields (descriptors other than `@every` are written as five fields).
     Cron(Box<Cron>),
     /// `@every <duration>`: a constant delay, whole seconds, at least one.
-    Every(TimeDelta),
+    Every(SignedDuration),
 }
 
 /// One cron field: its bounds and its names.
@@ -152,15 +155,37 @@ impl Schedule {
 
     /// The first time the schedule fires strictly after `after` (at whole seconds, as
     /// `robfig/cron`'s `Next`); `None` if it never fires again (`59 23 31 2 *`).
-    pub(crate) fn next(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let after = after.trunc_subsecs(0);
+    pub(crate) fn next(&self, after: Timestamp) -> Option<Timestamp> {
+        let after = time::whole_seconds(after);
         match &self.kind {
-            Kind::Every(delay) => after.checked_add_signed(*delay),
+            Kind::Every(delay) => after.checked_add(*delay).ok(),
             Kind::Cron(cron) => cron
-                .find_next_occurrence(&after.with_timezone(&self.zone), false)
+                .find_next_occurrence(&to_chrono(after)?.with_timezone(&self.zone), false)
                 .ok()
-                .map(|next| next.with_timezone(&Utc)),
+                .and_then(|next| from_chrono(next.with_timezone(&Utc))),
         }
+    }
+}
+
+/// A whole-second time as chrono's (croner's and chrono-tz's type).
+fn to_chrono(at: Timestamp) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp(at.as_second(), 0)
+}
+
+/// chrono's time as jiff's; `None` outside jiff's range (the years -9999 to 9999).
+fn from_chrono(at: DateTime<Utc>) -> Option<Timestamp> {
+    let nanos = i32::try_from(at.timestamp_subsec_nanos()).ok()?;
+    Timestamp::new(at.timestamp(), nanos).ok()
+}
+
+/// `at` in `zone` as RFC 3339 with seconds (`2024-03-01T11:30:00+01:00`; `Z` for UTC), as
+/// upstream writes the `batch.kubernetes.io/cronjob-scheduled-timestamp` annotation.
+pub(crate) fn rfc3339_in(at: Timestamp, zone: Tz) -> String {
+    match to_chrono(time::whole_seconds(at)) {
+        Some(at) => at
+            .with_timezone(&zone)
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        None => time::rfc3339_of(at),
     }
 }
 
@@ -172,12 +197,12 @@ fn cron(pattern: &str) -> Result<Kind, String> {
 
 /// `@every`'s Go duration (`1h30m`, `90s`, `1.5h`): rounded down to whole seconds, at least
 /// one second.
-fn every(text: &str) -> Result<TimeDelta, String> {
+fn every(text: &str) -> Result<SignedDuration, String> {
     let invalid =
         || format!("failed to parse duration @every {text}: time: invalid duration \"{text}\"");
     let mut rest = text.trim();
     if rest == "0" {
-        return Ok(TimeDelta::seconds(1));
+        return Ok(SignedDuration::from_secs(1));
     }
     if rest.is_empty() {
         return Err(invalid());
@@ -207,7 +232,7 @@ fn every(text: &str) -> Result<TimeDelta, String> {
     }
     // Whole seconds, at least one (robfig's `Every`): truncating the float is the point.
     let seconds = (nanos / 1e9).floor() as i64;
-    Ok(TimeDelta::seconds(seconds.max(1)))
+    Ok(SignedDuration::from_secs(seconds.max(1)))
 }
 
 /// One field checked against `robfig/cron`'s grammar (`*`, `?`, `a`, `a-b`, each with an
@@ -314,9 +339,9 @@ pub(crate) enum Missed {
 pub(crate) struct Recent {
     /// The time the search started from: the last schedule time, else the creation time
     /// (or the starting deadline, when later and asked for).
-    pub(crate) earliest: DateTime<Utc>,
+    pub(crate) earliest: Timestamp,
     /// The most recent time the schedule fired at or before now, after `earliest`.
-    pub(crate) most_recent: Option<DateTime<Utc>>,
+    pub(crate) most_recent: Option<Timestamp>,
     /// How many times it fired since `earliest`.
     pub(crate) missed: Missed,
 }
@@ -325,9 +350,9 @@ pub(crate) struct Recent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Times {
     /// `metadata.creationTimestamp`.
-    pub(crate) created: DateTime<Utc>,
+    pub(crate) created: Timestamp,
     /// `status.lastScheduleTime`.
-    pub(crate) last_schedule: Option<DateTime<Utc>>,
+    pub(crate) last_schedule: Option<Timestamp>,
     /// `spec.startingDeadlineSeconds`.
     pub(crate) starting_deadline: Option<i64>,
 }
@@ -340,13 +365,13 @@ pub(crate) struct Times {
 pub(crate) fn most_recent(
     schedule: &Schedule,
     times: &Times,
-    now: DateTime<Utc>,
+    now: Timestamp,
     with_deadline: bool,
 ) -> Result<Recent, String> {
     let mut earliest = times.last_schedule.unwrap_or(times.created);
     if with_deadline {
         if let Some(seconds) = times.starting_deadline {
-            let deadline = now - TimeDelta::seconds(seconds);
+            let deadline = time::shift_seconds(now, seconds.saturating_neg());
             earliest = earliest.max(deadline);
         }
     }
@@ -368,15 +393,16 @@ pub(crate) fn most_recent(
         });
     }
     // Go's `Duration.Round(time.Second)`: halves away from zero.
-    let interval = ((t2 - t1).num_milliseconds() + 500).div_euclid(1000);
+    let interval = (t2.duration_since(t1).as_millis() + 500).div_euclid(1000);
+    let interval = i64::try_from(interval).unwrap_or(i64::MAX);
     if interval < 1 {
         return Err(never());
     }
-    let elapsed = (now - t1).num_seconds();
+    let elapsed = now.duration_since(t1).as_secs();
     let missed = elapsed / interval + 1;
     // One interval before the estimate, so that irregular schedules (`30 6-16/4 * * 1-5`)
     // are searched from early enough.
-    let from = t1 + TimeDelta::seconds((missed - 2) * interval);
+    let from = time::shift_seconds(t1, (missed - 2).saturating_mul(interval));
     let mut most_recent = None;
     let mut next = schedule.next(from);
     while let Some(t) = next.filter(|t| *t <= now) {
@@ -399,8 +425,8 @@ pub(crate) fn most_recent(
 pub(crate) fn next_schedule_time(
     schedule: &Schedule,
     times: &Times,
-    now: DateTime<Utc>,
-) -> Result<(Option<DateTime<Utc>>, Missed), String> {
+    now: Timestamp,
+) -> Result<(Option<Timestamp>, Missed), String> {
     let recent = most_recent(schedule, times, now, true)?;
     Ok((recent.most_recent.filter(|t| *t <= now), recent.missed))
 }
@@ -410,7 +436,7 @@ pub(crate) fn next_schedule_time(
 pub(crate) fn requeue_after(
     schedule: &Schedule,
     times: &Times,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Option<Duration> {
     let from = match most_recent(schedule, times, now, false) {
         Err(_) => now,
@@ -426,41 +452,40 @@ pub(crate) fn requeue_after(
         Ok(_) => now,
     };
     let next = schedule.next(from)?;
-    let delta = TimeDelta::from_std(NEXT_SCHEDULE_DELTA).unwrap_or_default();
-    Some((next + delta - now).to_std().unwrap_or(Duration::ZERO))
+    Some(time::until(now, time::shift_std(next, NEXT_SCHEDULE_DELTA)))
 }
 
 /// Whether `scheduled` is past `spec.startingDeadlineSeconds` at `now`.
 pub(crate) fn too_late(
-    scheduled: DateTime<Utc>,
+    scheduled: Timestamp,
     starting_deadline: Option<i64>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> bool {
-    starting_deadline.is_some_and(|seconds| scheduled + TimeDelta::seconds(seconds) < now)
+    starting_deadline.is_some_and(|seconds| time::shift_seconds(scheduled, seconds) < now)
 }
 
 /// The name of the Job for `scheduled` (upstream `getJobName`): the CronJob's name and the
 /// scheduled time in minutes since the epoch (a CronJob fires at most once a minute, so the
 /// name is a lock against creating one run twice).
-pub(crate) fn job_name(cron_job: &str, scheduled: DateTime<Utc>) -> String {
-    format!("{cron_job}-{}", scheduled.timestamp().div_euclid(60))
+pub(crate) fn job_name(cron_job: &str, scheduled: Timestamp) -> String {
+    format!("{cron_job}-{}", scheduled.as_second().div_euclid(60))
 }
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::chrono::TimeZone;
 
     use super::*;
 
-    fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(y, mo, d, h, mi, s).unwrap()
+    fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> Timestamp {
+        use chrono::TimeZone;
+        from_chrono(Utc.with_ymd_and_hms(y, mo, d, h, mi, s).unwrap()).unwrap()
     }
 
     fn parse(spec: &str) -> Schedule {
         Schedule::parse(spec).unwrap_or_else(|err| panic!("{spec}: {err}"))
     }
 
-    fn times(created: DateTime<Utc>) -> Times {
+    fn times(created: Timestamp) -> Times {
         Times {
             created,
             last_schedule: None,
@@ -480,7 +505,7 @@ mod tests {
             Some(at(2024, 3, 1, 10, 10, 0)),
             "strictly after"
         );
-        let half_past = at(2024, 3, 1, 10, 4, 59) + TimeDelta::milliseconds(500);
+        let half_past = at(2024, 3, 1, 10, 4, 59) + SignedDuration::from_millis(500);
         assert_eq!(every_five.next(half_past), Some(at(2024, 3, 1, 10, 5, 0)));
         assert_eq!(
             parse("30 6-16/4 * * 1-5").next(at(2024, 3, 1, 15, 0, 0)),
@@ -747,7 +772,7 @@ mod tests {
     fn jobs_are_named_for_the_scheduled_minute() {
         assert_eq!(
             job_name("backup", at(2024, 3, 1, 10, 5, 0)),
-            format!("backup-{}", at(2024, 3, 1, 10, 5, 0).timestamp() / 60)
+            format!("backup-{}", at(2024, 3, 1, 10, 5, 0).as_second() / 60)
         );
         assert_eq!(job_name("b", at(1970, 1, 1, 0, 5, 0)), "b-5");
     }

@@ -9,10 +9,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{CronJob, CronJobStatus, Job};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use k8s_openapi::chrono::{DateTime, SecondsFormat, Utc};
 use kubemock_client::controller::{controller_of, controller_reference};
 use kubemock_client::events::{EventType, object_reference};
 use kubemock_client::{Action, Api, ApiResource, DeleteParams, ObjectKey, PostParams};
@@ -76,7 +76,7 @@ fn oldest_first(a: &Job, b: &Job) -> std::cmp::Ordering {
 /// The Job for `scheduled` (upstream `getJobFromTemplate2`).
 pub(crate) fn job_from_template(
     cron_job: &CronJob,
-    scheduled: DateTime<Utc>,
+    scheduled: Timestamp,
     zone: chrono_tz::Tz,
 ) -> Job {
     let template = cron_job
@@ -88,9 +88,7 @@ pub(crate) fn job_from_template(
     let mut annotations = meta.annotations.unwrap_or_default();
     annotations.insert(
         SCHEDULED_TIMESTAMP_ANNOTATION.to_owned(),
-        scheduled
-            .with_timezone(&zone)
-            .to_rfc3339_opts(SecondsFormat::Secs, true),
+        schedule::rfc3339_in(scheduled, zone),
     );
     let name = cron_job.metadata.name.as_deref().unwrap_or_default();
     Job {
@@ -473,7 +471,9 @@ async fn sync_cron_job(
                 "MissSchedule",
                 &format!(
                     "Missed scheduled time to start a job: {}",
-                    scheduled.format("%a, %d %b %Y %H:%M:%S %z")
+                    scheduled
+                        .to_zoned(jiff::tz::TimeZone::UTC)
+                        .strftime("%a, %d %b %Y %H:%M:%S %z")
                 ),
             )
             .await;
@@ -592,7 +592,6 @@ async fn sync_cron_job(
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::chrono::TimeZone;
     use serde_json::json;
 
     use super::*;
@@ -614,13 +613,13 @@ mod tests {
                     "restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}}}
         }))
         .expect("a cronjob");
-        let scheduled = Utc.with_ymd_and_hms(2024, 3, 1, 10, 30, 0).unwrap();
+        let scheduled = "2024-03-01T10:30:00Z".parse::<jiff::Timestamp>().unwrap();
         let zone = schedule::load_location("Asia/Kolkata").expect("a zone");
         let job = job_from_template(&cron_job, scheduled, zone);
         let meta = &job.metadata;
         assert_eq!(
             meta.name.as_deref(),
-            Some(format!("backup-{}", scheduled.timestamp() / 60).as_str())
+            Some(format!("backup-{}", scheduled.as_second() / 60).as_str())
         );
         assert_eq!(meta.namespace.as_deref(), Some("ops"));
         assert_eq!(meta.labels, Some(labels(&[("app", "backup")])));

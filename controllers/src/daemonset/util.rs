@@ -6,6 +6,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus};
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
@@ -13,7 +14,6 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use k8s_openapi::chrono::{DateTime, Utc};
 use kubemock_apimachinery::intstr;
 use serde_json::{Value, json};
 
@@ -307,7 +307,7 @@ pub fn plan_node(
     (should_run, should_continue): (bool, bool),
     pods: &[Pod],
     hash: &str,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> NodePlan {
     let mut plan = NodePlan::default();
     if should_run && pods.is_empty() {
@@ -416,7 +416,7 @@ pub fn rolling_update(
     wanted: &BTreeMap<String, (bool, bool)>,
     pods: &BTreeMap<String, Vec<Pod>>,
     hash: &str,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Result<RolloutStep, String> {
     let generation = template_generation(ds);
     let min_ready = min_ready_seconds(ds);
@@ -520,7 +520,7 @@ pub fn compute_status(
     pods: &BTreeMap<String, Vec<Pod>>,
     hash: &str,
     observed: bool,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> DaemonSetStatus {
     let generation = template_generation(ds);
     let min_ready = min_ready_seconds(ds);
@@ -619,12 +619,9 @@ pub fn revisions_to_delete<'a>(
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-    use k8s_openapi::chrono::TimeZone;
 
-    fn at(seconds: i64) -> DateTime<Utc> {
-        Utc.timestamp_opt(1_700_000_000 + seconds, 0)
-            .single()
-            .expect("valid")
+    fn at(seconds: i64) -> Timestamp {
+        Timestamp::from_second(1_700_000_000 + seconds).expect("valid")
     }
 
     fn ds(spec: Value) -> DaemonSet {

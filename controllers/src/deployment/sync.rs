@@ -17,7 +17,7 @@ use super::Context;
 use super::util::{self, replicas, rs_replicas};
 use crate::error::Result;
 
-type Now = k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc>;
+type Now = jiff::Timestamp;
 
 /// Syncs the Deployment `key`.
 pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
@@ -843,8 +843,8 @@ fn requeue_stuck(d: &Deployment, status: &DeploymentStatus, now: Now) -> Action 
     let Some(from) = condition.last_update_time.as_ref() else {
         return Action::AwaitChange;
     };
-    let due = from.0 + k8s_openapi::chrono::Duration::seconds(i64::from(deadline));
-    let left = (due - now).num_milliseconds();
+    let due = kubemock_apimachinery::time::shift_seconds(from.0, i64::from(deadline));
+    let left = due.duration_since(now).as_millis();
     if left <= 0 {
         return Action::RequeueAfter(Duration::from_millis(1));
     }

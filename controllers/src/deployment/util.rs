@@ -5,11 +5,11 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus, ReplicaSet};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use k8s_openapi::chrono::{DateTime, Utc};
 use kubemock_apimachinery::intstr;
 
 /// The label that ties pods and ReplicaSets to one template.
@@ -349,7 +349,7 @@ pub fn condition(
     status: &str,
     reason: &str,
     message: String,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> DeploymentCondition {
     DeploymentCondition {
         type_: kind.to_owned(),
@@ -400,7 +400,7 @@ pub fn calculate_status(
     all: &[&ReplicaSet],
     new_rs: Option<&ReplicaSet>,
     d: &Deployment,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> DeploymentStatus {
     let sum = |f: &dyn Fn(&ReplicaSet) -> i32| all.iter().map(|rs| f(rs)).sum::<i32>();
     let available = sum(&|rs| rs_status(rs).2);
@@ -415,6 +415,8 @@ pub fn calculate_status(
         unavailable_replicas: Some((total - available).max(0)).filter(|n| *n != 0),
         collision_count: previous.collision_count,
         conditions: previous.conditions.clone(),
+        // Fields of later Kubernetes versions (`terminatingReplicas`): unset, as 1.32 has them.
+        ..DeploymentStatus::default()
     };
     if available >= replicas(d) - max_unavailable(d) {
         set_condition(
@@ -465,7 +467,7 @@ pub fn progressing(d: &Deployment, new: &DeploymentStatus) -> bool {
 
 /// Upstream `DeploymentTimedOut`: the Progressing condition was last updated longer than the
 /// deadline ago (and the rollout has not completed).
-pub fn timed_out(d: &Deployment, status: &DeploymentStatus, now: DateTime<Utc>) -> bool {
+pub fn timed_out(d: &Deployment, status: &DeploymentStatus, now: Timestamp) -> bool {
     let Some(deadline) = progress_deadline(d) else {
         return false;
     };
@@ -476,7 +478,7 @@ pub fn timed_out(d: &Deployment, status: &DeploymentStatus, now: DateTime<Utc>) 
         Some("NewReplicaSetAvailable") => false,
         Some("ProgressDeadlineExceeded") => true,
         _ => condition.last_update_time.as_ref().is_some_and(|from| {
-            from.0 + k8s_openapi::chrono::Duration::seconds(i64::from(deadline)) < now
+            kubemock_apimachinery::time::shift_seconds(from.0, i64::from(deadline)) < now
         }),
     }
 }
@@ -594,8 +596,8 @@ mod tests {
 
     #[test]
     fn conditions_keep_their_transition_time_while_the_status_holds() {
-        let t0 = DateTime::from_timestamp(1_000, 0).expect("time");
-        let t1 = DateTime::from_timestamp(2_000, 0).expect("time");
+        let t0 = Timestamp::from_second(1_000).expect("time");
+        let t1 = Timestamp::from_second(2_000).expect("time");
         let mut status = DeploymentStatus::default();
         set_condition(
             &mut status,

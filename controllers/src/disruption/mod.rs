@@ -22,11 +22,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, PodCondition, ReplicationController};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use k8s_openapi::chrono::{DateTime, Utc};
 use kubemock_apimachinery::intstr;
 use kubemock_client::controller::controller_of;
 use kubemock_client::events::{EventType, Recorder, object_reference};
@@ -259,7 +259,7 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
             set_condition(&mut status, value, reason, "", now);
             write(&ctx, &budget, status).await?;
             return Ok(match recheck {
-                Some(at) => Action::requeue_after((at - now).to_std().unwrap_or_default()),
+                Some(at) => Action::requeue_after(kubemock_apimachinery::time::until(now, at)),
                 None => Action::await_change(),
             });
         }
@@ -308,7 +308,7 @@ fn set_condition(
     value: &str,
     reason: &str,
     message: &str,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) {
     let generation = status.observed_generation;
     let conditions = status.conditions.get_or_insert_with(Vec::new);
@@ -477,16 +477,12 @@ fn expected_scale(ctx: &Context, pods: &[Arc<Pod>]) -> std::result::Result<(i32,
 /// What upstream's `buildDisruptedPodMap` finds: the charged pods still there and not yet
 /// overdue, when the earliest of them falls due, and the overdue ones (each a `NotDeleted`
 /// event).
-type Disrupted = (BTreeMap<String, Time>, Option<DateTime<Utc>>, Vec<Arc<Pod>>);
+type Disrupted = (BTreeMap<String, Time>, Option<Timestamp>, Vec<Arc<Pod>>);
 
 /// Upstream `buildDisruptedPodMap` ([`Disrupted`]).
-fn disrupted_pods(
-    budget: &PodDisruptionBudget,
-    pods: &[Arc<Pod>],
-    now: DateTime<Utc>,
-) -> Disrupted {
+fn disrupted_pods(budget: &PodDisruptionBudget, pods: &[Arc<Pod>], now: Timestamp) -> Disrupted {
     let mut kept = BTreeMap::new();
-    let mut recheck: Option<DateTime<Utc>> = None;
+    let mut recheck: Option<Timestamp> = None;
     let mut overdue = Vec::new();
     let Some(charged) = budget
         .status
@@ -495,7 +491,7 @@ fn disrupted_pods(
     else {
         return (kept, recheck, overdue);
     };
-    let timeout = k8s_openapi::chrono::Duration::from_std(DELETION_TIMEOUT).unwrap_or_default();
+    let timeout = jiff::SignedDuration::try_from(DELETION_TIMEOUT).unwrap_or_default();
     for pod in pods {
         if pod.metadata.deletion_timestamp.is_some() {
             continue;
@@ -504,7 +500,7 @@ fn disrupted_pods(
         let Some(at) = charged.get(&name) else {
             continue;
         };
-        let due = at.0 + timeout;
+        let due = kubemock_apimachinery::time::shift(at.0, timeout);
         if due < now {
             tracing::info!(pod = %name, "pod was expected to be deleted but it wasn't");
             overdue.push(pod.clone());
@@ -545,11 +541,11 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         return Ok(Action::await_change());
     };
     let now = ctx.clock.now();
-    let timeout =
-        k8s_openapi::chrono::Duration::from_std(STALE_POD_DISRUPTION_TIMEOUT).unwrap_or_default();
-    let left = since + timeout - now;
-    if left > k8s_openapi::chrono::Duration::zero() {
-        return Ok(Action::requeue_after(left.to_std().unwrap_or_default()));
+    let timeout = jiff::SignedDuration::try_from(STALE_POD_DISRUPTION_TIMEOUT).unwrap_or_default();
+    let left =
+        kubemock_apimachinery::time::until(now, kubemock_apimachinery::time::shift(since, timeout));
+    if !left.is_zero() {
+        return Ok(Action::requeue_after(left));
     }
     // `UpdatePodCondition`: the condition replaced whole, its transition now.
     let mut updated = (*pod).clone();
@@ -576,7 +572,7 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
 /// When a pod's `DisruptionTarget` condition turned True, if it may go stale (upstream's
 /// `nonTerminatingPodHasStaleDisruptionCondition`): not for a pod being deleted or in a
 /// terminal phase, nor for the kubelet's own condition.
-fn disruption_target(pod: &Pod) -> Option<DateTime<Utc>> {
+fn disruption_target(pod: &Pod) -> Option<Timestamp> {
     if pod.metadata.deletion_timestamp.is_some() {
         return None;
     }
@@ -597,19 +593,21 @@ fn disruption_target(pod: &Pod) -> Option<DateTime<Utc>> {
         condition
             .last_transition_time
             .as_ref()
-            .map_or(DateTime::<Utc>::MIN_UTC, |t| t.0),
+            .map_or(Timestamp::MIN, |t| t.0),
     )
 }
 
 /// Upstream `countHealthyPods`: ready pods not going away and not recently disrupted.
-fn healthy(pods: &[Arc<Pod>], disrupted: &BTreeMap<String, Time>, now: DateTime<Utc>) -> i32 {
-    let timeout = k8s_openapi::chrono::Duration::from_std(DELETION_TIMEOUT).unwrap_or_default();
+fn healthy(pods: &[Arc<Pod>], disrupted: &BTreeMap<String, Time>, now: Timestamp) -> i32 {
+    let timeout = jiff::SignedDuration::try_from(DELETION_TIMEOUT).unwrap_or_default();
     let count = pods
         .iter()
         .filter(|pod| pod.metadata.deletion_timestamp.is_none())
         .filter(|pod| {
             let name = pod.metadata.name.as_deref().unwrap_or_default();
-            disrupted.get(name).is_none_or(|at| at.0 + timeout <= now)
+            disrupted
+                .get(name)
+                .is_none_or(|at| kubemock_apimachinery::time::shift(at.0, timeout) <= now)
         })
         .filter(|pod| is_ready(pod))
         .count();

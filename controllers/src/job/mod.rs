@@ -178,11 +178,11 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         let Some(ttl) = job.spec.as_ref().and_then(|s| s.ttl_seconds_after_finished) else {
             return Ok(Action::AwaitChange);
         };
-        let due = finished.0 + k8s_openapi::chrono::Duration::seconds(i64::from(ttl));
+        let due = kubemock_apimachinery::time::shift_seconds(finished.0, i64::from(ttl));
         if due > now.0 {
-            return Ok(Action::RequeueAfter(
-                (due - now.0).to_std().unwrap_or_default(),
-            ));
+            return Ok(Action::RequeueAfter(kubemock_apimachinery::time::until(
+                now.0, due,
+            )));
         }
         let expired: Api<Job> = Api::namespaced(ctx.ttl_client.clone(), &namespace);
         match expired.delete(&key.name, &DeleteParams::background()).await {
@@ -258,7 +258,7 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         ..previous.clone()
     };
     let deadline_passed = spec.active_deadline_seconds.is_some_and(|seconds| {
-        start_time.0 + k8s_openapi::chrono::Duration::seconds(seconds) <= now.0
+        kubemock_apimachinery::time::shift_seconds(start_time.0, seconds) <= now.0
     });
     let failure = if failed > backoff_limit {
         Some((
@@ -315,8 +315,8 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         // Upstream requeues an active Job at its deadline (`syncJob`'s
         // `enqueueSyncJobWithDelay` with the time left of `activeDeadlineSeconds`).
         if let Some(seconds) = spec.active_deadline_seconds {
-            let deadline = start_time.0 + k8s_openapi::chrono::Duration::seconds(seconds);
-            action = Action::RequeueAfter((deadline - now.0).to_std().unwrap_or_default());
+            let deadline = kubemock_apimachinery::time::shift_seconds(start_time.0, seconds);
+            action = Action::RequeueAfter(kubemock_apimachinery::time::until(now.0, deadline));
         }
         let remaining = completions.map_or(parallelism, |c| (c - succeeded).max(0));
         let wanted = if completions.is_none() && succeeded > 0 {

@@ -27,12 +27,12 @@
 
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
     ContainerStatus, Pod, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::chrono::{DateTime, Utc};
 
 use super::node::container_id;
 
@@ -185,7 +185,7 @@ pub enum Next {
     /// Nothing until the pod changes.
     Nothing,
     /// Nothing until this time.
-    At(DateTime<Utc>),
+    At(Timestamp),
     /// Write this status, and publish these events (type Warning when the flag is set).
     Write(Box<PodStatus>, Vec<(bool, &'static str, String)>),
 }
@@ -196,12 +196,12 @@ fn first_status(status: &PodStatus) -> Option<&ContainerStatus> {
 }
 
 /// `d` after `t`.
-fn after(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
-    t + k8s_openapi::chrono::Duration::from_std(d).unwrap_or(k8s_openapi::chrono::Duration::MAX)
+fn after(t: Timestamp, d: Duration) -> Timestamp {
+    kubemock_apimachinery::time::shift_std(t, d)
 }
 
 /// The next step of a Running pod at `now` under `plan`.
-pub fn next(pod: &Pod, status: &PodStatus, plan: &Plan, now: DateTime<Utc>) -> Next {
+pub fn next(pod: &Pod, status: &PodStatus, plan: &Plan, now: Timestamp) -> Next {
     let Some(first) = first_status(status) else {
         return Next::Nothing;
     };
@@ -338,8 +338,8 @@ fn exited(
     pod: &Pod,
     status: &PodStatus,
     plan: &Plan,
-    started: DateTime<Utc>,
-    exit: DateTime<Utc>,
+    started: Timestamp,
+    exit: Timestamp,
 ) -> PodStatus {
     let code = plan.exit_code;
     let end = ends(pod, code);
@@ -402,7 +402,7 @@ fn exited(
 }
 
 /// The status once the containers restart at `at` after their back-off.
-fn restarted(pod: &Pod, status: &PodStatus, plan: &Plan, at: DateTime<Utc>) -> PodStatus {
+fn restarted(pod: &Pod, status: &PodStatus, plan: &Plan, at: Timestamp) -> PodStatus {
     let ready = plan.ready_after.is_zero();
     let time = Time(at);
     let mut status = with_ready(status, ready, &time);
@@ -422,7 +422,6 @@ fn restarted(pod: &Pod, status: &PodStatus, plan: &Plan, at: DateTime<Utc>) -> P
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::chrono::TimeZone;
     use serde_json::json;
 
     use super::*;
@@ -483,9 +482,8 @@ mod tests {
 
     #[test]
     fn a_crashing_container_waits_its_backoff_then_restarts_with_its_last_state() {
-        let t0 = Utc
-            .with_ymd_and_hms(2030, 1, 1, 0, 0, 0)
-            .single()
+        let t0 = "2030-01-01T00:00:00Z"
+            .parse::<jiff::Timestamp>()
             .expect("a time");
         let p = pod(
             "Always",
@@ -494,7 +492,7 @@ mod tests {
         );
         let plan = plan(&p, Duration::ZERO, DEFAULT_RUN_TIME);
         let mut status = running_status(&p, "10.0.0.10", "10.244.0.1", &Time(t0), true, &Time(t0));
-        let at = |s: i64| t0 + k8s_openapi::chrono::Duration::seconds(s);
+        let at = |s: i64| kubemock_apimachinery::time::shift_seconds(t0, s);
         assert_eq!(next(&p, &status, &plan, at(1)), Next::At(at(5)));
         let mut clock = 5;
         let mut restarts = Vec::new();
@@ -519,14 +517,14 @@ mod tests {
             let Next::At(due) = next(&p, &crashed, &plan, at(clock)) else {
                 panic!("no restart time");
             };
-            restarts.push((due - at(clock)).num_seconds());
+            restarts.push(due.duration_since(at(clock)).as_secs());
             let Next::Write(running, _) = next(&p, &crashed, &plan, due) else {
                 panic!("no restart");
             };
             let c = &running.container_statuses.as_ref().expect("statuses")[0];
             assert_eq!(c.restart_count, round + 1);
             assert!(c.state.as_ref().and_then(|s| s.running.as_ref()).is_some());
-            clock = (due - t0).num_seconds() + 5;
+            clock = due.duration_since(t0).as_secs() + 5;
             status = *running;
         }
         assert_eq!(restarts, [10, 20, 40, 80]);
@@ -534,11 +532,10 @@ mod tests {
 
     #[test]
     fn exits_end_the_pod_as_its_restart_policy_says() {
-        let t0 = Utc
-            .with_ymd_and_hms(2030, 1, 1, 0, 0, 0)
-            .single()
+        let t0 = "2030-01-01T00:00:00Z"
+            .parse::<jiff::Timestamp>()
             .expect("a time");
-        let later = t0 + k8s_openapi::chrono::Duration::seconds(60);
+        let later = kubemock_apimachinery::time::shift_seconds(t0, 60);
         for (restart, code, phase) in [
             ("Never", "0", "Succeeded"),
             ("Never", "1", "Failed"),

@@ -31,10 +31,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::chrono::{DateTime, Utc};
 use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::request::Preconditions;
 use kubemock_client::{
@@ -100,7 +100,7 @@ struct Context {
     extra_nodes: Mutex<HashMap<String, usize>>,
     /// Pods waiting for a time on a fake clock, with that time; the clock's moves queue the
     /// ones due. Written by the pod workers and the clock task.
-    wakes: Mutex<HashMap<ObjectKey, DateTime<Utc>>>,
+    wakes: Mutex<HashMap<ObjectKey, Timestamp>>,
     /// The last Lease each node's kubelet wrote, by node name, so a renewal is one write;
     /// dropped on a conflict or a missing Lease (read again next time). Written by the node
     /// worker only.
@@ -128,7 +128,7 @@ impl Context {
 
     /// Syncs `key` again at `due` on the kubelet's clock: after the remaining real time on
     /// the system clock, or when a fake clock's move reaches it.
-    fn wake_at(&self, key: &ObjectKey, due: DateTime<Utc>) -> Action {
+    fn wake_at(&self, key: &ObjectKey, due: Timestamp) -> Action {
         let now = self.config.clock.now();
         if due <= now {
             return Action::RequeueAfter(Duration::ZERO);
@@ -143,7 +143,7 @@ impl Context {
             }
             return Action::AwaitChange;
         }
-        Action::RequeueAfter((due - now).to_std().unwrap_or_default())
+        Action::RequeueAfter(kubemock_apimachinery::time::until(now, due))
     }
 }
 
@@ -360,11 +360,7 @@ async fn sync_node(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
 
 /// Renews the Lease of `node` in [`NODE_LEASE_NAMESPACE`] when due, creating it when it is
 /// missing (upstream `component-helpers/apimachinery/lease/controller.go`, `sync`).
-async fn renew_lease(
-    ctx: &Context,
-    node: &Node,
-    now: k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc>,
-) -> Result<()> {
+async fn renew_lease(ctx: &Context, node: &Node, now: jiff::Timestamp) -> Result<()> {
     let name = node.metadata.name.clone().unwrap_or_default();
     let api: Api<Lease> = Api::namespaced(ctx.client.clone(), NODE_LEASE_NAMESPACE);
     let cached = ctx.leases.lock().get(&name).cloned();

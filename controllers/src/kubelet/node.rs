@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStatus, Node, NodeAddress, NodeCondition,
@@ -11,7 +12,6 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference, Time};
-use k8s_openapi::chrono::{DateTime, Utc};
 
 /// The annotation (value `"true"`) that stops a simulated node's kubelet: it renews no
 /// Lease, posts no status and runs no pods, as a machine that went down; so the node
@@ -49,7 +49,7 @@ pub fn is_stopped(node: &Node) -> bool {
 /// Whether a live kubelet posts the status of `node` at `now`: its Ready condition is not
 /// True (never posted, or set Unknown by the node lifecycle controller while the kubelet
 /// was stopped), or its heartbeat is older than [`NODE_STATUS_REPORT_FREQUENCY`].
-pub fn status_due(node: &Node, now: DateTime<Utc>) -> bool {
+pub fn status_due(node: &Node, now: Timestamp) -> bool {
     let ready = node
         .status
         .as_ref()
@@ -58,8 +58,7 @@ pub fn status_due(node: &Node, now: DateTime<Utc>) -> bool {
     let Some(ready) = ready.filter(|c| c.status == "True") else {
         return true;
     };
-    let every =
-        k8s_openapi::chrono::Duration::from_std(NODE_STATUS_REPORT_FREQUENCY).unwrap_or_default();
+    let every = jiff::SignedDuration::try_from(NODE_STATUS_REPORT_FREQUENCY).unwrap_or_default();
     ready
         .last_heartbeat_time
         .as_ref()
@@ -71,7 +70,7 @@ pub fn status_due(node: &Node, now: DateTime<Utc>) -> bool {
 /// controller.go` `newLease`): holder the node's name, duration [`LEASE_DURATION_SECONDS`],
 /// and an ownerReference to the Node (`pkg/kubelet/util/nodelease.go` `SetNodeOwnerFunc`),
 /// so the Lease goes with its Node.
-pub fn lease(node: &Node, current: Option<&Lease>, now: DateTime<Utc>) -> Lease {
+pub fn lease(node: &Node, current: Option<&Lease>, now: Timestamp) -> Lease {
     let name = node.metadata.name.clone().unwrap_or_default();
     let mut lease = current.cloned().unwrap_or_else(|| Lease {
         metadata: ObjectMeta {
@@ -106,8 +105,8 @@ pub fn lease(node: &Node, current: Option<&Lease>, now: DateTime<Utc>) -> Lease 
 
 /// Whether a live kubelet renews `lease` at `now`: it has no renewTime, or that is
 /// [`LEASE_RENEW`] old (or in the future: a clock set back).
-pub fn lease_due(lease: &Lease, now: DateTime<Utc>) -> bool {
-    let every = k8s_openapi::chrono::Duration::from_std(LEASE_RENEW).unwrap_or_default();
+pub fn lease_due(lease: &Lease, now: Timestamp) -> bool {
+    let every = jiff::SignedDuration::try_from(LEASE_RENEW).unwrap_or_default();
     lease
         .spec
         .as_ref()
@@ -295,6 +294,8 @@ pub fn node_status(index: usize, now: &Time) -> NodeStatus {
             operating_system: "linux".to_owned(),
             os_image: "kubemock".to_owned(),
             system_uuid: String::new(),
+            // Fields of later Kubernetes versions (`swap`): unset, as 1.32 has them.
+            ..NodeSystemInfo::default()
         }),
         phase: Some("Running".to_owned()),
         ..NodeStatus::default()
@@ -359,6 +360,7 @@ fn pod_condition(kind: &str, status: &str, reason: Option<&str>, now: &Time) -> 
         message: None,
         last_probe_time: None,
         last_transition_time: Some(now.clone()),
+        ..PodCondition::default()
     }
 }
 

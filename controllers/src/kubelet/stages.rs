@@ -28,8 +28,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::chrono::{DateTime, SecondsFormat, Utc};
 use kubemock_apimachinery::stage::gotpl::Host;
 use kubemock_apimachinery::stage::{self, Stage};
 use kubemock_client::events::{EventType, object_reference};
@@ -71,7 +71,7 @@ struct Pending {
     uid: String,
     resource_version: String,
     stage: String,
-    due: DateTime<Utc>,
+    due: Timestamp,
 }
 
 /// An object's key in the maps: its kind and `namespace/name`.
@@ -81,7 +81,7 @@ type Key = (String, String);
 type Compiled = HashMap<(String, String), Option<Arc<Stage>>>;
 
 /// The last application to an object: its uid, the Stage, the time.
-type Applied = (String, String, DateTime<Utc>);
+type Applied = (String, String, Timestamp);
 
 /// The Stages the kubelet runs: compiled from the Stage informer's store, with the chosen
 /// Stage of each object and the pod IPs they handed out.
@@ -101,11 +101,11 @@ pub(super) struct Stages {
     /// Pod IPs handed out by `PodIPWith`, by pod uid.
     pod_ips: Mutex<HashMap<String, String>>,
     /// When the kubelet started (`StartTime`).
-    started: DateTime<Utc>,
+    started: Timestamp,
 }
 
 impl Stages {
-    pub(super) fn new(store: Store<DynamicObject>, started: DateTime<Utc>) -> Self {
+    pub(super) fn new(store: Store<DynamicObject>, started: Timestamp) -> Self {
         Stages {
             store,
             compiled: Mutex::new(HashMap::new()),
@@ -220,9 +220,9 @@ pub(super) async fn sync_node(ctx: &Context, key: &ObjectKey, node: &Node) -> Re
         Step::Nothing => Ok(Action::AwaitChange),
         Step::At(due) => {
             let now = ctx.config.clock.now();
-            Ok(Action::RequeueAfter(
-                (due - now).to_std().unwrap_or_default(),
-            ))
+            Ok(Action::RequeueAfter(kubemock_apimachinery::time::until(
+                now, due,
+            )))
         }
         Step::Apply(stage) => {
             let api: Api<Node> = Api::all(ctx.client.clone());
@@ -234,7 +234,7 @@ pub(super) async fn sync_node(ctx: &Context, key: &ObjectKey, node: &Node) -> Re
 
 enum Step {
     Nothing,
-    At(DateTime<Utc>),
+    At(Timestamp),
     Apply(Arc<Stage>),
 }
 
@@ -268,8 +268,8 @@ fn plan(
     kind: &str,
     object_key: &ObjectKey,
     object: &Value,
-    now: DateTime<Utc>,
-) -> Option<(Arc<Stage>, DateTime<Utc>)> {
+    now: Timestamp,
+) -> Option<(Arc<Stage>, Timestamp)> {
     let uid = object
         .pointer("/metadata/uid")
         .and_then(Value::as_str)
@@ -307,7 +307,7 @@ fn plan(
         Some(kept) => kept,
         None => {
             let stage = choose(&matching, object)?;
-            let now_nanos = i128::from(now.timestamp_nanos_opt().unwrap_or_default());
+            let now_nanos = now.as_nanosecond();
             let delay_ms = stage
                 .delay(object, now_nanos)
                 .map(|d| {
@@ -318,7 +318,10 @@ fn plan(
                     }
                 })
                 .unwrap_or(0);
-            let mut due = now + k8s_openapi::chrono::Duration::milliseconds(delay_ms);
+            let mut due = kubemock_apimachinery::time::shift(
+                now,
+                jiff::SignedDuration::from_millis(delay_ms),
+            );
             if delay_ms == 0 {
                 let last = stages
                     .applied
@@ -327,8 +330,7 @@ fn plan(
                     .filter(|(u, s, _)| u == uid && *s == stage.name)
                     .map(|(_, _, at)| *at);
                 if let Some(last) = last {
-                    let earliest = last
-                        + k8s_openapi::chrono::Duration::from_std(MIN_REPEAT).unwrap_or_default();
+                    let earliest = kubemock_apimachinery::time::shift_std(last, MIN_REPEAT);
                     if earliest > due {
                         if stages.warned.lock().insert(stage.name.clone()) {
                             tracing::warn!(
@@ -561,7 +563,7 @@ fn text(v: Option<&Value>) -> String {
 
 impl Host for StageHost<'_> {
     fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
-        let time = |t: DateTime<Utc>| Value::String(t.to_rfc3339_opts(SecondsFormat::Secs, true));
+        let time = |t: Timestamp| Value::String(kubemock_apimachinery::time::rfc3339_of(t));
         let found = |ip: Option<String>, what: &str| match ip {
             Some(ip) => Ok(Value::String(ip)),
             None => Err(format!("{what} is not a simulated node")),

@@ -8,10 +8,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
-use k8s_openapi::chrono::{DateTime, Utc};
 
 /// The taint of a node whose Ready condition is Unknown (`v1.TaintNodeUnreachable`).
 pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
@@ -57,7 +57,7 @@ pub const LARGE_CLUSTER_THRESHOLD: usize = 50;
 pub struct NodeHealth {
     /// When the controller last saw the node's kubelet alive: a new Ready heartbeat, or a
     /// renewed Lease (`probeTimestamp`), on the controller's clock.
-    pub probe: DateTime<Utc>,
+    pub probe: Timestamp,
     /// The Ready condition as last observed.
     pub ready: Option<NodeCondition>,
     /// The Lease's renewTime as last observed.
@@ -85,7 +85,7 @@ pub fn observe(
     previous: Option<&NodeHealth>,
     node: &Node,
     lease: Option<&Lease>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> NodeHealth {
     let ready = condition(node, "Ready").cloned();
     let renewed = lease
@@ -130,14 +130,14 @@ pub fn observe(
 }
 
 /// Whether the node was last heard of more than `grace` before `now`.
-pub fn is_silent(health: &NodeHealth, grace: Duration, now: DateTime<Utc>) -> bool {
-    let grace = k8s_openapi::chrono::Duration::from_std(grace).unwrap_or_default();
+pub fn is_silent(health: &NodeHealth, grace: Duration, now: Timestamp) -> bool {
+    let grace = jiff::SignedDuration::try_from(grace).unwrap_or_default();
     now > health.probe + grace
 }
 
 /// The conditions of a silent `node` at `now`: [`SILENT_CONDITIONS`] Unknown, with upstream's
 /// reasons and messages; `None` when they already are.
-pub fn silent_conditions(node: &Node, now: DateTime<Utc>) -> Option<Vec<NodeCondition>> {
+pub fn silent_conditions(node: &Node, now: Timestamp) -> Option<Vec<NodeCondition>> {
     let mut conditions = node
         .status
         .as_ref()
@@ -212,7 +212,7 @@ pub fn retainted(
     node: &Node,
     wanted: &[String],
     no_execute: Option<&str>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Option<Vec<Taint>> {
     let current = node
         .spec
@@ -352,14 +352,15 @@ pub fn all_disrupted(zones: &BTreeMap<String, (ZoneState, usize)>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::chrono::TimeZone;
     use serde_json::json;
 
     use super::*;
 
-    fn at(seconds: i64) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap()
-            + k8s_openapi::chrono::Duration::seconds(seconds)
+    fn at(seconds: i64) -> Timestamp {
+        kubemock_apimachinery::time::shift_seconds(
+            "2030-01-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap(),
+            seconds,
+        )
     }
 
     fn node(ready: Option<(&str, i64)>) -> Node {

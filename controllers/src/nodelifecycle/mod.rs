@@ -243,7 +243,7 @@ async fn retaint(
     ready: Option<&str>,
     zones: &std::collections::BTreeMap<String, (health::ZoneState, usize)>,
     all_disrupted: bool,
-    now: k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc>,
+    now: jiff::Timestamp,
 ) -> Result<()> {
     let wanted = health::condition_taints(node);
     let has = |key: &str| {

@@ -31,6 +31,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::autoscaling::v2::{
     ContainerResourceMetricStatus, HorizontalPodAutoscaler, HorizontalPodAutoscalerCondition,
@@ -40,7 +41,6 @@ use k8s_openapi::api::autoscaling::v2::{
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::chrono::{DateTime, Duration, Utc};
 use kubemock_apimachinery::quantity::{Format, Quantity, Scale as QScale};
 use kubemock_client::events::{EventType, Recorder, object_reference};
 use kubemock_client::{
@@ -175,7 +175,7 @@ fn set_condition(
     value: &str,
     reason: &str,
     message: &str,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) {
     let conditions = status.conditions.get_or_insert_with(Vec::new);
     let index = match conditions.iter().position(|c| c.type_ == kind) {
@@ -203,7 +203,7 @@ struct Run<'a> {
     key: &'a ObjectKey,
     hpa: &'a HorizontalPodAutoscaler,
     status: HorizontalPodAutoscalerStatus,
-    now: DateTime<Utc>,
+    now: Timestamp,
     reference: k8s_openapi::api::core::v1::ObjectReference,
 }
 
@@ -391,7 +391,8 @@ async fn reconcile(ctx: &Context, key: &ObjectKey, hpa: &HorizontalPodAutoscaler
         if wanted < current {
             reason = "All metrics below target".to_owned();
         }
-        let down_window = Duration::from_std(DOWNSCALE_STABILIZATION_WINDOW).unwrap_or_default();
+        let down_window =
+            SignedDuration::try_from(DOWNSCALE_STABILIZATION_WINDOW).unwrap_or_default();
         let normalized = {
             let mut histories = ctx.histories.lock();
             let history = histories.entry(key.clone()).or_default();
@@ -440,7 +441,7 @@ async fn reconcile(ctx: &Context, key: &ObjectKey, hpa: &HorizontalPodAutoscaler
         .await;
         if let Some(behavior) = &spec.behavior {
             let down_window =
-                Duration::from_std(DOWNSCALE_STABILIZATION_WINDOW).unwrap_or_default();
+                SignedDuration::try_from(DOWNSCALE_STABILIZATION_WINDOW).unwrap_or_default();
             let behavior = Behavior::from_spec(behavior, down_window);
             ctx.histories
                 .lock()
@@ -877,12 +878,12 @@ async fn fetch_metrics(
         let name = value["metadata"]["name"].as_str().unwrap_or_default();
         let timestamp = value["timestamp"]
             .as_str()
-            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-            .map_or(run.now, |t| t.with_timezone(&Utc));
+            .and_then(|t| t.parse::<Timestamp>().ok())
+            .unwrap_or(run.now);
         let window = value["window"]
             .as_str()
             .and_then(|w| kubemock_apimachinery::duration::parse_duration(w).ok())
-            .map_or(Duration::zero(), Duration::nanoseconds);
+            .map_or(SignedDuration::ZERO, SignedDuration::from_nanos);
         let containers = value["containers"].as_array().cloned().unwrap_or_default();
         let usage_of = |c: &Value| {
             c["usage"][resource]

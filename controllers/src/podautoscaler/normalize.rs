@@ -7,8 +7,8 @@
 //! `max(2 × current, 4)`). Each HPA's history lives in memory, as upstream's does: a restart
 //! forgets it. Times are the controller's clock (virtual in tests).
 
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::autoscaling::v2::{HPAScalingRules, HorizontalPodAutoscalerBehavior};
-use k8s_openapi::chrono::{DateTime, Duration, Utc};
 
 /// `scaleUpLimitFactor`: without `behavior`, a scale-up at most doubles the replicas...
 const SCALE_UP_LIMIT_FACTOR: f64 = 2.0;
@@ -68,7 +68,10 @@ impl Behavior {
     /// The defaulted rules of a `behavior` (whatever it leaves out is upstream's default; the
     /// scale-down window defaults to `down_window`, the controller's downscale stabilization
     /// window, as `maybeInitScaleDownStabilizationWindow` does).
-    pub fn from_spec(spec: &HorizontalPodAutoscalerBehavior, down_window: Duration) -> Behavior {
+    pub fn from_spec(
+        spec: &HorizontalPodAutoscalerBehavior,
+        down_window: SignedDuration,
+    ) -> Behavior {
         let default_up = vec![
             Policy {
                 pods: true,
@@ -86,7 +89,7 @@ impl Behavior {
             value: DEFAULT_PERCENT,
             period_seconds: DEFAULT_POLICY_PERIOD_SECONDS,
         }];
-        let down_seconds = i32::try_from(down_window.num_seconds()).unwrap_or(i32::MAX);
+        let down_seconds = i32::try_from(down_window.as_secs()).unwrap_or(i32::MAX);
         Behavior {
             up: rules(spec.scale_up.as_ref(), 0, default_up),
             down: rules(spec.scale_down.as_ref(), down_seconds, default_down),
@@ -127,14 +130,14 @@ fn rules(spec: Option<&HPAScalingRules>, window: i32, policies: Vec<Policy>) -> 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Recommendation {
     replicas: i32,
-    at: DateTime<Utc>,
+    at: Timestamp,
 }
 
 /// A past scale change (`timestampedScaleEvent`); `outdated` ones are reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ScaleEvent {
     change: i32,
-    at: DateTime<Utc>,
+    at: Timestamp,
     outdated: bool,
 }
 
@@ -165,7 +168,7 @@ pub struct Normalized {
 
 impl History {
     /// `recordInitialRecommendation`: the first sync remembers the current count.
-    pub fn record_initial(&mut self, current: i32, now: DateTime<Utc>) {
+    pub fn record_initial(&mut self, current: i32, now: Timestamp) {
         if self.recommendations.is_empty() {
             self.recommendations.push(Recommendation {
                 replicas: current,
@@ -181,8 +184,8 @@ impl History {
         desired: i32,
         min: i32,
         max: i32,
-        down_window: Duration,
-        now: DateTime<Utc>,
+        down_window: SignedDuration,
+        now: Timestamp,
     ) -> Normalized {
         let stabilized = self.stabilize_legacy(desired, down_window, now);
         let (replicas, reason, message) = convert_with_rules(current, stabilized, min, max);
@@ -199,7 +202,7 @@ impl History {
     }
 
     /// `stabilizeRecommendation`: the highest recommendation within the window.
-    fn stabilize_legacy(&mut self, desired: i32, window: Duration, now: DateTime<Utc>) -> i32 {
+    fn stabilize_legacy(&mut self, desired: i32, window: SignedDuration, now: Timestamp) -> i32 {
         let cutoff = now - window;
         let mut highest = desired;
         let mut old = None;
@@ -214,7 +217,7 @@ impl History {
         highest
     }
 
-    fn remember(&mut self, old: Option<usize>, replicas: i32, now: DateTime<Utc>) {
+    fn remember(&mut self, old: Option<usize>, replicas: i32, now: Timestamp) {
         let rec = Recommendation { replicas, at: now };
         match old.and_then(|i| self.recommendations.get_mut(i)) {
             Some(slot) => *slot = rec,
@@ -230,7 +233,7 @@ impl History {
         desired: i32,
         min: i32,
         max: i32,
-        now: DateTime<Utc>,
+        now: Timestamp,
     ) -> Normalized {
         let (stabilized, reason, message) = self.stabilize(behavior, current, desired, now);
         let (replicas, limit_reason, limit_message) =
@@ -250,10 +253,10 @@ impl History {
         behavior: &Behavior,
         current: i32,
         desired: i32,
-        now: DateTime<Utc>,
+        now: Timestamp,
     ) -> (i32, &'static str, &'static str) {
-        let up_cutoff = now - Duration::seconds(i64::from(behavior.up.window_seconds));
-        let down_cutoff = now - Duration::seconds(i64::from(behavior.down.window_seconds));
+        let up_cutoff = now - SignedDuration::from_secs(i64::from(behavior.up.window_seconds));
+        let down_cutoff = now - SignedDuration::from_secs(i64::from(behavior.down.window_seconds));
         let (mut up, mut down) = (desired, desired);
         let mut old = None;
         for (i, rec) in self.recommendations.iter().enumerate() {
@@ -292,7 +295,7 @@ impl History {
         desired: i32,
         min: i32,
         max: i32,
-        now: DateTime<Utc>,
+        now: Timestamp,
     ) -> (i32, &'static str, &'static str) {
         if desired > current {
             let limit =
@@ -347,7 +350,7 @@ impl History {
         behavior: &Behavior,
         previous: i32,
         new: i32,
-        now: DateTime<Utc>,
+        now: Timestamp,
     ) {
         let (events, rules, change) = if new > previous {
             (&mut self.up, &behavior.up, new - previous)
@@ -360,7 +363,7 @@ impl History {
             .map(|p| p.period_seconds)
             .max()
             .unwrap_or(0);
-        let cutoff = now - Duration::seconds(i64::from(longest));
+        let cutoff = now - SignedDuration::from_secs(i64::from(longest));
         let mut old = None;
         for (i, event) in events.iter_mut().enumerate() {
             if event.at < cutoff {
@@ -383,8 +386,8 @@ impl History {
 }
 
 /// `getReplicasChangePerPeriod`.
-fn change_in_period(period_seconds: i32, events: &[ScaleEvent], now: DateTime<Utc>) -> i32 {
-    let cutoff = now - Duration::seconds(i64::from(period_seconds));
+fn change_in_period(period_seconds: i32, events: &[ScaleEvent], now: Timestamp) -> i32 {
+    let cutoff = now - SignedDuration::from_secs(i64::from(period_seconds));
     events
         .iter()
         .filter(|e| e.at > cutoff)
@@ -398,7 +401,7 @@ fn scale_up_limit(
     up: &[ScaleEvent],
     down: &[ScaleEvent],
     rules: &Rules,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> i32 {
     let pick: fn(i32, i32) -> i32 = match rules.select {
         Select::Disabled => return current,
@@ -429,7 +432,7 @@ fn scale_down_limit(
     up: &[ScaleEvent],
     down: &[ScaleEvent],
     rules: &Rules,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> i32 {
     let pick: fn(i32, i32) -> i32 = match rules.select {
         Select::Disabled => return current,
@@ -499,8 +502,8 @@ mod tests {
 
     use super::*;
 
-    fn now() -> DateTime<Utc> {
-        DateTime::from_timestamp(1_700_000_000, 0).expect("valid")
+    fn now() -> Timestamp {
+        Timestamp::from_second(1_700_000_000).expect("valid")
     }
 
     /// `generateScalingRules(pods, podsPeriod, percent, percentPeriod, window)`.
@@ -530,7 +533,7 @@ mod tests {
     fn defaults() -> Behavior {
         Behavior::from_spec(
             &HorizontalPodAutoscalerBehavior::default(),
-            Duration::seconds(0),
+            SignedDuration::from_secs(0),
         )
     }
 
@@ -647,11 +650,11 @@ mod tests {
     fn past_scale_events_limit_the_next_step() {
         let behavior = defaults();
         let mut history = History::default();
-        history.store_scale_event(&behavior, 4, 8, now() - Duration::seconds(5));
+        history.store_scale_event(&behavior, 4, 8, now() - SignedDuration::from_secs(5));
         let got = history.normalize(&behavior, 8, 30, 1, 100, now());
         assert_eq!((got.replicas, got.reason), (8, "ScaleUpLimit"));
         // 20 s later the event is out of the 15 s period: 8 may double.
-        let later = now() + Duration::seconds(20);
+        let later = now() + SignedDuration::from_secs(20);
         let got = history.normalize(&behavior, 8, 30, 1, 100, later);
         assert_eq!((got.replicas, got.reason), (16, "ScaleUpLimit"));
     }
@@ -662,14 +665,28 @@ mod tests {
     fn scale_down_waits_for_the_stabilization_window() {
         let behavior = Behavior::from_spec(
             &HorizontalPodAutoscalerBehavior::default(),
-            Duration::seconds(300),
+            SignedDuration::from_secs(300),
         );
         let mut history = History::default();
         history.record_initial(5, now());
-        let got = history.normalize(&behavior, 5, 2, 1, 10, now() + Duration::seconds(60));
+        let got = history.normalize(
+            &behavior,
+            5,
+            2,
+            1,
+            10,
+            now() + SignedDuration::from_secs(60),
+        );
         assert_eq!(got.replicas, 5);
         assert_eq!(got.stabilized.map(|s| s.0), Some("ScaleDownStabilized"));
-        let got = history.normalize(&behavior, 5, 2, 1, 10, now() + Duration::seconds(400));
+        let got = history.normalize(
+            &behavior,
+            5,
+            2,
+            1,
+            10,
+            now() + SignedDuration::from_secs(400),
+        );
         assert_eq!(got.replicas, 2);
         assert_eq!(got.stabilized, None);
     }

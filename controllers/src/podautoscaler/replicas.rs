@@ -15,8 +15,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::chrono::{DateTime, Duration, Utc};
 use kubemock_apimachinery::quantity::Quantity;
 
 /// One pod's metric: its value in milli-units (`PodMetric`), with the time and window of the
@@ -24,9 +24,9 @@ use kubemock_apimachinery::quantity::Quantity;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PodMetric {
     /// When the sample was taken.
-    pub timestamp: DateTime<Utc>,
+    pub timestamp: Timestamp,
     /// The span it covers.
-    pub window: Duration,
+    pub window: SignedDuration,
     /// The value, in thousandths (`MilliValue`).
     pub value: i64,
 }
@@ -43,7 +43,7 @@ pub struct Observed<'a> {
     /// Their metrics, by pod name.
     pub metrics: PodMetrics,
     /// Now, on the controller's clock.
-    pub now: DateTime<Utc>,
+    pub now: Timestamp,
 }
 
 /// The calculator's settings (kube-controller-manager's `--horizontal-pod-autoscaler-*`).
@@ -53,18 +53,18 @@ pub struct Calculator {
     pub tolerance: f64,
     /// After a pod starts, CPU samples taken before a window after its readiness changed are
     /// not trusted (`--horizontal-pod-autoscaler-cpu-initialization-period`, 5 minutes).
-    pub cpu_initialization_period: Duration,
+    pub cpu_initialization_period: SignedDuration,
     /// A pod not Ready whose readiness last changed within this of its start has never been
     /// Ready (`--horizontal-pod-autoscaler-initial-readiness-delay`, 30 s).
-    pub initial_readiness_delay: Duration,
+    pub initial_readiness_delay: SignedDuration,
 }
 
 impl Default for Calculator {
     fn default() -> Self {
         Calculator {
             tolerance: 0.1,
-            cpu_initialization_period: Duration::minutes(5),
-            initial_readiness_delay: Duration::seconds(30),
+            cpu_initialization_period: SignedDuration::from_mins(5),
+            initial_readiness_delay: SignedDuration::from_secs(30),
         }
     }
 }
@@ -87,7 +87,7 @@ fn group_pods(
     pods: &[&Pod],
     metrics: &PodMetrics,
     resource: &str,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Groups {
     let mut groups = Groups::default();
     for pod in pods {
@@ -116,7 +116,7 @@ fn group_pods(
                     let transition = ready
                         .last_transition_time
                         .as_ref()
-                        .map_or(DateTime::<Utc>::MIN_UTC, |t| t.0);
+                        .map_or(Timestamp::MIN, |t| t.0);
                     if start + calc.cpu_initialization_period > now {
                         ready.status == "False" || metric.timestamp < transition + metric.window
                     } else {
@@ -359,8 +359,8 @@ impl Calculator {
 /// An assumed metric (only the value is read after grouping).
 fn zero_metric(value: i64) -> PodMetric {
     PodMetric {
-        timestamp: DateTime::<Utc>::MIN_UTC,
-        window: Duration::zero(),
+        timestamp: Timestamp::MIN,
+        window: SignedDuration::ZERO,
         value,
     }
 }
@@ -381,13 +381,13 @@ mod tests {
 
     use super::*;
 
-    fn now() -> DateTime<Utc> {
-        DateTime::from_timestamp(1_700_000_000, 0).expect("valid")
+    fn now() -> Timestamp {
+        Timestamp::from_second(1_700_000_000).expect("valid")
     }
 
     /// A Running pod, Ready since long ago (upstream's default test pods), requesting `cpu`.
     fn pod(name: &str, phase: &str, ready: &str, cpu_request: &str) -> Pod {
-        let long_ago = Time(now() - Duration::minutes(10));
+        let long_ago = Time(now() - SignedDuration::from_mins(10));
         Pod {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),
@@ -429,7 +429,7 @@ mod tests {
                     (*name).to_owned(),
                     PodMetric {
                         timestamp: now(),
-                        window: Duration::seconds(30),
+                        window: SignedDuration::from_secs(30),
                         value: *value,
                     },
                 )

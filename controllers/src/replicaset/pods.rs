@@ -6,10 +6,10 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-use k8s_openapi::chrono::{DateTime, Utc};
 
 /// The annotation that orders scale-down among otherwise equal pods (beta, on by default).
 pub const DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
@@ -27,7 +27,7 @@ fn phase(pod: &Pod) -> Option<&str> {
 }
 
 /// The pod's Ready condition, when True: its last transition time.
-fn ready_since(pod: &Pod) -> Option<Option<DateTime<Utc>>> {
+fn ready_since(pod: &Pod) -> Option<Option<Timestamp>> {
     pod.status
         .as_ref()?
         .conditions
@@ -44,13 +44,13 @@ pub fn is_ready(pod: &Pod) -> bool {
 
 /// Whether the pod has been Ready for `min_ready_seconds` at `now` (upstream
 /// `IsPodAvailable`).
-pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: DateTime<Utc>) -> bool {
+pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
     match ready_since(pod) {
         None => false,
         Some(_) if min_ready_seconds <= 0 => true,
         Some(None) => false,
         Some(Some(since)) => {
-            since + k8s_openapi::chrono::Duration::seconds(i64::from(min_ready_seconds)) <= now
+            kubemock_apimachinery::time::shift_seconds(since, i64::from(min_ready_seconds)) <= now
         }
     }
 }
@@ -84,7 +84,7 @@ fn max_restarts(pod: &Pod) -> i32 {
 }
 
 /// `a` after `b`, an unset time counting as the latest (upstream `afterOrZero`).
-fn after_or_zero(a: Option<DateTime<Utc>>, b: Option<DateTime<Utc>>) -> bool {
+fn after_or_zero(a: Option<Timestamp>, b: Option<Timestamp>) -> bool {
     match (a, b) {
         (None, _) => true,
         (_, None) => false,
@@ -238,7 +238,7 @@ pub fn compute_status(
     rs: &ReplicaSet,
     pods: &[Pod],
     failure: Option<&ManageFailure>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> ReplicaSetStatus {
     let mut status = rs.status.clone().unwrap_or_default();
     let spec = rs.spec.clone().unwrap_or_default();
@@ -291,12 +291,9 @@ pub fn compute_status(
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{PodCondition, PodSpec, PodStatus};
-    use k8s_openapi::chrono::TimeZone;
 
-    fn at(seconds: i64) -> DateTime<Utc> {
-        Utc.timestamp_opt(1_700_000_000 + seconds, 0)
-            .single()
-            .expect("valid")
+    fn at(seconds: i64) -> Timestamp {
+        Timestamp::from_second(1_700_000_000 + seconds).expect("valid")
     }
 
     fn pod(name: &str, node: &str, phase: &str, ready_at: Option<i64>, created: i64) -> Pod {

@@ -197,9 +197,7 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
             serde_json::json!({"hard": quota::to_json(&hard)}),
         );
     }
-    let now = ctx.clock.now();
-    let now_nanos =
-        i128::from(now.timestamp()) * 1_000_000_000 + i128::from(now.timestamp_subsec_nanos());
+    let now_nanos = ctx.clock.now().as_nanosecond();
     let mut used = ResourceList::new();
     let mut discovered = None;
     for (group, plural) in kinds_of(&names) {

@@ -398,7 +398,7 @@ async fn mark_unschedulable(
         reason: Some("Unschedulable".to_owned()),
         message: Some(message.clone()),
         last_transition_time: Some(Time(ctx.clock.now())),
-        last_probe_time: None,
+        ..PodCondition::default()
     });
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     match api

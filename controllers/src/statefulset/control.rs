@@ -10,10 +10,10 @@ use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use k8s_openapi::chrono::{DateTime, Utc};
 
 use super::utils::{
     claims_for, claims_match_retention, identity_matches, in_ordinal_range, is_created,
@@ -83,7 +83,7 @@ pub struct Input<'a> {
     /// The claims of the set's namespace, by name.
     pub claims: &'a BTreeMap<String, Arc<PersistentVolumeClaim>>,
     /// The time availability is judged at.
-    pub now: DateTime<Utc>,
+    pub now: Timestamp,
 }
 
 /// Counts of a status (upstream `replicaStatus`).
@@ -101,7 +101,7 @@ fn count<'p>(
     min_ready: i32,
     current: &str,
     update: &str,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Counts {
     let mut counts = Counts::default();
     for pod in pods {
@@ -473,8 +473,8 @@ mod tests {
         Arc::new(pod)
     }
 
-    fn now() -> DateTime<Utc> {
-        DateTime::from_timestamp(1_800_000_000, 0).expect("a time")
+    fn now() -> Timestamp {
+        Timestamp::from_second(1_800_000_000).expect("a time")
     }
 
     fn template(set: &StatefulSet) -> PodTemplateSpec {

@@ -7,13 +7,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
     PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, PodTemplateSpec, Volume,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use k8s_openapi::chrono::{DateTime, Utc};
 use kubemock_apimachinery::intstr;
 
 use crate::replicaset::pods::{is_available, is_ready};
@@ -236,7 +236,7 @@ pub fn new_pod(
     spec.subdomain = set
         .spec
         .as_ref()
-        .map(|s| s.service_name.clone())
+        .and_then(|s| s.service_name.clone())
         .filter(|s| !s.is_empty());
     update_storage(set, &mut pod);
     pod.metadata
@@ -288,13 +288,13 @@ pub fn is_running_and_ready(pod: &Pod) -> bool {
 }
 
 /// Whether the pod has been Ready for `min_ready_seconds` (upstream `isRunningAndAvailable`).
-pub fn is_running_and_available(pod: &Pod, min_ready_seconds: i32, now: DateTime<Utc>) -> bool {
+pub fn is_running_and_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
     is_available(pod, min_ready_seconds, now)
 }
 
 /// Whether the pod counts as unavailable (upstream `isUnavailable`): not healthy, or not
 /// Ready for long enough.
-pub fn is_unavailable(pod: &Pod, min_ready_seconds: i32, now: DateTime<Utc>) -> bool {
+pub fn is_unavailable(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
     !is_running_and_ready(pod)
         || is_terminating(pod)
         || !is_running_and_available(pod, min_ready_seconds, now)

@@ -2,8 +2,8 @@
 //! (upstream `pkg/controller/tainteviction/taint_eviction.go`: `processPodOnNode`,
 //! `getMinTolerationTime`; `GetMatchingTolerations` in `pkg/apis/core/v1/helper`).
 
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
-use k8s_openapi::chrono::{DateTime, Duration, Utc};
 
 use crate::scheduler::fit::tolerates;
 
@@ -13,7 +13,7 @@ pub enum Verdict {
     /// It stays: no NoExecute taint, or all tolerated forever.
     Stay,
     /// It is deleted at this time (at once when it is not later than now).
-    EvictAt(DateTime<Utc>),
+    EvictAt(Timestamp),
 }
 
 /// The node's NoExecute taints.
@@ -37,26 +37,26 @@ fn matching<'p>(taints: &[&Taint], tolerations: &'p [Toleration]) -> Option<Vec<
 
 /// The shortest toleration among `used`: zero when one is zero or less, `None` when all are
 /// forever (upstream's -1).
-fn min_toleration(used: &[&Toleration]) -> Option<Duration> {
+fn min_toleration(used: &[&Toleration]) -> Option<SignedDuration> {
     let mut shortest: Option<i64> = None;
     for toleration in used {
         if let Some(seconds) = toleration.toleration_seconds {
             if seconds <= 0 {
-                return Some(Duration::zero());
+                return Some(SignedDuration::ZERO);
             }
             shortest = Some(shortest.map_or(seconds, |s| s.min(seconds)));
         }
     }
     if used.is_empty() {
-        return Some(Duration::zero());
+        return Some(SignedDuration::ZERO);
     }
-    shortest.map(Duration::seconds)
+    shortest.map(SignedDuration::from_secs)
 }
 
 /// The verdict on `pod` on `node` at `now`, for a pod first seen under the node's taints at
 /// `seen`: its wait counts from the earliest `timeAdded` of those taints when they carry one,
 /// else from `seen`.
-pub fn verdict(pod: &Pod, node: &Node, seen: DateTime<Utc>, now: DateTime<Utc>) -> Verdict {
+pub fn verdict(pod: &Pod, node: &Node, seen: Timestamp, now: Timestamp) -> Verdict {
     let taints = no_execute_taints(node);
     if taints.is_empty() {
         return Verdict::Stay;
@@ -77,22 +77,18 @@ pub fn verdict(pod: &Pod, node: &Node, seen: DateTime<Utc>, now: DateTime<Utc>) 
         .filter_map(|t| t.time_added.as_ref().map(|t| t.0))
         .min()
         .unwrap_or(seen);
-    Verdict::EvictAt(
-        start
-            .checked_add_signed(wait)
-            .unwrap_or(DateTime::<Utc>::MAX_UTC),
-    )
+    Verdict::EvictAt(kubemock_apimachinery::time::shift(start, wait))
 }
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::chrono::TimeZone;
     use serde_json::{Value, json};
 
     use super::*;
 
-    fn at(seconds: i64) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap() + Duration::seconds(seconds)
+    fn at(seconds: i64) -> Timestamp {
+        "2030-01-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap()
+            + SignedDuration::from_secs(seconds)
     }
 
     fn pod(tolerations: Value) -> Pod {

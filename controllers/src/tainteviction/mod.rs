@@ -21,9 +21,9 @@ pub mod decide;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::chrono::{DateTime, Utc};
 use kubemock_client::events::{EventType, Recorder};
 use kubemock_client::request::Preconditions;
 use kubemock_client::{
@@ -56,7 +56,7 @@ struct Context {
     /// Pods waiting for their toleration to run out, by key: when this controller first saw
     /// each under its node's NoExecute taints. Written by the sync workers (one key is never
     /// synced by two at once).
-    waiting: Mutex<HashMap<ObjectKey, DateTime<Utc>>>,
+    waiting: Mutex<HashMap<ObjectKey, Timestamp>>,
 }
 
 /// The taint eviction controller.
@@ -148,7 +148,7 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         }
         Verdict::EvictAt(due) if due > now => {
             ctx.waiting.lock().entry(key).or_insert(now);
-            let left = (due - now).to_std().unwrap_or_default();
+            let left = kubemock_apimachinery::time::until(now, due);
             Ok(Action::RequeueAfter(left))
         }
         Verdict::EvictAt(_) => {
@@ -176,7 +176,7 @@ async fn cancelled(ctx: &Context, key: &ObjectKey) {
 
 /// Marks the pod `DisruptionTarget` and deletes it (upstream `addConditionAndDeletePod`),
 /// with upstream's event first.
-async fn evict(ctx: &Context, key: &ObjectKey, pod: &Pod, now: DateTime<Utc>) -> Result<()> {
+async fn evict(ctx: &Context, key: &ObjectKey, pod: &Pod, now: Timestamp) -> Result<()> {
     let reference = pod_reference(key);
     let message = format!("Marking for deletion Pod {}", qualified(key));
     ctx.recorder
@@ -198,7 +198,7 @@ async fn evict(ctx: &Context, key: &ObjectKey, pod: &Pod, now: DateTime<Utc>) ->
         reason: Some(REASON.to_owned()),
         message: Some(MESSAGE.to_owned()),
         last_transition_time: Some(Time(now)),
-        last_probe_time: None,
+        ..PodCondition::default()
     };
     let same = |c: &PodCondition| {
         c.status == wanted.status && c.reason == wanted.reason && c.message == wanted.message

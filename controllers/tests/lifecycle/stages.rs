@@ -9,9 +9,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::chrono::{DateTime, Utc};
 use kubemock_client::{
     Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
@@ -31,7 +31,7 @@ fn condition(pod: &Pod, kind: &str) -> Option<String> {
         .map(|c| c.status.clone())
 }
 
-fn node_ready(node: &Node) -> Option<(String, DateTime<Utc>)> {
+fn node_ready(node: &Node) -> Option<(String, Timestamp)> {
     let c = node
         .status
         .as_ref()?
@@ -276,7 +276,7 @@ async fn the_scenario_stages_fail_crash_loop_start_slowly_and_take_a_node_down_o
         })
         .await;
         let c = container_json(&pod);
-        let started: DateTime<Utc> =
+        let started: Timestamp =
             serde_json::from_value(c["state"]["running"]["startedAt"].clone()).expect("a time");
         assert_eq!(started, due, "restart {restarts} after {backoff} s");
         assert_eq!(condition(&pod, "Ready").as_deref(), Some("True"));

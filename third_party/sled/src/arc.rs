@@ -36,7 +36,10 @@ impl<T: Debug + ?Sized> Debug for Arc<T> {
 
 impl<T> Arc<T> {
     pub fn new(inner: T) -> Arc<T> {
-        let bx = Box::new(ArcInner { inner, rc: AtomicUsize::new(1) });
+        let bx = Box::new(ArcInner {
+            inner,
+            rc: AtomicUsize::new(1),
+        });
         let ptr = Box::into_raw(bx);
         Arc { ptr }
     }
@@ -44,8 +47,7 @@ impl<T> Arc<T> {
     // See std::sync::arc::Arc::copy_from_slice,
     // "Unsafe because the caller must either take ownership or bind `T: Copy`"
     unsafe fn copy_from_slice(s: &[T]) -> Arc<[T]> {
-        let align =
-            std::cmp::max(mem::align_of::<T>(), mem::align_of::<AtomicUsize>());
+        let align = std::cmp::max(mem::align_of::<T>(), mem::align_of::<AtomicUsize>());
 
         let rc_width = std::cmp::max(align, mem::size_of::<AtomicUsize>());
         let data_width = mem::size_of::<T>().checked_mul(s.len()).unwrap();
@@ -67,7 +69,9 @@ impl<T> Arc<T> {
 
         let fat_ptr: *const ArcInner<[T]> = Arc::fatten(ptr, s.len());
 
-        Arc { ptr: fat_ptr as *mut _ }
+        Arc {
+            ptr: fat_ptr as *mut _,
+        }
     }
 
     /// <https://users.rust-lang.org/t/construct-fat-pointer-to-struct/29198/9>
@@ -77,8 +81,7 @@ impl<T> Arc<T> {
         assert!(!data.is_null());
         assert!(isize::try_from(len).is_ok());
 
-        let slice =
-            unsafe { core::slice::from_raw_parts(data as *const (), len) };
+        let slice = unsafe { core::slice::from_raw_parts(data as *const (), len) };
         slice as *const [()] as *const _
     }
 
@@ -90,8 +93,7 @@ impl<T> Arc<T> {
     }
 
     pub unsafe fn from_raw(ptr: *const T) -> Arc<T> {
-        let align =
-            std::cmp::max(mem::align_of::<T>(), mem::align_of::<AtomicUsize>());
+        let align = std::cmp::max(mem::align_of::<T>(), mem::align_of::<AtomicUsize>());
 
         let rc_width = std::cmp::max(align, mem::size_of::<AtomicUsize>());
 
@@ -136,8 +138,7 @@ impl<T: ?Sized> Clone for Arc<T> {
         // safe to use Relaxed ordering below because
         // of the required synchronization for passing
         // any objects to another thread.
-        let last_count =
-            unsafe { (*self.ptr).rc.fetch_add(1, Ordering::Relaxed) };
+        let last_count = unsafe { (*self.ptr).rc.fetch_add(1, Ordering::Relaxed) };
 
         if last_count == usize::max_value() {
             std::process::abort();
@@ -174,13 +175,9 @@ impl<T> From<Box<[T]>> for Arc<[T]> {
         unsafe {
             let src = Box::into_raw(b);
             let value_layout = Layout::for_value(&*src);
-            let align = std::cmp::max(
-                value_layout.align(),
-                mem::align_of::<AtomicUsize>(),
-            );
+            let align = std::cmp::max(value_layout.align(), mem::align_of::<AtomicUsize>());
             let rc_width = std::cmp::max(align, mem::size_of::<AtomicUsize>());
-            let unpadded_size =
-                rc_width.checked_add(value_layout.size()).unwrap();
+            let unpadded_size = rc_width.checked_add(value_layout.size()).unwrap();
             // pad the total `Arc` allocation size to the alignment of
             // `max(value, AtomicUsize)`
             let size = (unpadded_size + align - 1) & !(align - 1);
@@ -191,11 +188,7 @@ impl<T> From<Box<[T]>> for Arc<[T]> {
             #[allow(clippy::cast_ptr_alignment)]
             ptr::write(dst as _, AtomicUsize::new(1));
             let data_ptr = dst.add(rc_width);
-            ptr::copy_nonoverlapping(
-                src as *const u8,
-                data_ptr,
-                value_layout.size(),
-            );
+            ptr::copy_nonoverlapping(src as *const u8, data_ptr, value_layout.size());
 
             // free the old box memory without running Drop
             if value_layout.size() != 0 {
@@ -204,7 +197,9 @@ impl<T> From<Box<[T]>> for Arc<[T]> {
 
             let fat_ptr: *const ArcInner<[T]> = Arc::fatten(dst, len);
 
-            Arc { ptr: fat_ptr as *mut _ }
+            Arc {
+                ptr: fat_ptr as *mut _,
+            }
         }
     }
 }

@@ -1,10 +1,6 @@
 ///! Inline of https://github.com/bltavares/atomic-shim
 
-#[cfg(not(any(
-    target_arch = "mips",
-    target_arch = "powerpc",
-    feature = "mutex"
-)))]
+#[cfg(not(any(target_arch = "mips", target_arch = "powerpc", feature = "mutex")))]
 pub use std::sync::atomic::{AtomicI64, AtomicU64};
 #[cfg(any(target_arch = "mips", target_arch = "powerpc", feature = "mutex"))]
 mod shim {
@@ -18,7 +14,9 @@ mod shim {
 
     impl AtomicU64 {
         pub fn new(v: u64) -> Self {
-            Self { value: ShardedLock::new(v) }
+            Self {
+                value: ShardedLock::new(v),
+            }
         }
 
         #[allow(dead_code)]
@@ -51,12 +49,7 @@ mod shim {
         }
 
         #[allow(dead_code)]
-        pub fn compare_and_swap(
-            &self,
-            current: u64,
-            new: u64,
-            _: Ordering,
-        ) -> u64 {
+        pub fn compare_and_swap(&self, current: u64, new: u64, _: Ordering) -> u64 {
             let mut lock = self.value.write().unwrap();
             let prev = *lock;
             if prev == current {
@@ -156,7 +149,9 @@ mod shim {
 
     impl AtomicI64 {
         pub fn new(v: i64) -> Self {
-            Self { value: ShardedLock::new(v) }
+            Self {
+                value: ShardedLock::new(v),
+            }
         }
 
         #[allow(dead_code)]
@@ -189,12 +184,7 @@ mod shim {
         }
 
         #[allow(dead_code)]
-        pub fn compare_and_swap(
-            &self,
-            current: i64,
-            new: i64,
-            _: Ordering,
-        ) -> i64 {
+        pub fn compare_and_swap(&self, current: i64, new: i64, _: Ordering) -> i64 {
             let mut lock = self.value.write().unwrap();
             let prev = *lock;
             if prev == current {
@@ -288,9 +278,5 @@ mod shim {
     }
 }
 
-#[cfg(any(
-    target_arch = "mips",
-    target_arch = "powerpc",
-    feature = "mutex"
-))]
+#[cfg(any(target_arch = "mips", target_arch = "powerpc", feature = "mutex"))]
 pub use shim::{AtomicI64, AtomicU64};

@@ -20,10 +20,8 @@ pub(crate) struct ConcurrencyControl {
     rw: RwLock<()>,
 }
 
-static CONCURRENCY_CONTROL: Lazy<
-    ConcurrencyControl,
-    fn() -> ConcurrencyControl,
-> = Lazy::new(init_cc);
+static CONCURRENCY_CONTROL: Lazy<ConcurrencyControl, fn() -> ConcurrencyControl> =
+    Lazy::new(init_cc);
 
 fn init_cc() -> ConcurrencyControl {
     ConcurrencyControl::default()

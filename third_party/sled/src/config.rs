@@ -45,10 +45,8 @@ impl StorageParameters {
         let mut out = vec![];
 
         writeln!(&mut out, "segment_size: {}", self.segment_size).unwrap();
-        writeln!(&mut out, "use_compression: {}", self.use_compression)
-            .unwrap();
-        writeln!(&mut out, "version: {}.{}", self.version.0, self.version.1)
-            .unwrap();
+        writeln!(&mut out, "use_compression: {}", self.use_compression).unwrap();
+        writeln!(&mut out, "version: {}.{}", self.version.0, self.version.1).unwrap();
 
         out
     }
@@ -97,15 +95,11 @@ impl StorageParameters {
                 return Err(Error::corruption(None));
             }
         } else {
-            error!(
-                "failed to retrieve required configuration parameter: segment_size"
-            );
+            error!("failed to retrieve required configuration parameter: segment_size");
             return Err(Error::corruption(None));
         };
 
-        let use_compression: bool = if let Some(raw) =
-            lines.get("use_compression")
-        {
+        let use_compression: bool = if let Some(raw) = lines.get("use_compression") {
             if let Ok(parsed) = raw.parse() {
                 parsed
             } else {
@@ -113,9 +107,7 @@ impl StorageParameters {
                 return Err(Error::corruption(None));
             }
         } else {
-            error!(
-                "failed to retrieve required configuration parameter: use_compression"
-            );
+            error!("failed to retrieve required configuration parameter: use_compression");
             return Err(Error::corruption(None));
         };
 
@@ -125,10 +117,7 @@ impl StorageParameters {
                 if let Ok(parsed_major) = raw_major.parse() {
                     parsed_major
                 } else {
-                    error!(
-                        "failed to parse major version value from line: {}",
-                        raw
-                    );
+                    error!("failed to parse major version value from line: {}", raw);
                     return Err(Error::corruption(None));
                 }
             } else {
@@ -140,10 +129,7 @@ impl StorageParameters {
                 if let Ok(parsed_minor) = raw_minor.parse() {
                     parsed_minor
                 } else {
-                    error!(
-                        "failed to parse minor version value from line: {}",
-                        raw
-                    );
+                    error!("failed to parse minor version value from line: {}", raw);
                     return Err(Error::corruption(None));
                 }
             } else {
@@ -153,13 +139,15 @@ impl StorageParameters {
 
             (major, minor)
         } else {
-            error!(
-                "failed to retrieve required configuration parameter: version"
-            );
+            error!("failed to retrieve required configuration parameter: version");
             return Err(Error::corruption(None));
         };
 
-        Ok(StorageParameters { segment_size, use_compression, version })
+        Ok(StorageParameters {
+            segment_size,
+            use_compression,
+            version,
+        })
     }
 }
 
@@ -269,10 +257,7 @@ impl Inner {
 
     pub(crate) fn normalize<T>(&self, value: T) -> T
     where
-        T: Copy
-            + TryFrom<usize>
-            + std::ops::Div<Output = T>
-            + std::ops::Mul<Output = T>,
+        T: Copy + TryFrom<usize> + std::ops::Div<Output = T> + std::ops::Mul<Output = T>,
         <T as std::convert::TryFrom<usize>>::Error: Debug,
     {
         let segment_size: T = T::try_from(self.segment_size).unwrap();
@@ -349,7 +334,10 @@ impl Config {
         let file = config.open_file()?;
 
         // seal config in a Config
-        let config = RunningConfig { inner: config, file: Arc::new(file) };
+        let config = RunningConfig {
+            inner: config,
+            file: Arc::new(file),
+        };
 
         Db::start_inner(config)
     }
@@ -439,7 +427,10 @@ impl Config {
         });
 
         // seal config in a Config
-        RunningConfig { inner: self, file: Arc::new(file) }
+        RunningConfig {
+            inner: self,
+            file: Arc::new(file),
+        }
     }
 
     fn gen_temp_path() -> PathBuf {
@@ -577,10 +568,7 @@ impl Config {
     }
 
     fn try_lock(&self, file: File) -> Result<File> {
-        #[cfg(all(
-            not(miri),
-            any(windows, target_os = "linux", target_os = "macos")
-        ))]
+        #[cfg(all(not(miri), any(windows, target_os = "linux", target_os = "macos")))]
         {
             use fs2::FileExt;
 
@@ -640,10 +628,7 @@ impl Config {
                          version is {}.{}. Please perform an upgrade \
                          using the sled::Db::export and sled::Db::import \
                          methods.",
-                        old.version.0,
-                        old.version.1,
-                        self.version.0,
-                        self.version.1,
+                        old.version.0, old.version.1, self.version.0, self.version.1,
                     )
                 );
                 Ok(())
@@ -670,8 +655,7 @@ impl Config {
 
         let path = self.config_path();
 
-        let mut f =
-            fs::OpenOptions::new().write(true).create(true).open(path)?;
+        let mut f = fs::OpenOptions::new().write(true).create(true).open(path)?;
 
         io_fail!(self, "write_config bytes");
         f.write_all(&*bytes)?;
@@ -758,12 +742,9 @@ impl Config {
 
         let expected_old = Shared::null();
 
-        let _ = self.global_error.compare_and_set(
-            expected_old,
-            error,
-            SeqCst,
-            &guard,
-        );
+        let _ = self
+            .global_error
+            .compare_and_set(expected_old, error, SeqCst, &guard);
     }
 
     #[cfg(feature = "failpoints")]

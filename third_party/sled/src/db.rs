@@ -40,10 +40,7 @@ impl Deref for Db {
 }
 
 impl Debug for Db {
-    fn fmt(
-        &self,
-        f: &mut fmt::Formatter<'_>,
-    ) -> std::result::Result<(), fmt::Error> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> std::result::Result<(), fmt::Error> {
         let tenants = self.tenants.read();
         writeln!(f, "Db {{")?;
         for (raw_name, tree) in tenants.iter() {
@@ -84,19 +81,14 @@ impl Db {
         {
             let flusher_pagecache = context.pagecache.clone();
             let flusher = context.flush_every_ms.map(move |fem| {
-                flusher::Flusher::new(
-                    "log flusher".to_owned(),
-                    flusher_pagecache,
-                    fem,
-                )
+                flusher::Flusher::new("log flusher".to_owned(), flusher_pagecache, fem)
             });
             *context.flusher.lock() = flusher;
         }
 
         // create or open the default tree
         let guard = pin();
-        let default =
-            meta::open_tree(&context, DEFAULT_TREE_ID.to_vec(), &guard)?;
+        let default = meta::open_tree(&context, DEFAULT_TREE_ID.to_vec(), &guard)?;
 
         let ret = Self {
             context: context.clone(),
@@ -177,8 +169,7 @@ impl Db {
 
         let guard = pin();
 
-        let mut root_id =
-            Some(self.context.pagecache.meta_pid_for_name(name_ref, &guard)?);
+        let mut root_id = Some(self.context.pagecache.meta_pid_for_name(name_ref, &guard)?);
 
         let mut leftmost_chain: Vec<PageId> = vec![root_id.unwrap()];
         let mut cursor = root_id.unwrap();
@@ -294,8 +285,11 @@ impl Db {
     /// ```
     pub fn export(
         &self,
-    ) -> Vec<(CollectionType, CollectionName, impl Iterator<Item = Vec<Vec<u8>>>)>
-    {
+    ) -> Vec<(
+        CollectionType,
+        CollectionName,
+        impl Iterator<Item = Vec<Vec<u8>>>,
+    )> {
         let tenants = self.tenants.read();
 
         let mut ret = vec![];
@@ -369,19 +363,12 @@ impl Db {
                         .open_tree(collection_name)
                         .expect("failed to open new tree during import");
                     for mut kv in collection_iter {
-                        let v = kv
-                            .pop()
-                            .expect("failed to get value from tree export");
-                        let k = kv
-                            .pop()
-                            .expect("failed to get key from tree export");
-                        let old = tree.insert(k, v).expect(
-                            "failed to insert value during tree import",
-                        );
-                        assert!(
-                            old.is_none(),
-                            "import is overwriting existing data"
-                        );
+                        let v = kv.pop().expect("failed to get value from tree export");
+                        let k = kv.pop().expect("failed to get key from tree export");
+                        let old = tree
+                            .insert(k, v)
+                            .expect("failed to insert value during tree import");
+                        assert!(old.is_none(), "import is overwriting existing data");
                     }
                 }
                 other => panic!("unknown collection type {:?}", other),

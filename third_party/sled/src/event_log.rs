@@ -32,10 +32,18 @@ use crate::stack::{Iter as StackIter, Stack};
 /// A thing that happens at a certain time.
 #[derive(Debug, Clone)]
 enum Event {
-    PagesOnShutdown { pages: HashMap<PageId, Vec<DiskPtr>> },
-    PagesOnRecovery { pages: HashMap<PageId, Vec<DiskPtr>> },
-    MetaOnShutdown { meta: Meta },
-    MetaOnRecovery { meta: Meta },
+    PagesOnShutdown {
+        pages: HashMap<PageId, Vec<DiskPtr>>,
+    },
+    PagesOnRecovery {
+        pages: HashMap<PageId, Vec<DiskPtr>>,
+    },
+    MetaOnShutdown {
+        meta: Meta,
+    },
+    MetaOnRecovery {
+        meta: Meta,
+    },
     RecoveredLsn(Lsn),
     Stabilized(Lsn),
 }
@@ -95,9 +103,7 @@ impl EventLog {
                         let pids = par
                             .iter()
                             .map(|(pid, _frag_locations)| *pid)
-                            .chain(
-                                pages.iter().map(|(pid, _frag_locations)| *pid),
-                            )
+                            .chain(pages.iter().map(|(pid, _frag_locations)| *pid))
                             .collect::<std::collections::HashSet<_>>()
                             .into_iter();
 
@@ -105,13 +111,10 @@ impl EventLog {
                             let locations_before_restart = pages.get(&pid);
                             let locations_after_restart = par.get(&pid);
                             assert_eq!(
-                                locations_before_restart,
-                                locations_after_restart,
+                                locations_before_restart, locations_after_restart,
                                 "page {} had frag locations {:?} before \
                                  restart, but {:?} after restart",
-                                pid,
-                                locations_before_restart,
-                                locations_after_restart
+                                pid, locations_before_restart, locations_after_restart
                             );
                         }
 
@@ -142,18 +145,12 @@ impl EventLog {
         self.inner.push(Event::RecoveredLsn(lsn), &guard);
     }
 
-    pub(crate) fn pages_before_restart(
-        &self,
-        pages: HashMap<PageId, Vec<DiskPtr>>,
-    ) {
+    pub(crate) fn pages_before_restart(&self, pages: HashMap<PageId, Vec<DiskPtr>>) {
         let guard = pin();
         self.inner.push(Event::PagesOnShutdown { pages }, &guard);
     }
 
-    pub(crate) fn pages_after_restart(
-        &self,
-        pages: HashMap<PageId, Vec<DiskPtr>>,
-    ) {
+    pub(crate) fn pages_after_restart(&self, pages: HashMap<PageId, Vec<DiskPtr>>) {
         let guard = pin();
         self.inner.push(Event::PagesOnRecovery { pages }, &guard);
     }

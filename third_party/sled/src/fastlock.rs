@@ -44,7 +44,10 @@ pub struct FastLock<T> {
 
 impl<T> FastLock<T> {
     pub fn new(inner: T) -> FastLock<T> {
-        FastLock { lock: AtomicBool::new(false), inner: UnsafeCell::new(inner) }
+        FastLock {
+            lock: AtomicBool::new(false),
+            inner: UnsafeCell::new(inner),
+        }
     }
 
     pub fn try_lock(&self) -> Option<FastLockGuard<'_, T>> {
@@ -54,6 +57,10 @@ impl<T> FastLock<T> {
         // otherwise the current value. If we succeed, it should return false.
         let success = !lock_result;
 
-        if success { Some(FastLockGuard { mu: self }) } else { None }
+        if success {
+            Some(FastLockGuard { mu: self })
+        } else {
+            None
+        }
     }
 }

@@ -14,11 +14,19 @@ pub(crate) enum ShutdownState {
 
 impl ShutdownState {
     fn is_running(self) -> bool {
-        if let ShutdownState::Running = self { true } else { false }
+        if let ShutdownState::Running = self {
+            true
+        } else {
+            false
+        }
     }
 
     fn is_shutdown(self) -> bool {
-        if let ShutdownState::ShutDown = self { true } else { false }
+        if let ShutdownState::ShutDown = self {
+            true
+        } else {
+            false
+        }
     }
 }
 
@@ -31,11 +39,7 @@ pub(crate) struct Flusher {
 
 impl Flusher {
     /// Spawns a thread that periodically calls `callback` until dropped.
-    pub(crate) fn new(
-        name: String,
-        pagecache: Arc<PageCache>,
-        flush_every_ms: u64,
-    ) -> Self {
+    pub(crate) fn new(name: String, pagecache: Arc<PageCache>, flush_every_ms: u64) -> Self {
         #[allow(clippy::mutex_atomic)] // mutex used in CondVar below
         let shutdown = Arc::new(Mutex::new(ShutdownState::Running));
         let sc = Arc::new(Condvar::new());
@@ -49,7 +53,11 @@ impl Flusher {
             })
             .unwrap();
 
-        Self { shutdown, sc, join_handle: Mutex::new(Some(join_handle)) }
+        Self {
+            shutdown,
+            sc,
+            join_handle: Mutex::new(Some(join_handle)),
+        }
     }
 }
 
@@ -109,10 +117,7 @@ fn run(
         while {
             let made_progress = match pagecache.attempt_gc() {
                 Err(e) => {
-                    error!(
-                        "failed to clean file from periodic flush thread: {}",
-                        e
-                    );
+                    error!("failed to clean file from periodic flush thread: {}", e);
 
                     #[cfg(feature = "failpoints")]
                     pagecache.set_failpoint(e);
@@ -129,9 +134,7 @@ fn run(
                 Ok(false) => false,
                 Ok(true) => true,
             };
-            made_progress
-                && shutdown.is_running()
-                && before.elapsed() < flush_every / 2
+            made_progress && shutdown.is_running() && before.elapsed() < flush_every / 2
         } {}
 
         if let Err(e) = pagecache.config.file.sync_all() {

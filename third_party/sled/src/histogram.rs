@@ -69,9 +69,8 @@ impl Default for Histogram {
             let len = vals.len();
             let capacity = vals.capacity();
 
-            let vals: Vec<AtomicUsize> = unsafe {
-                Vec::from_raw_parts(ptr as *mut AtomicUsize, len, capacity)
-            };
+            let vals: Vec<AtomicUsize> =
+                unsafe { Vec::from_raw_parts(ptr as *mut AtomicUsize, len, capacity) };
 
             Histogram {
                 vals,
@@ -87,8 +86,7 @@ unsafe impl Send for Histogram {}
 
 impl Debug for Histogram {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> Result<(), fmt::Error> {
-        const PS: [f64; 10] =
-            [0., 50., 75., 90., 95., 97.5, 99., 99.9, 99.99, 100.];
+        const PS: [f64; 10] = [0., 50., 75., 90., 95., 97.5, 99., 99.9, 99.99, 100.];
         f.write_str("Histogramgram[")?;
 
         for p in &PS {
@@ -108,7 +106,8 @@ impl Histogram {
         #[cfg(not(feature = "no_metrics"))]
         {
             let value_float: f64 = raw_value as f64;
-            self.sum.fetch_add(value_float.round() as usize, Ordering::Relaxed);
+            self.sum
+                .fetch_add(value_float.round() as usize, Ordering::Relaxed);
 
             self.count.fetch_add(1, Ordering::Relaxed);
 

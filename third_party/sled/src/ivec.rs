@@ -27,7 +27,11 @@ impl Default for IVec {
 enum IVecInner {
     Inline(u8, Inner),
     Remote(Arc<[u8]>),
-    Subslice { base: Arc<[u8]>, offset: usize, len: usize },
+    Subslice {
+        base: Arc<[u8]>,
+        offset: usize,
+        len: usize,
+    },
 }
 
 impl Hash for IVec {
@@ -89,19 +93,19 @@ impl IVec {
             IVecInner::Inline(_, old_inner) => {
                 // old length already checked above in assertion
                 let mut new_inner = Inner::default();
-                new_inner[..len].copy_from_slice(
-                    &old_inner[slice_offset..slice_offset + len],
-                );
+                new_inner[..len].copy_from_slice(&old_inner[slice_offset..slice_offset + len]);
 
                 IVecInner::Inline(u8::try_from(len).unwrap(), new_inner)
             }
-            IVecInner::Subslice { ref base, ref offset, .. } => {
-                IVecInner::Subslice {
-                    base: base.clone(),
-                    offset: offset + slice_offset,
-                    len,
-                }
-            }
+            IVecInner::Subslice {
+                ref base,
+                ref offset,
+                ..
+            } => IVecInner::Subslice {
+                base: base.clone(),
+                offset: offset + slice_offset,
+                len,
+            },
         };
 
         IVec(inner)
@@ -123,12 +127,12 @@ impl IVec {
             IVecInner::Remote(ref mut buf) if Arc::strong_count(buf) != 1 => {
                 self.0 = IVecInner::Remote(buf.to_vec().into());
             }
-            IVecInner::Subslice { ref mut base, offset, len }
-                if Arc::strong_count(base) != 1 =>
-            {
-                self.0 = IVecInner::Remote(
-                    base[offset..offset + len].to_vec().into(),
-                );
+            IVecInner::Subslice {
+                ref mut base,
+                offset,
+                len,
+            } if Arc::strong_count(base) != 1 => {
+                self.0 = IVecInner::Remote(base[offset..offset + len].to_vec().into());
             }
             _ => {}
         }
@@ -225,8 +229,8 @@ macro_rules! from_array {
 }
 
 from_array!(
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
-    21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+    26, 27, 28, 29, 30, 31, 32
 );
 
 impl Into<Arc<[u8]>> for IVec {
@@ -253,13 +257,13 @@ impl AsRef<[u8]> for IVec {
     #[allow(unsafe_code)]
     fn as_ref(&self) -> &[u8] {
         match &self.0 {
-            IVecInner::Inline(sz, buf) => unsafe {
-                buf.get_unchecked(..*sz as usize)
-            },
+            IVecInner::Inline(sz, buf) => unsafe { buf.get_unchecked(..*sz as usize) },
             IVecInner::Remote(buf) => buf,
-            IVecInner::Subslice { ref base, offset, len } => {
-                &base[*offset..*offset + *len]
-            }
+            IVecInner::Subslice {
+                ref base,
+                offset,
+                len,
+            } => &base[*offset..*offset + *len],
         }
     }
 }
@@ -282,9 +286,11 @@ impl AsMut<[u8]> for IVec {
                 std::slice::from_raw_parts_mut(buf.as_mut_ptr(), *sz as usize)
             },
             IVecInner::Remote(ref mut buf) => Arc::get_mut(buf).unwrap(),
-            IVecInner::Subslice { ref mut base, offset, len } => {
-                &mut Arc::get_mut(base).unwrap()[*offset..*offset + *len]
-            }
+            IVecInner::Subslice {
+                ref mut base,
+                offset,
+                len,
+            } => &mut Arc::get_mut(base).unwrap()[*offset..*offset + *len],
         }
     }
 }

@@ -14,11 +14,7 @@ pub struct Node {
 }
 
 impl Node {
-    pub(crate) fn new_hoisted_root(
-        left: PageId,
-        at: IVec,
-        right: PageId,
-    ) -> Node {
+    pub(crate) fn new_hoisted_root(left: PageId, at: IVec, right: PageId) -> Node {
         Node {
             data: Data::Index(Index {
                 keys: vec![prefix::empty().into(), at],
@@ -199,8 +195,7 @@ impl Node {
                 right_min.len()
             };
 
-            let split_point: IVec =
-                prefix::decode(old_prefix, &right_min[..splitpoint_length]);
+            let split_point: IVec = prefix::decode(old_prefix, &right_min[..splitpoint_length]);
 
             assert!(!split_point.is_empty());
 
@@ -245,14 +240,13 @@ impl Node {
         let prefixed_hi = &self.hi;
         let (split, right_prefix_len, right_data) = match self.data {
             Data::Index(ref mut index) => {
-                let (split, right_prefix_len, right_keys, right_values) =
-                    split_inner(
-                        &mut index.keys,
-                        &mut index.pointers,
-                        prefixed_lo,
-                        prefixed_hi,
-                        false,
-                    );
+                let (split, right_prefix_len, right_keys, right_values) = split_inner(
+                    &mut index.keys,
+                    &mut index.pointers,
+                    prefixed_lo,
+                    prefixed_hi,
+                    false,
+                );
 
                 (
                     split,
@@ -264,19 +258,21 @@ impl Node {
                 )
             }
             Data::Leaf(ref mut leaf) => {
-                let (split, right_prefix_len, right_keys, right_values) =
-                    split_inner(
-                        &mut leaf.keys,
-                        &mut leaf.values,
-                        prefixed_lo,
-                        prefixed_hi,
-                        true,
-                    );
+                let (split, right_prefix_len, right_keys, right_values) = split_inner(
+                    &mut leaf.keys,
+                    &mut leaf.values,
+                    prefixed_lo,
+                    prefixed_hi,
+                    true,
+                );
 
                 (
                     split,
                     right_prefix_len,
-                    Data::Leaf(Leaf { keys: right_keys, values: right_values }),
+                    Data::Leaf(Leaf {
+                        keys: right_keys,
+                        values: right_values,
+                    }),
                 )
             }
         };
@@ -442,27 +438,16 @@ impl Node {
         }
     }
 
-    pub(crate) fn contains_lower_bound(
-        &self,
-        bound: &Bound<IVec>,
-        is_forward: bool,
-    ) -> bool {
+    pub(crate) fn contains_lower_bound(&self, bound: &Bound<IVec>, is_forward: bool) -> bool {
         match bound {
-            Bound::Excluded(bound)
-                if self.lo < *bound || (is_forward && *bound == self.lo) =>
-            {
-                true
-            }
+            Bound::Excluded(bound) if self.lo < *bound || (is_forward && *bound == self.lo) => true,
             Bound::Included(bound) if self.lo <= *bound => true,
             Bound::Unbounded if !is_forward => self.hi.is_empty(),
             _ => self.lo.is_empty(),
         }
     }
 
-    pub(crate) fn successor(
-        &self,
-        bound: &Bound<IVec>,
-    ) -> Option<(IVec, IVec)> {
+    pub(crate) fn successor(&self, bound: &Bound<IVec>) -> Option<(IVec, IVec)> {
         assert!(!self.data.is_index());
 
         // This encoding happens this way because
@@ -476,8 +461,7 @@ impl Node {
         };
 
         let leaf = self.data.leaf_ref().unwrap();
-        let search =
-            leaf.keys.binary_search_by(|k| fastcmp(k, predecessor_key));
+        let search = leaf.keys.binary_search_by(|k| fastcmp(k, predecessor_key));
 
         let start = match search {
             Ok(start) => start,
@@ -501,10 +485,7 @@ impl Node {
         None
     }
 
-    pub(crate) fn predecessor(
-        &self,
-        bound: &Bound<IVec>,
-    ) -> Option<(IVec, IVec)> {
+    pub(crate) fn predecessor(&self, bound: &Bound<IVec>) -> Option<(IVec, IVec)> {
         assert!(!self.data.is_index());
 
         // This encoding happens this way because
@@ -564,10 +545,7 @@ impl Node {
     }
 
     /// `leaf_pair_for_key` finds an existing value pair for a given key.
-    pub(crate) fn leaf_pair_for_key(
-        &self,
-        key: &[u8],
-    ) -> Option<(&IVec, &IVec)> {
+    pub(crate) fn leaf_pair_for_key(&self, key: &[u8]) -> Option<(&IVec, &IVec)> {
         let leaf = self
             .data
             .leaf_ref()
@@ -631,8 +609,10 @@ impl Node {
     }
 
     pub(crate) fn index_next_node(&self, key: &[u8]) -> (usize, PageId) {
-        let index =
-            self.data.index_ref().expect("index_next_node called on leaf");
+        let index = self
+            .data
+            .index_ref()
+            .expect("index_next_node called on leaf");
 
         let suffix = &key[self.prefix_len as usize..];
 
@@ -659,9 +639,7 @@ impl Default for Data {
 impl Data {
     pub(crate) fn rss(&self) -> u64 {
         match self {
-            Data::Index(ref index) => {
-                index.keys.iter().map(|k| k.len() + 8).sum::<usize>() as u64
-            }
+            Data::Index(ref index) => index.keys.iter().map(|k| k.len() + 8).sum::<usize>() as u64,
             Data::Leaf(ref leaf) => leaf
                 .keys
                 .iter()
@@ -708,7 +686,11 @@ impl Data {
     }
 
     pub(crate) fn is_index(&self) -> bool {
-        if let Data::Index(..) = self { true } else { false }
+        if let Data::Index(..) = self {
+            true
+        } else {
+            false
+        }
     }
 }
 

@@ -20,8 +20,7 @@ pub(crate) fn reencode(
 }
 
 pub(crate) fn decode(old_prefix: &[u8], old_encoded_key: &[u8]) -> IVec {
-    let mut decoded_key =
-        Vec::with_capacity(old_prefix.len() + old_encoded_key.len());
+    let mut decoded_key = Vec::with_capacity(old_prefix.len() + old_encoded_key.len());
     decoded_key.extend_from_slice(old_prefix);
     decoded_key.extend_from_slice(old_encoded_key);
 

@@ -27,8 +27,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// the new `PagePtr` will be returned as `Ok`.  Otherwise,
 /// the `Err` will contain a tuple of the current `PagePtr`
 /// and the old value that could not be set atomically.
-pub(crate) type CasResult<'a, R> =
-    std::result::Result<PageView<'a>, Option<(PageView<'a>, R)>>;
+pub(crate) type CasResult<'a, R> = std::result::Result<PageView<'a>, Option<(PageView<'a>, R)>>;
 
 /// An Error type encapsulating various issues that may come up
 /// in the operation of a `Db`.
@@ -81,7 +80,10 @@ impl Clone for Error {
             CollectionNotFound(name) => CollectionNotFound(name.clone()),
             Unsupported(why) => Unsupported(why.clone()),
             ReportableBug(what) => ReportableBug(what.clone()),
-            Corruption { at, bt } => Corruption { at: *at, bt: bt.clone() },
+            Corruption { at, bt } => Corruption {
+                at: *at,
+                bt: bt.clone(),
+            },
             #[cfg(feature = "failpoints")]
             FailPoint => FailPoint,
         }
@@ -149,8 +151,7 @@ impl From<Error> for io::Error {
         use std::io::ErrorKind;
         match error {
             Io(ioe) => ioe,
-            CollectionNotFound(name) =>
-                io::Error::new(
+            CollectionNotFound(name) => io::Error::new(
                 ErrorKind::NotFound,
                 format!("collection not found: {:?}", name),
             ),
@@ -160,17 +161,17 @@ impl From<Error> for io::Error {
             ),
             ReportableBug(what) => io::Error::new(
                 ErrorKind::Other,
-                format!("unexpected bug! please report this bug at <github.rs/spacejam/sled>: {:?}", what),
+                format!(
+                    "unexpected bug! please report this bug at <github.rs/spacejam/sled>: {:?}",
+                    what
+                ),
             ),
             Corruption { .. } => io::Error::new(
                 ErrorKind::InvalidData,
                 format!("corruption encountered: {:?}", error),
             ),
             #[cfg(feature = "failpoints")]
-            FailPoint => io::Error::new(
-                ErrorKind::Other,
-                "failpoint"
-            ),
+            FailPoint => io::Error::new(ErrorKind::Other, "failpoint"),
         }
     }
 }
@@ -178,10 +179,7 @@ impl From<Error> for io::Error {
 impl StdError for Error {}
 
 impl Display for Error {
-    fn fmt(
-        &self,
-        f: &mut fmt::Formatter<'_>,
-    ) -> std::result::Result<(), fmt::Error> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> std::result::Result<(), fmt::Error> {
         use self::Error::*;
 
         match *self {

@@ -41,7 +41,9 @@ pub struct Stack<T: Send + 'static> {
 
 impl<T: Send + 'static> Default for Stack<T> {
     fn default() -> Self {
-        Self { head: Atomic::null() }
+        Self {
+            head: Atomic::null(),
+        }
     }
 }
 
@@ -60,10 +62,7 @@ impl<T> Debug for Stack<T>
 where
     T: Clone + Debug + Send + 'static + Sync,
 {
-    fn fmt(
-        &self,
-        formatter: &mut fmt::Formatter<'_>,
-    ) -> Result<(), fmt::Error> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> Result<(), fmt::Error> {
         let guard = crossbeam_epoch::pin();
         let head = self.head(&guard);
         let iter = Iter::from_ptr(head, &guard);
@@ -94,7 +93,10 @@ impl<T: Send + Sync + 'static> Stack<T> {
     /// Add an item to the stack, spinning until successful.
     pub(crate) fn push(&self, inner: T, guard: &Guard) {
         debug_delay();
-        let node = Owned::new(Node { inner, next: Atomic::null() });
+        let node = Owned::new(Node {
+            inner,
+            next: Atomic::null(),
+        });
 
         unsafe {
             let node = node.into_shared(guard);
@@ -102,7 +104,10 @@ impl<T: Send + Sync + 'static> Stack<T> {
             loop {
                 let head = self.head(guard);
                 node.deref().next.store(head, Release);
-                if self.head.compare_and_set(head, node, Release, guard).is_ok()
+                if self
+                    .head
+                    .compare_and_set(head, node, Release, guard)
+                    .is_ok()
                 {
                     return;
                 }
@@ -111,10 +116,7 @@ impl<T: Send + Sync + 'static> Stack<T> {
     }
 
     /// Clears the stack and returns all items
-    pub(crate) fn take_iter<'a>(
-        &self,
-        guard: &'a Guard,
-    ) -> impl Iterator<Item = &'a T> {
+    pub(crate) fn take_iter<'a>(&self, guard: &'a Guard) -> impl Iterator<Item = &'a T> {
         debug_delay();
         let node = self.head.swap(Shared::null(), Release, guard);
 
@@ -140,8 +142,7 @@ impl<T: Send + Sync + 'static> Stack<T> {
             match unsafe { head.as_ref() } {
                 Some(h) => {
                     let next = h.next.load(Acquire, guard);
-                    match self.head.compare_and_set(head, next, Release, guard)
-                    {
+                    match self.head.compare_and_set(head, next, Release, guard) {
                         Ok(_) => unsafe {
                             // we unset the next pointer before destruction
                             // to avoid double-frees.
@@ -178,10 +179,7 @@ where
     T: 'a + Send + 'static + Sync,
 {
     /// Creates a `Iter` from a pointer to one.
-    pub(crate) fn from_ptr<'b>(
-        ptr: Shared<'b, Node<T>>,
-        guard: &'b Guard,
-    ) -> Iter<'b, T> {
+    pub(crate) fn from_ptr<'b>(ptr: Shared<'b, Node<T>>, guard: &'b Guard) -> Iter<'b, T> {
         Iter { inner: ptr, guard }
     }
 }

@@ -13,8 +13,7 @@ use {std::fs::File, std::io::Read};
 /// So we know we are not running in a memory restricted environment.
 #[cfg(target_os = "linux")]
 fn get_cgroup_memory_limit() -> io::Result<u64> {
-    File::open("/sys/fs/cgroup/memory/memory.limit_in_bytes")
-        .and_then(read_u64_from)
+    File::open("/sys/fs/cgroup/memory/memory.limit_in_bytes").and_then(read_u64_from)
 }
 
 #[cfg(target_os = "linux")]

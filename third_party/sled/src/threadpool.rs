@@ -9,10 +9,7 @@ use std::{
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::{
-    debug_delay, warn, Acquire, AtomicUsize, Error, OneShot, Result,
-    SeqCst,
-};
+use crate::{debug_delay, warn, Acquire, AtomicUsize, Error, OneShot, Result, SeqCst};
 
 // This is lower for CI reasons.
 #[cfg(windows)]
@@ -74,8 +71,10 @@ impl Queue {
     }
 }
 
-static QUEUE: Queue =
-    Queue { cv: Condvar::new(), mu: parking_lot::const_mutex(VecDeque::new()) };
+static QUEUE: Queue = Queue {
+    cv: Condvar::new(),
+    mu: parking_lot::const_mutex(VecDeque::new()),
+};
 static START: std::sync::Once = std::sync::Once::new();
 static BROKEN: AtomicBool = AtomicBool::new(false);
 
@@ -137,9 +136,7 @@ fn maybe_spawn_new_thread() -> Result<()> {
     debug_delay();
     let waiting_threads = WAITING_THREAD_COUNT.load(Acquire);
 
-    if waiting_threads >= DESIRED_WAITING_THREADS
-        || total_workers >= MAX_THREADS
-    {
+    if waiting_threads >= DESIRED_WAITING_THREADS || total_workers >= MAX_THREADS {
         return Ok(());
     }
 

@@ -51,10 +51,7 @@ impl DiskPtr {
 }
 
 impl fmt::Display for DiskPtr {
-    fn fmt(
-        &self,
-        f: &mut fmt::Formatter<'_>,
-    ) -> std::result::Result<(), fmt::Error> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> std::result::Result<(), fmt::Error> {
         write!(f, "{:?}", self)
     }
 }

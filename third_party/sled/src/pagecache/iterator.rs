@@ -1,9 +1,8 @@
 use std::{collections::BTreeMap, io};
 
 use super::{
-    pread_exact_or_eof, read_message, read_segment_header, BasedBuf, DiskPtr,
-    LogKind, LogOffset, LogRead, Lsn, SegmentHeader, SegmentNumber,
-    MAX_MSG_HEADER_LEN, SEG_HEADER_LEN,
+    pread_exact_or_eof, read_message, read_segment_header, BasedBuf, DiskPtr, LogKind, LogOffset,
+    LogRead, Lsn, SegmentHeader, SegmentNumber, MAX_MSG_HEADER_LEN, SEG_HEADER_LEN,
 };
 use crate::*;
 
@@ -66,20 +65,13 @@ impl Iterator for LogIter {
             let segment_base = &self.segment_base.as_ref().unwrap();
 
             let lid = segment_base.offset
-                + LogOffset::try_from(lsn % self.config.segment_size as Lsn)
-                    .unwrap();
+                + LogOffset::try_from(lsn % self.config.segment_size as Lsn).unwrap();
 
             let expected_segment_number = SegmentNumber(
-                u64::try_from(lsn).unwrap()
-                    / u64::try_from(self.config.segment_size).unwrap(),
+                u64::try_from(lsn).unwrap() / u64::try_from(self.config.segment_size).unwrap(),
             );
 
-            match read_message(
-                &**segment_base,
-                lid,
-                expected_segment_number,
-                &self.config,
-            ) {
+            match read_message(&**segment_base, lid, expected_segment_number, &self.config) {
                 Ok(LogRead::Blob(header, _buf, blob_ptr, inline_len)) => {
                     trace!("read blob flush in LogIter::next");
                     self.cur_lsn = Some(lsn + Lsn::from(inline_len));
@@ -202,8 +194,7 @@ impl LogIter {
         }
 
         assert!(
-            lsn + (self.config.segment_size as Lsn)
-                >= self.cur_lsn.unwrap_or(0),
+            lsn + (self.config.segment_size as Lsn) >= self.cur_lsn.unwrap_or(0),
             "caller is responsible for providing segments \
              that contain the initial cur_lsn value or higher"
         );
@@ -215,9 +206,7 @@ impl LogIter {
         );
         // we add segment_len to this check because we may be getting the
         // initial segment that is a bit behind where we left off before.
-        assert!(
-            lsn + self.config.segment_size as Lsn >= self.cur_lsn.unwrap_or(0)
-        );
+        assert!(lsn + self.config.segment_size as Lsn >= self.cur_lsn.unwrap_or(0));
         let f = &self.config.file;
         let segment_header = read_segment_header(f, offset)?;
         if offset % self.config.segment_size as LogOffset != 0 {
@@ -239,11 +228,7 @@ impl LogIter {
                 "segment header lsn ({}) != expected lsn ({})",
                 segment_header.lsn, lsn
             );
-            return Err(io::Error::new(
-                io::ErrorKind::Other,
-                "encountered torn segment",
-            )
-            .into());
+            return Err(io::Error::new(io::ErrorKind::Other, "encountered torn segment").into());
         }
 
         trace!("read segment header {:?}", segment_header);
@@ -251,7 +236,10 @@ impl LogIter {
         let mut buf = vec![0; self.config.segment_size];
         let size = pread_exact_or_eof(f, &mut buf, offset)?;
 
-        trace!("setting stored segment buffer length to {} after read", size);
+        trace!(
+            "setting stored segment buffer length to {} after read",
+            size
+        );
         buf.truncate(size);
 
         self.cur_lsn = Some(segment_header.lsn + SEG_HEADER_LEN as Lsn);
@@ -271,8 +259,7 @@ impl LogIter {
 fn valid_entry_offset(lid: LogOffset, segment_len: usize) -> bool {
     let seg_start = lid / segment_len as LogOffset * segment_len as LogOffset;
 
-    let max_lid =
-        seg_start + segment_len as LogOffset - MAX_MSG_HEADER_LEN as LogOffset;
+    let max_lid = seg_start + segment_len as LogOffset - MAX_MSG_HEADER_LEN as LogOffset;
 
     let min_lid = seg_start + SEG_HEADER_LEN as LogOffset;
 
@@ -285,11 +272,7 @@ fn scan_segment_headers_and_tail(
     min: Lsn,
     config: &RunningConfig,
 ) -> Result<(BTreeMap<Lsn, LogOffset>, Lsn)> {
-    fn fetch(
-        idx: u64,
-        min: Lsn,
-        config: &RunningConfig,
-    ) -> Option<(LogOffset, SegmentHeader)> {
+    fn fetch(idx: u64, min: Lsn, config: &RunningConfig) -> Option<(LogOffset, SegmentHeader)> {
         let segment_len = u64::try_from(config.segment_size).unwrap();
         let base_lid = idx * segment_len;
         let segment = read_segment_header(&config.file, base_lid).ok()?;
@@ -318,9 +301,7 @@ fn scan_segment_headers_and_tail(
     let f = &config.file;
     let file_len = f.metadata()?.len();
     let segments = (file_len / segment_len)
-        + if file_len % segment_len
-            < LogOffset::try_from(SEG_HEADER_LEN).unwrap()
-        {
+        + if file_len % segment_len < LogOffset::try_from(SEG_HEADER_LEN).unwrap() {
             0
         } else {
             1
@@ -351,8 +332,7 @@ fn scan_segment_headers_and_tail(
     // gather
     let mut headers: Vec<(LogOffset, SegmentHeader)> = vec![];
     for promise in header_promises {
-        let read_attempt =
-            promise.wait().expect("thread pool should not crash");
+        let read_attempt = promise.wait().expect("thread pool should not crash");
 
         if let Some(completed_result) = read_attempt {
             headers.push(completed_result);
@@ -364,8 +344,7 @@ fn scan_segment_headers_and_tail(
     let mut max_header_stable_lsn = min;
 
     for (lid, header) in headers {
-        max_header_stable_lsn =
-            std::cmp::max(header.max_stable_lsn, max_header_stable_lsn);
+        max_header_stable_lsn = std::cmp::max(header.max_stable_lsn, max_header_stable_lsn);
 
         if let Some(old) = ordering.insert(header.lsn, lid) {
             assert_eq!(
@@ -386,11 +365,7 @@ fn scan_segment_headers_and_tail(
     // Check that the segments above max_header_stable_lsn
     // properly link their previous segment pointers.
     let end_of_last_contiguous_message_in_unstable_tail =
-        check_contiguity_in_unstable_tail(
-            max_header_stable_lsn,
-            &ordering,
-            config,
-        )?;
+        check_contiguity_in_unstable_tail(max_header_stable_lsn, &ordering, config)?;
 
     Ok((ordering, end_of_last_contiguous_message_in_unstable_tail))
 }
@@ -467,15 +442,11 @@ fn check_contiguity_in_unstable_tail(
 /// and a set of segments that can be
 /// zeroed after the new snapshot is written,
 /// but no sooner, otherwise it is not crash-safe.
-pub fn raw_segment_iter_from(
-    lsn: Lsn,
-    config: &RunningConfig,
-) -> Result<LogIter> {
+pub fn raw_segment_iter_from(lsn: Lsn, config: &RunningConfig) -> Result<LogIter> {
     let segment_len = config.segment_size as Lsn;
     let normalized_lsn = lsn / segment_len * segment_len;
 
-    let (ordering, end_of_last_msg) =
-        scan_segment_headers_and_tail(normalized_lsn, config)?;
+    let (ordering, end_of_last_msg) = scan_segment_headers_and_tail(normalized_lsn, config)?;
 
     // find the last stable tip, to properly handle batch manifests.
     let tip_segment_iter: BTreeMap<_, _> = ordering

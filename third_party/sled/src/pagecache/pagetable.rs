@@ -102,7 +102,9 @@ pub struct PageTable {
 impl Default for PageTable {
     fn default() -> Self {
         let head = Node1::new();
-        Self { head: Atomic::from(head) }
+        Self {
+            head: Atomic::from(head),
+        }
     }
 }
 
@@ -113,12 +115,7 @@ impl PageTable {
     /// which represents a serious failure to
     /// properly handle lifecycles of pages in the
     /// using system.
-    pub(crate) fn insert<'g>(
-        &self,
-        pid: PageId,
-        item: Page,
-        guard: &'g Guard,
-    ) -> PageView<'g> {
+    pub(crate) fn insert<'g>(&self, pid: PageId, item: Page, guard: &'g Guard) -> PageView<'g> {
         debug_delay();
         let tip = self.traverse(pid, guard);
 
@@ -126,15 +123,14 @@ impl PageTable {
         let old = tip.swap(shared, Release, guard);
         assert!(old.is_null());
 
-        PageView { read: shared, entry: tip }
+        PageView {
+            read: shared,
+            entry: tip,
+        }
     }
 
     /// Try to get a value from the tree.
-    pub(crate) fn get<'g>(
-        &self,
-        pid: PageId,
-        guard: &'g Guard,
-    ) -> Option<PageView<'g>> {
+    pub(crate) fn get<'g>(&self, pid: PageId, guard: &'g Guard) -> Option<PageView<'g>> {
         let _measure = Measure::new(&M.get_pagetable);
         debug_delay();
         let tip = self.traverse(pid, guard);
@@ -144,7 +140,10 @@ impl PageTable {
         if res.is_null() {
             None
         } else {
-            let page_view = PageView { read: res, entry: tip };
+            let page_view = PageView {
+                read: res,
+                entry: tip,
+            };
 
             Some(page_view)
         }
@@ -166,12 +165,7 @@ impl PageTable {
             let next_child = Node2::new();
 
             debug_delay();
-            let ret = l1[l1k].compare_and_set(
-                Shared::null(),
-                next_child,
-                Release,
-                guard,
-            );
+            let ret = l1[l1k].compare_and_set(Shared::null(), next_child, Release, guard);
 
             l2_ptr = match ret {
                 Ok(next_child) => next_child,

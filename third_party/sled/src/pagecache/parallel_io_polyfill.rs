@@ -11,8 +11,7 @@ fn init_mu() -> Mutex<()> {
 
 type MutexInit = fn() -> Mutex<()>;
 
-static GLOBAL_FILE_LOCK: crate::Lazy<Mutex<()>, MutexInit> =
-    crate::Lazy::new(init_mu);
+static GLOBAL_FILE_LOCK: crate::Lazy<Mutex<()>, MutexInit> = crate::Lazy::new(init_mu);
 
 pub(crate) fn pread_exact_or_eof(
     file: &File,
@@ -41,11 +40,7 @@ pub(crate) fn pread_exact_or_eof(
     Ok(total)
 }
 
-pub(crate) fn pread_exact(
-    file: &File,
-    mut buf: &mut [u8],
-    offset: LogOffset,
-) -> io::Result<()> {
+pub(crate) fn pread_exact(file: &File, mut buf: &mut [u8], offset: LogOffset) -> io::Result<()> {
     let _lock = GLOBAL_FILE_LOCK.lock();
 
     let mut f = file.try_clone()?;
@@ -73,11 +68,7 @@ pub(crate) fn pread_exact(
     }
 }
 
-pub(crate) fn pwrite_all(
-    file: &File,
-    mut buf: &[u8],
-    offset: LogOffset,
-) -> io::Result<()> {
+pub(crate) fn pwrite_all(file: &File, mut buf: &[u8], offset: LogOffset) -> io::Result<()> {
     let _lock = GLOBAL_FILE_LOCK.lock();
 
     let mut f = file.try_clone()?;

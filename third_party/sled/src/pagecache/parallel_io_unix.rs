@@ -26,18 +26,10 @@ pub(crate) fn pread_exact_or_eof(
     Ok(total)
 }
 
-pub(crate) fn pread_exact(
-    file: &File,
-    buf: &mut [u8],
-    offset: LogOffset,
-) -> io::Result<()> {
+pub(crate) fn pread_exact(file: &File, buf: &mut [u8], offset: LogOffset) -> io::Result<()> {
     file.read_exact_at(buf, offset)
 }
 
-pub(crate) fn pwrite_all(
-    file: &File,
-    buf: &[u8],
-    offset: LogOffset,
-) -> io::Result<()> {
+pub(crate) fn pwrite_all(file: &File, buf: &[u8], offset: LogOffset) -> io::Result<()> {
     file.write_all_at(buf, offset)
 }
