@@ -23,7 +23,9 @@ const WAIT: Duration = Duration::from_secs(30);
 const QUIET: Duration = Duration::from_millis(500);
 
 fn start_time() -> Timestamp {
-    "2030-01-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap()
+    "2030-01-01T00:00:00Z"
+        .parse::<jiff::Timestamp>()
+        .expect("a time")
 }
 
 // readme:start

@@ -168,7 +168,9 @@ async fn a_leader_on_a_virtual_clock_stamps_the_lease_from_it_and_survives_its_j
 
     let (_server, client) = common::server().await;
     let api: Api<Lease> = Api::namespaced(client, "default");
-    let start = "2030-01-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap();
+    let start = "2030-01-01T00:00:00Z"
+        .parse::<jiff::Timestamp>()
+        .expect("a time");
     let fake = FakeClock::new(start);
     let config = LeaderElectionConfig::new("virtual").timings(LEASE, RENEW, RETRY);
     let elector =

@@ -478,7 +478,7 @@ mod tests {
 
     fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> Timestamp {
         use chrono::TimeZone;
-        from_chrono(Utc.with_ymd_and_hms(y, mo, d, h, mi, s).unwrap()).unwrap()
+        from_chrono(Utc.with_ymd_and_hms(y, mo, d, h, mi, s).unwrap()).expect("in range")
     }
 
     fn parse(spec: &str) -> Schedule {

@@ -613,7 +613,9 @@ mod tests {
                     "restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}}}
         }))
         .expect("a cronjob");
-        let scheduled = "2024-03-01T10:30:00Z".parse::<jiff::Timestamp>().unwrap();
+        let scheduled = "2024-03-01T10:30:00Z"
+            .parse::<jiff::Timestamp>()
+            .expect("a time");
         let zone = schedule::load_location("Asia/Kolkata").expect("a zone");
         let job = job_from_template(&cron_job, scheduled, zone);
         let meta = &job.metadata;

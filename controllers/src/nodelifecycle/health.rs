@@ -358,7 +358,9 @@ mod tests {
 
     fn at(seconds: i64) -> Timestamp {
         kubemock_apimachinery::time::shift_seconds(
-            "2030-01-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap(),
+            "2030-01-01T00:00:00Z"
+                .parse::<jiff::Timestamp>()
+                .expect("a time"),
             seconds,
         )
     }

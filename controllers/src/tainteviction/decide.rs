@@ -87,7 +87,9 @@ mod tests {
     use super::*;
 
     fn at(seconds: i64) -> Timestamp {
-        "2030-01-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap()
+        "2030-01-01T00:00:00Z"
+            .parse::<jiff::Timestamp>()
+            .expect("a time")
             + SignedDuration::from_secs(seconds)
     }
 
