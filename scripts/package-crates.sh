@@ -23,7 +23,8 @@ step() { echo "== package: $1 (${SECONDS}s)"; }
 
 for fork in third_party/sled third_party/serde_yaml_ng; do
   step "$fork"
-  cargo package --manifest-path "$fork/Cargo.toml" "${ARGS[@]}"
+  # Their own workspaces: into this one's target/ (target/package/), not third_party/*/target.
+  cargo package --manifest-path "$fork/Cargo.toml" --target-dir target "${ARGS[@]}"
 done
 
 step "the workspace's published crates"
