@@ -23,5 +23,7 @@ pub async fn publish_settings(
         data: Some(data),
         ..ConfigMap::default()
     };
-    config_maps.create(&PostParams::default(), &config_map).await
+    config_maps
+        .create(&PostParams::default(), &config_map)
+        .await
 }

@@ -24,23 +24,38 @@ async fn a_kube_client_creates_gets_lists_and_watches_on_the_api_server() -> any
     let config = kube::Config::new(server.url().parse()?);
     let client = kube::Client::try_from(config)?;
 
-    let created = publish_settings(client.clone(), "greeting", settings("message", "hello")).await?;
+    let created =
+        publish_settings(client.clone(), "greeting", settings("message", "hello")).await?;
     assert!(created.metadata.uid.is_some(), "the server assigned a uid");
 
     let config_maps: Api<ConfigMap> = Api::default_namespaced(client);
     let read = config_maps.get("greeting").await?;
     assert_eq!(read.data, Some(settings("message", "hello")));
-    assert_eq!(read.metadata.creation_timestamp, created.metadata.creation_timestamp);
+    assert_eq!(
+        read.metadata.creation_timestamp,
+        created.metadata.creation_timestamp
+    );
 
     let listed = config_maps.list(&ListParams::default()).await?;
-    let names: Vec<_> = listed.iter().filter_map(|c| c.metadata.name.as_deref()).collect();
+    let names: Vec<_> = listed
+        .iter()
+        .filter_map(|c| c.metadata.name.as_deref())
+        .collect();
     assert!(names.contains(&"greeting"), "{names:?}");
     let version = listed.metadata.resource_version.clone().unwrap_or_default();
 
     // A watch from the list's resourceVersion sees what is created after it.
-    publish_settings(config_maps.clone().into_client(), "farewell", settings("message", "bye")).await?;
+    publish_settings(
+        config_maps.clone().into_client(),
+        "farewell",
+        settings("message", "bye"),
+    )
+    .await?;
     let events = config_maps
-        .watch(&WatchParams::default().fields("metadata.name=farewell"), &version)
+        .watch(
+            &WatchParams::default().fields("metadata.name=farewell"),
+            &version,
+        )
         .await?;
     futures_util::pin_mut!(events);
     let event = tokio::time::timeout(WAIT, events.try_next()).await??;
