@@ -28,6 +28,15 @@ for fork in third_party/sled third_party/serde_yaml_ng; do
 done
 
 step "the workspace's published crates"
+# The same [patch] for the cargo that apimachinery's build script runs (`cargo metadata`, to find
+# the k8s-rs-pb sources) inside target/package/<crate>/, which reads config files upward from
+# there but not this command line.
+mkdir -p target/package/.cargo
+cat > target/package/.cargo/config.toml <<TOML
+[patch.crates-io]
+kubemock-sled = { path = "$PWD/third_party/sled" }
+kubemock-serde-yaml-ng = { path = "$PWD/third_party/serde_yaml_ng" }
+TOML
 cargo package --workspace \
   --exclude kubemock-conformance --exclude kubemock-loadgen --exclude kubemock-httpfuzz \
   --config 'patch.crates-io.kubemock-sled.path="third_party/sled"' \
