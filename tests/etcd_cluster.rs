@@ -41,7 +41,14 @@ struct Server {
 async fn start(etcd: &str, identity: &str, dir: &std::path::Path, extra: &[&str]) -> Server {
     let log = std::fs::File::create(dir.join(format!("{identity}.log"))).expect("a log file");
     let mut child = Command::new(BINARY)
-        .args(["serve", "--port", "0", "--no-kubeconfig", "--etcd-servers", etcd])
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--no-kubeconfig",
+            "--etcd-servers",
+            etcd,
+        ])
         .args(["--service-cluster-ip-range", IP_RANGE])
         .args(["--service-node-port-range", PORT_RANGE])
         .args(extra)
@@ -83,11 +90,7 @@ async fn post(http: &reqwest::Client, url: &str, path: &str, body: &Value) -> (u
 }
 
 async fn get(http: &reqwest::Client, url: &str, path: &str) -> Value {
-    let response = http
-        .get(format!("{url}{path}"))
-        .send()
-        .await
-        .expect("GET");
+    let response = http.get(format!("{url}{path}")).send().await.expect("GET");
     assert_eq!(response.status(), 200, "GET {url}{path}");
     response.json().await.expect("JSON")
 }
@@ -160,7 +163,10 @@ impl Watcher {
             let event = self.next().await;
             let object = &event["object"];
             let version = rv(object);
-            assert!(version > last, "out of order: {version} after {last}: {event}");
+            assert!(
+                version > last,
+                "out of order: {version} after {last}: {event}"
+            );
             last = version;
             let name = name(object);
             let Some(created) = expected.get(&name) else {
@@ -299,7 +305,10 @@ async fn assert_unique_allocations(http: &reqwest::Client, url: &str) -> usize {
             service["metadata"]["namespace"].as_str().unwrap_or(""),
             name(service)
         );
-        if let Some(ip) = service["spec"]["clusterIP"].as_str().filter(|ip| *ip != "None") {
+        if let Some(ip) = service["spec"]["clusterIP"]
+            .as_str()
+            .filter(|ip| *ip != "None")
+        {
             if let Some(other) = ips.insert(ip.to_owned(), who.clone()) {
                 panic!("{ip} held by {other} and {who}");
             }
@@ -443,7 +452,10 @@ async fn three_servers_over_one_etcd_are_one_cluster() {
     assert_eq!(status, 201);
     let sets = replica_sets_of(&http, &urls[2], "load", "web").await;
     assert_eq!(sets.len(), 1, "{sets:?}");
-    assert_eq!(lease_holder(&http, &urls[0]).await.as_deref(), Some(leader.as_str()));
+    assert_eq!(
+        lease_holder(&http, &urls[0]).await.as_deref(),
+        Some(leader.as_str())
+    );
     for server in &servers {
         let requests = informer_requests(&http, &server.url).await;
         if server.identity == leader {
@@ -528,10 +540,16 @@ async fn a_server_killed_under_load_loses_no_acknowledged_write() {
         if per_writer.iter().all(|n| *n >= 20) {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "writers too slow: {per_writer:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "writers too slow: {per_writer:?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    servers[victim].child.start_kill().expect("SIGKILL the leader");
+    servers[victim]
+        .child
+        .start_kill()
+        .expect("SIGKILL the leader");
     servers[victim].child.wait().await.expect("the leader died");
     // The survivors keep taking writes; another takes the Lease.
     let survivor = &servers[(victim + 1) % 3].url;
@@ -556,7 +574,12 @@ async fn a_server_killed_under_load_loses_no_acknowledged_write() {
             .map(|item| (name(item), rv(item)))
             .collect();
         for (name, version) in &acknowledged {
-            assert_eq!(stored.get(name), Some(version), "{name} through {}", server.url);
+            assert_eq!(
+                stored.get(name),
+                Some(version),
+                "{name} through {}",
+                server.url
+            );
         }
     }
     // The new leader runs the controllers: a Deployment gets its ReplicaSet, once.

@@ -249,7 +249,6 @@ impl Held {
     }
 }
 
-
 /// Which range a record is of, and how a Service's holdings map to its items.
 #[derive(Debug, Clone, Copy)]
 enum Kind {
@@ -349,7 +348,10 @@ impl Range {
     /// The items of a stored record; an error when it is not readable or of another range.
     fn decode(&self, kv: &KeyValue) -> ApiResult<BTreeSet<u64>> {
         let record: Record = serde_json::from_slice(&kv.value).map_err(|err| {
-            ApiError::internal(format!("the allocation record {} is unreadable: {err}", self.key))
+            ApiError::internal(format!(
+                "the allocation record {} is unreadable: {err}",
+                self.key
+            ))
         })?;
         if record.range != self.text {
             return Err(ApiError::internal(format!(
@@ -530,7 +532,10 @@ impl Range {
                     return outcome;
                 }
                 Written::Conflict(current) => {
-                    debug!(key = self.key, "allocation record changed by another writer; retrying");
+                    debug!(
+                        key = self.key,
+                        "allocation record changed by another writer; retrying"
+                    );
                     *last = Snapshot {
                         revision: Some(current.mod_revision),
                         taken: self.decode(&current)?,
@@ -771,7 +776,6 @@ fn pick_free(low: u64, high: u64, band: u64, taken: impl Fn(u64) -> bool) -> Opt
     }
     (low..split).find(|o| !taken(*o))
 }
-
 
 /// What one write took and, once it is stored, gives back. Dropping it uncommitted (the write
 /// failed, or was a dry run) gives back what it took.

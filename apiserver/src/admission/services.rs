@@ -344,8 +344,7 @@ pub(super) async fn allocate(
         .unwrap_or_default();
     let mut taken = Held::default();
     let spec = child(object, "spec");
-    if let Err(failure) = allocate_spec(allocator, &held_before, spec, dry_run, &mut taken).await
-    {
+    if let Err(failure) = allocate_spec(allocator, &held_before, spec, dry_run, &mut taken).await {
         if !dry_run {
             allocator.release(&taken).await;
         }
@@ -595,14 +594,17 @@ async fn allocate_health_check_port(
         Some(port) => {
             let wanted = u16::try_from(port).unwrap_or(0);
             if !held_before.ports.contains(&wanted) {
-                allocator.allocate_port(wanted, dry_run).await.map_err(|err| {
-                    failure(err, |err| {
-                        AllocFailure::Internal(format!(
-                            "failed to allocate requested HealthCheck NodePort {port}: {}",
-                            port_message(&err, allocator)
-                        ))
-                    })
-                })?;
+                allocator
+                    .allocate_port(wanted, dry_run)
+                    .await
+                    .map_err(|err| {
+                        failure(err, |err| {
+                            AllocFailure::Internal(format!(
+                                "failed to allocate requested HealthCheck NodePort {port}: {}",
+                                port_message(&err, allocator)
+                            ))
+                        })
+                    })?;
                 taken.ports.push(wanted);
             }
         }
