@@ -257,7 +257,7 @@ async fn two_servers_over_one_etcd_are_one_cluster() {
     let Some(mut etcd) = kubemock_storage_etcd::testing::EtcdServer::start(test).await else {
         return;
     };
-    // Controllers in the first only (no leader election yet).
+    // Controllers in the first only (with --leader-elect on all: tests/etcd_cluster.rs).
     let (mut first, a) = start(&["--etcd-servers", &etcd.url]).await;
     let (mut second, b) = start(&["--etcd-servers", &etcd.url, "--no-controllers"]).await;
     ready(&a).await;

@@ -264,6 +264,14 @@ pub trait Kv: Send + Sync {
         None
     }
 
+    /// True when this process is the store's only writer (the embedded store, which one
+    /// process opens); false when other processes may write it too (etcd). State derived from
+    /// stored objects may then be rebuilt exactly from them, with no writer of another
+    /// process in flight (the Service address allocator's repair, `docs/etcd.md`).
+    fn sole_writer(&self) -> bool {
+        false
+    }
+
     /// The compaction point: the oldest revision still readable.
     async fn compacted_revision(&self) -> Result<Revision>;
 
