@@ -16,11 +16,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 target="${CARGO_TARGET_DIR:-target}/release"
+# The "over etcd" rows: a real etcd (Debian's 3.4.23, into .tools/); NO_ETCD=1 leaves them out.
+etcd=()
+if [ -z "${NO_ETCD:-}" ]; then
+  etcd=(--etcd "$(scripts/install-etcd.sh | tail -n 1)")
+fi
 for arg in "$@"; do
   case "$arg" in
     --kubemock | --kubemock=*)
       cargo build --release --quiet -p kubemock-loadgen
-      exec "$target/kubemock-loadgen" suite --baseline "$target/hello-baseline" "$@"
+      exec "$target/kubemock-loadgen" suite --baseline "$target/hello-baseline" "${etcd[@]}" "$@"
       ;;
   esac
 done
@@ -28,4 +33,5 @@ cargo build --release --quiet -p kubemock -p kubemock-loadgen
 exec "$target/kubemock-loadgen" suite \
   --kubemock "$target/kubemock" \
   --baseline "$target/hello-baseline" \
+  "${etcd[@]}" \
   "$@"

@@ -108,13 +108,8 @@ struct ControllerManagerArgs {
     /// Controllers to run: `*` for all, `name` to enable one, `-name` to disable one.
     #[arg(long, default_value = "*")]
     controllers: String,
-    /// Act only while holding the `kube-system/kube-controller-manager` Lease, so that of
-    /// several managers exactly one is active.
-    #[arg(long)]
-    leader_elect: bool,
-    /// This candidate's identity in the Lease (default: host name and process id).
-    #[arg(long)]
-    leader_elect_identity: Option<String>,
+    #[command(flatten)]
+    election: LeaderElectArgs,
     /// Run each controller as its ServiceAccount in `kube-system` (created if missing) with a
     /// TokenRequest token renewed before it expires, instead of the kubeconfig's user
     /// (kube-controller-manager's flag and default: false).
@@ -197,6 +192,59 @@ fn parse_delay(text: &str) -> Result<Duration, String> {
     parse_interval(text)
 }
 
+/// kube-controller-manager's leader election flags, for `controller-manager` and for the
+/// in-process controllers of `serve` (docs/etcd.md#leader-election).
+#[derive(Debug, Args)]
+struct LeaderElectArgs {
+    /// Run the controllers only while holding the `kube-system/kube-controller-manager`
+    /// Lease, so that of several candidates (managers, or servers over one etcd) exactly one
+    /// runs them.
+    #[arg(long)]
+    leader_elect: bool,
+    /// This candidate's identity in the Lease (default: host name and process id).
+    #[arg(long)]
+    leader_elect_identity: Option<String>,
+    /// How long a Lease holds without renewal; another candidate takes over after it.
+    #[arg(long, default_value = "15s", value_parser = parse_interval)]
+    leader_elect_lease_duration: Duration,
+    /// How long the leader keeps trying to renew before it stops its controllers.
+    #[arg(long, default_value = "10s", value_parser = parse_interval)]
+    leader_elect_renew_deadline: Duration,
+    /// Pause between attempts to acquire or renew the Lease.
+    #[arg(long, default_value = "2s", value_parser = parse_interval)]
+    leader_elect_retry_period: Duration,
+}
+
+impl LeaderElectArgs {
+    /// The election to take part in, with `--leader-elect`.
+    fn election(&self) -> anyhow::Result<Option<LeaderElection>> {
+        if !self.leader_elect {
+            return Ok(None);
+        }
+        if self.leader_elect_renew_deadline >= self.leader_elect_lease_duration {
+            anyhow::bail!(
+                "--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"
+            );
+        }
+        if self.leader_elect_retry_period >= self.leader_elect_renew_deadline {
+            anyhow::bail!(
+                "--leader-elect-retry-period must be shorter than --leader-elect-renew-deadline"
+            );
+        }
+        let identity = self
+            .leader_elect_identity
+            .clone()
+            .unwrap_or_else(default_identity);
+        let mut election = LeaderElection::new(&identity);
+        election.config = election.config.timings(
+            self.leader_elect_lease_duration,
+            self.leader_elect_renew_deadline,
+            self.leader_elect_retry_period,
+        );
+        Ok(Some(election))
+    }
+}
+
 #[derive(Debug, Args)]
 struct ServeArgs {
     /// Address to listen on (kube-apiserver's `--bind-address` too).
@@ -229,6 +277,8 @@ struct ServeArgs {
     /// deleted owner's dependents stay (as with envtest).
     #[arg(long)]
     no_controllers: bool,
+    #[command(flatten)]
+    election: LeaderElectArgs,
     /// Controllers to run in-process: `*` for all, `name` to enable one, `-name` to disable.
     #[arg(long, default_value = "*")]
     controllers: String,
@@ -1032,6 +1082,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Some(start) => start.clock(),
         None => kubemock_controllers::clock::Clock::system(),
     };
+    let election = args.election.election()?;
+    if election.is_some() && args.no_controllers {
+        anyhow::bail!("--leader-elect elects who runs the controllers: not with --no-controllers");
+    }
     let controllers = if args.no_controllers {
         None
     } else {
@@ -1222,7 +1276,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                             }
                         };
                         let config = config.with_root_ca(security.server_ca_pem());
-                        kubemock_controllers::run_as(credentials, config, stop).await;
+                        run_controllers(credentials, config, election, stop).await;
                     })
                 }
                 None => {
@@ -1239,7 +1293,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                                 config
                             }
                         };
-                        kubemock_controllers::run(client, config, stop).await;
+                        let credentials = kubemock_controllers::Credentials::shared(client);
+                        run_controllers(credentials, config, election, stop).await;
                     })
                 }
             };
@@ -1278,6 +1333,24 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     store.close();
     info!("stopped");
     Ok(())
+}
+
+/// The in-process controllers of `serve` until `stop`: always, or (`--leader-elect`) only
+/// while this server holds the Lease, campaigning again whenever it loses it (the server
+/// keeps serving; kube-controller-manager would exit instead).
+async fn run_controllers(
+    credentials: kubemock_controllers::Credentials,
+    config: ManagerConfig,
+    election: Option<LeaderElection>,
+    stop: CancellationToken,
+) {
+    match election {
+        None => kubemock_controllers::run_as(credentials, config, stop).await,
+        Some(election) => {
+            info!(identity = %election.config.identity, "campaigning for leadership");
+            kubemock_controllers::campaign(credentials, config, election, stop).await;
+        }
+    }
 }
 
 async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
@@ -1334,13 +1407,12 @@ async fn controller_manager(args: ControllerManagerArgs) -> anyhow::Result<()> {
             token.clone(),
         )))
     };
-    let mut manager = if args.leader_elect {
-        let identity = args.leader_elect_identity.unwrap_or_else(default_identity);
-        info!(%identity, "campaigning for leadership");
+    let mut manager = if let Some(election) = args.election.election()? {
+        info!(identity = %election.config.identity, "campaigning for leadership");
         tokio::spawn(kubemock_controllers::run_with_leader_election(
             credentials,
             config,
-            LeaderElection::new(&identity),
+            election,
             token.clone(),
         ))
     } else {

@@ -257,7 +257,7 @@ async fn two_servers_over_one_etcd_are_one_cluster() {
     let Some(mut etcd) = kubemock_storage_etcd::testing::EtcdServer::start(test).await else {
         return;
     };
-    // Controllers in the first only (no leader election yet).
+    // Controllers in the first only (with --leader-elect on all: tests/etcd_cluster.rs).
     let (mut first, a) = start(&["--etcd-servers", &etcd.url]).await;
     let (mut second, b) = start(&["--etcd-servers", &etcd.url, "--no-controllers"]).await;
     ready(&a).await;
@@ -537,4 +537,127 @@ async fn serve_falls_back_to_the_cache_directory_and_writes_none_when_told() {
         "nothing written under HOME"
     );
     assert_eq!(exit_code_after(&mut child, "-TERM").await, 0);
+}
+
+/// The value of the unlabelled gauge `name` in a `/metrics` text.
+fn gauge(metrics: &str, name: &str) -> u64 {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|value| value.parse::<f64>().ok())
+        .map_or_else(|| panic!("no {name} in /metrics"), |value| value as u64)
+}
+
+/// `serve --etcd-servers` keeps one etcd watch per watched resource (the watch cache,
+/// docs/etcd.md): ten client watches of ConfigMaps in three namespaces add no etcd watch of
+/// their own; each gets its events; a `resourceVersion=0` list is answered from the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_watches_of_one_resource_share_one_etcd_watch() {
+    let test = "client_watches_of_one_resource_share_one_etcd_watch";
+    let Some(etcd) = kubemock_storage_etcd::testing::EtcdServer::start(test).await else {
+        return;
+    };
+    // No controllers: only this test's watches come and go.
+    let (mut server, url) = start(&["--etcd-servers", &etcd.url, "--no-controllers"]).await;
+    ready(&url).await;
+    let http = reqwest::Client::new();
+    let metrics = || async {
+        http.get(format!("{url}/metrics"))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics text")
+    };
+    let before = metrics().await;
+    let direct_before =
+        gauge(&before, "kubemock_etcd_watches") - gauge(&before, "kubemock_etcd_watch_caches");
+    for namespace in ["a", "b"] {
+        let created = http
+            .post(format!("{url}/api/v1/namespaces"))
+            .json(&serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": namespace}}))
+            .send()
+            .await
+            .expect("namespace");
+        assert_eq!(created.status(), 201);
+    }
+    let list: serde_json::Value = http
+        .get(format!("{url}/api/v1/configmaps"))
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("JSON");
+    let from = list["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("list RV")
+        .to_owned();
+    let paths = [
+        "/api/v1/configmaps".to_owned(),
+        "/api/v1/namespaces/a/configmaps".to_owned(),
+        "/api/v1/namespaces/b/configmaps".to_owned(),
+        "/api/v1/namespaces/default/configmaps".to_owned(),
+    ];
+    let mut watches = Vec::new();
+    for i in 0..10 {
+        let path = &paths[i % paths.len()];
+        let watch = http
+            .get(format!("{url}{path}?watch=true&resourceVersion={from}"))
+            .send()
+            .await
+            .expect("watch");
+        assert_eq!(watch.status(), 200);
+        watches.push((path.clone(), watch.bytes_stream(), Vec::new()));
+    }
+    for namespace in ["a", "b", "default"] {
+        let created = http
+            .post(format!("{url}/api/v1/namespaces/{namespace}/configmaps"))
+            .json(&serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cached"}}))
+            .send()
+            .await
+            .expect("create");
+        assert_eq!(created.status(), 201);
+    }
+    // Each watch sees its namespaces' `cached` ConfigMaps.
+    for (path, events, buffer) in &mut watches {
+        let want = if path == "/api/v1/configmaps" { 3 } else { 1 };
+        let mut seen = Vec::new();
+        while seen.len() < want {
+            let event = next_event(events, buffer).await;
+            if event["object"]["metadata"]["name"] == "cached" {
+                assert_eq!(event["type"], "ADDED", "{path}: {event}");
+                seen.push(event["object"]["metadata"]["namespace"].clone());
+            }
+        }
+        if want == 1 {
+            assert!(path.contains(&format!("/{}/", seen[0].as_str().unwrap_or("?"))));
+        }
+    }
+    let after = metrics().await;
+    let direct_after =
+        gauge(&after, "kubemock_etcd_watches") - gauge(&after, "kubemock_etcd_watch_caches");
+    assert_eq!(direct_after, direct_before, "{after}");
+    assert!(gauge(&after, "kubemock_etcd_watch_caches") >= 1);
+    // resourceVersion=0: from the cache, which has seen the creates (the watches got them).
+    let any: serde_json::Value = http
+        .get(format!("{url}/api/v1/configmaps?resourceVersion=0"))
+        .send()
+        .await
+        .expect("list rv=0")
+        .json()
+        .await
+        .expect("JSON");
+    let names = any["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|item| item["metadata"]["name"] == "cached")
+        .count();
+    assert_eq!(names, 3, "{any}");
+    drop(watches);
+    assert_eq!(exit_code_after(&mut server, "-TERM").await, 0);
 }

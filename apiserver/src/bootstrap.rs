@@ -7,6 +7,7 @@
 //! `kubernetes` Service has the first address of the service range (it is created before any
 //! other Service can take it).
 
+use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::handlers::create::{create_object, ensure_default_service_account};
@@ -24,6 +25,12 @@ const SERVER_MANAGER: &str = "kube-apiserver";
 /// The `kubernetes` Service's cluster IP with the default service range (10.96.0.0/12): its
 /// first address.
 pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
+
+/// How often, and how far apart, a server whose `kubernetes` Service's address another server
+/// took looks for that server's Service before giving up (the other server died between its
+/// allocation and its create: docs/etcd.md).
+const KUBERNETES_SERVICE_POLLS: usize = 100;
+const KUBERNETES_SERVICE_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Creates whatever startup object is missing.
 pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
@@ -87,18 +94,30 @@ pub(crate) async fn bootstrap(state: &AppState) -> ApiResult<()> {
         if state.fetch(&key).await?.is_some() {
             return Ok(());
         }
-        ignore_exists(
-            create_object(
-                state,
-                &services,
-                Some("default"),
-                service,
-                false,
-                Some(&writer),
-                UserInfo::apiserver(),
-            )
-            .await,
+        let created = create_object(
+            state,
+            &services,
+            Some("default"),
+            service,
+            false,
+            Some(&writer),
+            UserInfo::apiserver(),
         )
+        .await;
+        match created {
+            // Another server over the same store (docs/etcd.md) took the address first and
+            // is creating the Service: wait for it.
+            Err(err) if err.code == StatusCode::UNPROCESSABLE_ENTITY => {
+                for _ in 0..KUBERNETES_SERVICE_POLLS {
+                    if state.fetch(&key).await?.is_some() {
+                        return Ok(());
+                    }
+                    tokio::time::sleep(KUBERNETES_SERVICE_POLL).await;
+                }
+                Err(err)
+            }
+            other => ignore_exists(other),
+        }
     };
     let accounts = futures_util::future::try_join_all(
         SYSTEM_NAMESPACES

@@ -7,7 +7,8 @@
 //! - `apiserver_request_duration_seconds` (histogram, the real buckets, same labels but `code`)
 //! - `apiserver_longrunning_requests` (gauge: watches open now)
 //! - `apiserver_current_inflight_requests{request_kind}` (`readOnly`, `mutating`)
-//! - `kubemock_store_revision`, `kubemock_store_compacted_revision`,
+//! - `kubemock_store_revision`, `kubemock_store_compacted_revision`, the backend's own
+//!   gauges (`kubemock_etcd_watches`, `kubemock_etcd_watch_caches`),
 //!   `kubemock_crd_sync_timeouts_total`, `process_start_time_seconds`
 //! - `kubemock_http_requests_total{verb,group,resource,request_content_type,response_content_type}`:
 //!   kubemock's own (upstream has no such metric), so that a test can tell which wire format
@@ -160,7 +161,7 @@ impl Histogram {
 }
 
 /// What `/metrics` reports besides the request metrics, read when it is scraped.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Snapshot {
     /// Requests holding an in-flight slot.
     pub(crate) in_flight: InUse,
@@ -172,6 +173,8 @@ pub(crate) struct Snapshot {
     pub(crate) crd_sync_timeouts: u64,
     /// The audit log's counters, when the server audits.
     pub(crate) audit: Option<AuditSnapshot>,
+    /// The store backend's own gauges ([`kubemock_storage::Kv::gauges`]).
+    pub(crate) store: Vec<kubemock_storage::Gauge>,
 }
 
 /// The audit log's counters (upstream's `pkg/audit/metrics.go`).
@@ -322,6 +325,10 @@ impl Metrics {
             if let Some(value) = value {
                 out.sample(name, Vec::new(), value as f64);
             }
+        }
+        for gauge in &snapshot.store {
+            out.family(gauge.name, gauge.help, "gauge");
+            out.sample(gauge.name, Vec::new(), gauge.value as f64);
         }
         out.family(
             "kubemock_crd_sync_timeouts_total",
@@ -605,6 +612,11 @@ mod tests {
             compacted: Some(7),
             crd_sync_timeouts: 3,
             audit: None,
+            store: vec![kubemock_storage::Gauge {
+                name: "kubemock_etcd_watches",
+                help: "h",
+                value: 2,
+            }],
         }
     }
 
@@ -630,6 +642,7 @@ mod tests {
             "\napiserver_current_inflight_requests{request_kind=\"mutating\"} 1\napiserver_current_inflight_requests{request_kind=\"readOnly\"} 2\n"
         ));
         assert!(text.contains("\nkubemock_store_revision 42\n"));
+        assert!(text.contains("\n# TYPE kubemock_etcd_watches gauge\nkubemock_etcd_watches 2\n"));
         assert!(text.contains("\nkubemock_store_compacted_revision 7\n"));
         assert!(text.contains("\nkubemock_crd_sync_timeouts_total 3\n"));
         assert!(

@@ -222,8 +222,8 @@ struct Inner {
     metrics: Metrics,
     /// The in-flight limit's slots, taken by the pipeline's limit layer, read by `/metrics`.
     in_flight: InFlight,
-    /// Who holds which Service cluster IP and node port: loaded from the stored Services on
-    /// first use (by the first Service write or delete), then kept by admission.
+    /// Who holds which Service cluster IP and node port: records in the store, repaired from
+    /// the stored Services on first use (by the first Service write or delete).
     service_allocator: parking_lot::RwLock<Arc<tokio::sync::OnceCell<Arc<ServiceAllocator>>>>,
     /// Whether each namespace admission has read is Terminating, with the mod revision of the
     /// namespace it was read from: a create checks the revision (an index lookup) instead of
@@ -462,7 +462,7 @@ impl AppState {
         phases.insert(namespace.to_owned(), (revision, terminating));
     }
 
-    /// The Service address allocator, loaded from the store on first use.
+    /// The Service address allocator, its records repaired on first use.
     pub(crate) async fn service_allocator(&self) -> ApiResult<Arc<ServiceAllocator>> {
         let inner = &self.inner;
         let cell = Arc::clone(&inner.service_allocator.read());
@@ -479,8 +479,8 @@ impl AppState {
         .cloned()
     }
 
-    /// Forgets the Service allocator, so that the next Service write loads it again from
-    /// the store (after a reset rewrote the store under it: `reset`).
+    /// Forgets the Service allocator, so that the next Service write repairs its records and
+    /// reads them again (after a reset rewrote the store under it: `reset`).
     pub(crate) fn reload_service_allocator(&self) {
         *self.inner.service_allocator.write() = Arc::default();
     }

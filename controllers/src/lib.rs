@@ -67,4 +67,4 @@ pub mod volume;
 
 pub use credentials::Credentials;
 pub use error::{Error, Result};
-pub use manager::{LeaderElection, ManagerConfig, run, run_as, run_with_leader_election};
+pub use manager::{LeaderElection, ManagerConfig, campaign, run, run_as, run_with_leader_election};

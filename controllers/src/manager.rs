@@ -513,6 +513,26 @@ pub async fn run_with_leader_election(
         .await;
 }
 
+/// [`run_with_leader_election`] again and again until `token` is cancelled: a candidate that
+/// lost the lease stops its controllers and campaigns anew, for a process that has other work
+/// than the controllers (`kubemock serve --leader-elect`, docs/etcd.md#leader-election).
+pub async fn campaign(
+    credentials: Credentials,
+    config: ManagerConfig,
+    election: LeaderElection,
+    token: CancellationToken,
+) {
+    while !token.is_cancelled() {
+        run_with_leader_election(
+            credentials.clone(),
+            config.clone(),
+            election.clone(),
+            token.clone(),
+        )
+        .await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

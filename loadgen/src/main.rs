@@ -24,6 +24,7 @@
 //! - `suite`: the driver, the targets and the table.
 
 mod cpu;
+mod etcd;
 mod http;
 mod load;
 mod server;
@@ -168,6 +169,10 @@ struct SuiteArgs {
     /// to measure the API server alone.
     #[arg(long = "serve-arg", allow_hyphen_values = true)]
     serve_args: Vec<String>,
+    /// An etcd binary: adds the rows of a `kubemock serve --etcd-servers` over a real etcd
+    /// started here (`scripts/install-etcd.sh` installs one; `bench/http.sh` passes it).
+    #[arg(long)]
+    etcd: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -255,6 +260,7 @@ async fn run(command: Command, client_threads: usize) -> anyhow::Result<()> {
                 startup_runs: args.startup_runs,
                 client_threads,
                 serve_args: args.serve_args,
+                etcd: args.etcd,
             };
             let report = suite::run(&config).await?;
             let mut stdout = std::io::stdout().lock();

@@ -5,8 +5,11 @@
 //! Order, per round: baseline POST, kubemock ephemeral create, kubemock secure create (TLS, a
 //! static token's user that RBAC authorizes through a RoleBinding), baseline GET, kubemock
 //! ephemeral GET (of one ConfigMap, in a store that now holds the created ones), kubemock
-//! secure GET, each group back to back, then kubemock durable create; after the rounds, the
-//! startup series (the secure ones too). Targets use the median over rounds.
+//! secure GET, each group back to back, then kubemock durable create, then (with `--etcd`)
+//! kubemock over a real etcd, create and GET (its rows have no target: they show what the
+//! etcd backend costs beside the embedded store; the server CPU column is kubemock's alone,
+//! etcd's own is not counted); after the rounds, the startup series (the secure ones too).
+//! Targets use the median over rounds.
 //! A row with any error fails its target whatever its throughput.
 
 use std::io::Write;
@@ -15,6 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 
+use crate::etcd::EtcdProcess;
 use crate::http::Endpoint;
 use crate::load::{self, LoadConfig, LoadReport};
 use crate::server::{ServerProcess, kubemock_args};
@@ -59,6 +63,8 @@ pub(crate) struct SuiteConfig {
     pub(crate) client_threads: usize,
     /// Extra `kubemock serve` arguments (`--no-controllers`).
     pub(crate) serve_args: Vec<String>,
+    /// An etcd binary: the "over etcd" rows.
+    pub(crate) etcd: Option<PathBuf>,
 }
 
 /// Everything the suite measured.
@@ -93,11 +99,15 @@ pub(crate) struct Round {
     pub(crate) secure_get: LoadReport,
     /// kubemock, durable store: create ConfigMaps.
     pub(crate) durable_create: LoadReport,
+    /// kubemock over etcd: create ConfigMaps (with `--etcd`).
+    pub(crate) etcd_create: Option<LoadReport>,
+    /// kubemock over etcd: GET one ConfigMap (with `--etcd`).
+    pub(crate) etcd_get: Option<LoadReport>,
 }
 
 impl Round {
-    fn rows(&self) -> [(&'static str, &LoadReport); 7] {
-        [
+    fn rows(&self) -> Vec<(&'static str, &LoadReport)> {
+        let mut rows = vec![
             ("baseline POST /", &self.baseline_post),
             ("kubemock ephemeral create", &self.ephemeral_create),
             ("kubemock secure create (TLS)", &self.secure_create),
@@ -105,7 +115,14 @@ impl Round {
             ("kubemock ephemeral GET", &self.ephemeral_get),
             ("kubemock secure GET (TLS)", &self.secure_get),
             ("kubemock durable create", &self.durable_create),
-        ]
+        ];
+        if let Some(create) = &self.etcd_create {
+            rows.push(("kubemock over etcd create", create));
+        }
+        if let Some(get) = &self.etcd_get {
+            rows.push(("kubemock over etcd GET", get));
+        }
+        rows
     }
 }
 
@@ -162,10 +179,31 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
         .setup_for_user(secure.endpoint(), SECURE_USER)
         .await
         .context("preparing the secure server's user")?;
+    let mut over_etcd = match &config.etcd {
+        Some(binary) => {
+            let etcd = EtcdProcess::start(binary).await?;
+            let mut args = config.serve_args.clone();
+            args.push(format!("--etcd-servers={}", etcd.url));
+            let server = ServerProcess::start(&config.kubemock, &kubemock_args(None, &args))
+                .await
+                .context("starting kubemock over etcd")?;
+            Some((etcd, server))
+        }
+        None => None,
+    };
     let mut rounds = Vec::with_capacity(config.rounds);
     for round in 1..=config.rounds {
         progress(&format!("round {round} of {}", config.rounds));
+        let (etcd_create, etcd_get) = match &mut over_etcd {
+            Some((_, server)) => (
+                Some(load_run(server, Scenario::Create, config.load).await?),
+                Some(load_run(server, Scenario::Get, config.load).await?),
+            ),
+            None => (None, None),
+        };
         rounds.push(Round {
+            etcd_create,
+            etcd_get,
             baseline_post: load_run(&mut baseline, Scenario::BaselinePost, config.load).await?,
             ephemeral_create: load_run(&mut ephemeral, Scenario::Create, config.load).await?,
             secure_create: user_load_run(&mut secure, &secure_user, Scenario::Create, config.load)
@@ -187,6 +225,13 @@ pub(crate) async fn run(config: &SuiteConfig) -> anyhow::Result<SuiteReport> {
         .await
         .context("stopping kubemock (durable)")?;
     secure.stop().await.context("stopping kubemock (secure)")?;
+    if let Some((etcd, server)) = over_etcd {
+        server
+            .stop()
+            .await
+            .context("stopping kubemock (over etcd)")?;
+        etcd.stop().await?;
+    }
     drop(data_dir);
 
     let mut startup = Vec::new();
@@ -565,6 +610,8 @@ mod tests {
             ephemeral_get: report(36_000.0, 20.0, 0),
             secure_get: report(18_000.0, 40.0, 0),
             durable_create: report(12_000.0, 60.0, 0),
+            etcd_create: None,
+            etcd_get: None,
         }
     }
 

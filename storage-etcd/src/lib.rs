@@ -12,8 +12,10 @@
 //!   key, so a `Conflict` carries the state that made it fail.
 //! - Ranges are one etcd `Range` with `limit` and `revision` (a page is a snapshot at the
 //!   first page's revision); `count` gives `remaining`.
-//! - Watch: one etcd watch (one gRPC stream) per store watch, with `prev_kv`; progress from
-//!   etcd's `RequestProgress`, checked against reads (`watch.rs`).
+//! - Watch: one etcd watch per resource prefix, shared through a watch cache that also
+//!   answers `resourceVersion=0` lists (`cache.rs`); a watch the cache cannot serve exactly
+//!   gets an etcd watch (one gRPC stream) of its own, with `prev_kv`; progress from etcd's
+//!   `RequestProgress`, checked against reads (`watch.rs`).
 //! - Compaction: etcd's `Compact`, by the sled store's [`Retention`] policy in the background;
 //!   the compaction point is learnt from etcd (a cancelled watch reports it).
 //!
@@ -21,13 +23,14 @@
 //! etcd unreachable, or not answering within the request timeout, is
 //! [`Error::Unavailable`] (the API server's 503): never a panic, never a guess.
 
+mod cache;
 mod client;
 mod proto;
 pub mod testing;
 mod watch;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -37,8 +40,10 @@ use kubemock_storage::{
     CreateOutcome, DeleteOutcome, Error, GetResponse, Guard, KeyValue, Kv, RangeRequest,
     RangeResponse, Result, Retention, Revision, UpdateOutcome, WatchStream,
 };
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::{debug, info, warn};
 
+pub use cache::{DEFAULT_WATCH_CACHE_EVENTS, RESOURCE_PREFIX_DEPTH};
 pub use client::Tls;
 use client::{Client, Failure, backend};
 use proto::{request_op, response_op};
@@ -72,6 +77,11 @@ pub struct EtcdConfig {
     pub compaction_interval: Option<Duration>,
     /// Events a watcher may have queued before it is cut off as lagging.
     pub watch_buffer: usize,
+    /// Watch caches cover prefixes cut after this many `/` ([`RESOURCE_PREFIX_DEPTH`]);
+    /// `None`: no watch cache, one etcd watch per store watch.
+    pub watch_cache_depth: Option<usize>,
+    /// Events each watch cache keeps for replays.
+    pub watch_cache_events: usize,
 }
 
 impl EtcdConfig {
@@ -86,7 +96,23 @@ impl EtcdConfig {
             retention: Retention::default(),
             compaction_interval: Some(kubemock_storage::DEFAULT_COMPACTION_INTERVAL),
             watch_buffer: kubemock_storage::DEFAULT_WATCH_BUFFER,
+            watch_cache_depth: Some(RESOURCE_PREFIX_DEPTH),
+            watch_cache_events: DEFAULT_WATCH_CACHE_EVENTS,
         }
+    }
+
+    /// The watch caches' prefix depth (`None`: no watch cache).
+    #[must_use]
+    pub fn watch_cache_depth(mut self, depth: Option<usize>) -> Self {
+        self.watch_cache_depth = depth;
+        self
+    }
+
+    /// Events each watch cache keeps.
+    #[must_use]
+    pub fn watch_cache_events(mut self, events: usize) -> Self {
+        self.watch_cache_events = events.max(1);
+        self
     }
 
     /// Keys under `prefix`.
@@ -132,11 +158,22 @@ impl EtcdConfig {
     }
 }
 
-/// The store over etcd. Cheap to clone; the background compactor stops when the last clone
-/// is dropped.
+/// The store over etcd. Cheap to clone; the background compactor and the watch caches stop
+/// when the last clone is dropped.
 #[derive(Clone)]
 pub struct EtcdStore {
     inner: Arc<Inner>,
+    /// Cancels the watch caches' feeders (which hold `inner`) when the last clone goes.
+    _alive: Arc<DropGuard>,
+}
+
+/// How many etcd watches a store holds ([`EtcdStore::watch_counts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchCounts {
+    /// Open etcd watch streams: the caches' and the direct ones.
+    pub etcd_watches: usize,
+    /// Running watch caches (one etcd watch each).
+    pub caches: usize,
 }
 
 pub(crate) struct Inner {
@@ -149,6 +186,9 @@ pub(crate) struct Inner {
     /// The highest revision seen in one of etcd's answers ([`Kv::revision_now`]).
     pub(crate) seen: AtomicU64,
     pub(crate) watch_buffer: usize,
+    pub(crate) caches: cache::Caches,
+    /// Open etcd watches ([`watch::EtcdWatch`]s alive).
+    pub(crate) etcd_watches: AtomicUsize,
 }
 
 impl EtcdStore {
@@ -164,14 +204,24 @@ impl EtcdStore {
             revision = status.header.as_ref().map_or(0, |h| h.revision),
             "connected to etcd"
         );
+        let stop = CancellationToken::new();
         let inner = Arc::new(Inner {
             client,
             prefix: Bytes::from(config.prefix.clone().into_bytes()),
             compacted: AtomicU64::new(0),
             seen: AtomicU64::new(0),
             watch_buffer: config.watch_buffer,
+            caches: cache::Caches::new(
+                config.watch_cache_depth,
+                config.watch_cache_events,
+                stop.clone(),
+            ),
+            etcd_watches: AtomicUsize::new(0),
         });
-        let store = EtcdStore { inner };
+        let store = EtcdStore {
+            inner,
+            _alive: Arc::new(stop.drop_guard()),
+        };
         // The compaction point as etcd has it (another server may have compacted).
         if let Err(err) = store.compacted_revision().await {
             warn!(error = %err, "cannot read etcd's compaction point yet");
@@ -189,6 +239,15 @@ impl EtcdStore {
     /// The etcd key of `key`.
     fn full(&self, key: &[u8]) -> Bytes {
         self.inner.full(key)
+    }
+
+    /// How many etcd watches this store holds now: with the watch cache, one per resource
+    /// prefix watched, plus one per watch the cache could not serve.
+    pub fn watch_counts(&self) -> WatchCounts {
+        WatchCounts {
+            etcd_watches: self.inner.etcd_watches.load(Ordering::Acquire),
+            caches: self.inner.caches.len(),
+        }
     }
 }
 
@@ -297,6 +356,34 @@ impl Inner {
         self.compacted
             .fetch_max(compacted, Ordering::AcqRel)
             .max(compacted)
+    }
+
+    /// Compacts etcd at `at` (a no-op at or below the known point).
+    pub(crate) async fn compact(&self, at: Revision) -> Result<Revision> {
+        let known = self.compacted.load(Ordering::Acquire);
+        if at <= known {
+            return Ok(known);
+        }
+        match self
+            .client
+            .compact(proto::CompactionRequest {
+                revision: etcd_revision(at),
+                physical: false,
+            })
+            .await
+        {
+            Ok(_) => {
+                debug!(revision = at, "compacted etcd");
+                Ok(self.saw_compacted(at))
+            }
+            // Someone (another server) compacted at or past it.
+            Err(Failure::Compacted) => self.probe_compacted().await,
+            Err(Failure::Future) => Err(Error::FutureRevision {
+                requested: at,
+                current: self.current_revision().await?,
+            }),
+            Err(Failure::Other(err)) => Err(err),
+        }
     }
 
     /// Asks etcd for its compaction point: a watch from revision 1 of a key nobody writes is
@@ -596,8 +683,27 @@ impl Kv for EtcdStore {
     }
 
     async fn watch(&self, prefix: Bytes, after: Revision) -> Result<WatchStream> {
-        let watch = watch::EtcdWatch::start(&self.inner, &prefix, after).await?;
-        Ok(Box::new(watch))
+        cache::watch(self, prefix, after).await
+    }
+
+    async fn range_any(&self, request: RangeRequest) -> Result<RangeResponse> {
+        cache::range_any(self, request).await
+    }
+
+    fn gauges(&self) -> Vec<kubemock_storage::Gauge> {
+        let counts = self.watch_counts();
+        vec![
+            kubemock_storage::Gauge {
+                name: "kubemock_etcd_watches",
+                help: "Open etcd watch streams: one per watch cache, plus one per watch a cache could not serve.",
+                value: counts.etcd_watches as u64,
+            },
+            kubemock_storage::Gauge {
+                name: "kubemock_etcd_watch_caches",
+                help: "Running watch caches: resource prefixes followed by one etcd watch each.",
+                value: counts.caches as u64,
+            },
+        ]
     }
 
     async fn current_revision(&self) -> Result<Revision> {
@@ -633,31 +739,7 @@ impl Kv for EtcdStore {
     }
 
     async fn compact(&self, at: Revision) -> Result<Revision> {
-        let known = self.inner.compacted.load(Ordering::Acquire);
-        if at <= known {
-            return Ok(known);
-        }
-        match self
-            .inner
-            .client
-            .compact(proto::CompactionRequest {
-                revision: etcd_revision(at),
-                physical: false,
-            })
-            .await
-        {
-            Ok(_) => {
-                debug!(revision = at, "compacted etcd");
-                Ok(self.inner.saw_compacted(at))
-            }
-            // Someone (another server) compacted at or past it.
-            Err(Failure::Compacted) => self.inner.probe_compacted().await,
-            Err(Failure::Future) => Err(Error::FutureRevision {
-                requested: at,
-                current: self.inner.current_revision().await?,
-            }),
-            Err(Failure::Other(err)) => Err(err),
-        }
+        self.inner.compact(at).await
     }
 }
 
@@ -691,8 +773,7 @@ async fn run_compactor(inner: Weak<Inner>, interval: Duration, retention: Retent
         let Some(inner) = inner.upgrade() else {
             return;
         };
-        let store = EtcdStore { inner };
-        let current = match store.inner.current_revision().await {
+        let current = match inner.current_revision().await {
             Ok(current) => current,
             Err(err) => {
                 warn!(error = %err, "compactor cannot read etcd's revision");
@@ -702,8 +783,8 @@ async fn run_compactor(inner: Weak<Inner>, interval: Duration, retention: Retent
         let target =
             kubemock_storage::retention_target(&mut samples, Instant::now(), current, retention);
         if let Some(target) = target
-            && target > store.inner.compacted.load(Ordering::Acquire)
-            && let Err(err) = store.compact(target).await
+            && target > inner.compacted.load(Ordering::Acquire)
+            && let Err(err) = inner.compact(target).await
         {
             warn!(error = %err, target, "background compaction of etcd failed");
         }

@@ -1,5 +1,5 @@
-//! Watch over etcd: one etcd watch, on a gRPC stream of its own, per store watch (no shared
-//! watch cache yet: `docs/etcd.md`). A task reads etcd's responses and queues events into the
+//! Watch over etcd: one etcd watch, on a gRPC stream of its own, per watch; the watch cache
+//! (`cache.rs`) holds one per resource prefix and serves most store watches from it. A task reads etcd's responses and queues events into the
 //! watcher's bounded channel without ever waiting on it: when the channel is full the watch
 //! ends with [`Error::WatcherLagged`], as the sled store's does, and the consumer resumes from
 //! its last revision.
@@ -59,6 +59,8 @@ pub(crate) struct EtcdWatch {
     delivered: Revision,
     done: bool,
     task: tokio::task::JoinHandle<()>,
+    /// Counts this watch in `etcd_watches` while it lives.
+    inner: Arc<Inner>,
 }
 
 /// The request stream of a watch: what is sent on `requests`' sender.
@@ -227,6 +229,9 @@ impl EtcdWatch {
             }
             .run(),
         );
+        inner
+            .etcd_watches
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         Ok(EtcdWatch {
             items,
             progress,
@@ -234,6 +239,7 @@ impl EtcdWatch {
             delivered: after,
             done: false,
             task,
+            inner: Arc::clone(inner),
         })
     }
 }
@@ -509,5 +515,8 @@ impl Drop for EtcdWatch {
     fn drop(&mut self) {
         // Ends the gRPC stream, which cancels the watch in etcd.
         self.task.abort();
+        self.inner
+            .etcd_watches
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }

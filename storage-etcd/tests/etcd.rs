@@ -27,6 +27,10 @@ impl Backend for Etcd {
     fn store(&self) -> &dyn Kv {
         &self.0
     }
+
+    fn watch_cache(&self) -> bool {
+        true
+    }
 }
 
 /// A test etcd, or `None` (skipped) when there is none and none is required.
@@ -49,6 +53,177 @@ async fn etcd_store_matches_the_model() {
     let seed = common::seed("model/etcd");
     // One seed, fewer steps than sled's 16 x 1,800: every step is a round trip to etcd.
     model::run(Etcd(store(&server).await), seed, 700).await;
+}
+
+/// The model again with the watch caches on the model's own prefixes (`a/`, `ab/`, `c/`; a
+/// cache is cut after the first `/`), and a window of 16 events, so that watches are served
+/// from caches, replayed from their windows, or sent to etcd when older than the window, and
+/// `resourceVersion=0` reads come from the caches' objects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_store_with_watch_caches_matches_the_model() {
+    let Some(server) = etcd("etcd_store_with_watch_caches_matches_the_model").await else {
+        return;
+    };
+    let seed = common::seed("model/etcd-cached");
+    let store = EtcdStore::connect(
+        server
+            .config()
+            .watch_buffer(1 << 16)
+            .watch_cache_depth(Some(1))
+            .watch_cache_events(16),
+    )
+    .await
+    .expect("connect");
+    let backend = model::run(Etcd(store), seed, 700).await;
+    assert!(backend.0.watch_counts().caches >= 1, "no cache was used");
+}
+
+/// The shared watch and progress tests with every watch of a prefix such as `/burst/` served
+/// by a cache (cut after the second `/`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_cached_watchers_mid_burst_and_progress() {
+    let Some(server) = etcd("etcd_cached_watchers_mid_burst_and_progress").await else {
+        return;
+    };
+    let store = EtcdStore::connect(
+        server
+            .config()
+            .watch_buffer(1 << 16)
+            .watch_cache_depth(Some(2)),
+    )
+    .await
+    .expect("connect");
+    common::suite::progress_reports_the_revision_everything_was_delivered_up_to(&store).await;
+    let shared: Arc<dyn Kv> = Arc::new(store.clone());
+    common::suite::watcher_created_mid_burst_sees_every_later_event_once(
+        Arc::clone(&shared),
+        4,
+        150,
+    )
+    .await;
+    common::suite::a_read_after_an_event_sees_at_least_that_revision(shared, 200, 8).await;
+    assert!(
+        store.watch_counts().caches >= 2,
+        "{:?}",
+        store.watch_counts()
+    );
+}
+
+/// The point of the watch cache: many watchers of one resource (whole, by namespace, one
+/// object) hold one etcd watch between them; each sees exactly its events, in order; a
+/// `resourceVersion=0` read is the cache's snapshot; a watcher from before the window gets an
+/// etcd watch of its own; the cache stays when its watchers go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_watchers_of_a_resource_share_one_etcd_watch() {
+    let Some(server) = etcd("many_watchers_of_a_resource_share_one_etcd_watch").await else {
+        return;
+    };
+    let store = EtcdStore::connect(server.config().watch_cache_events(64))
+        .await
+        .expect("connect");
+    const PODS: &str = "/registry/core/pods/";
+    let base = store.current_revision().await.expect("revision");
+    let filters = [
+        PODS.to_owned(),
+        format!("{PODS}ns0/"),
+        format!("{PODS}ns1/"),
+        format!("{PODS}ns2/p3"),
+    ];
+    let mut watchers = Vec::new();
+    for i in 0..20 {
+        let filter = filters[i % filters.len()].clone();
+        let watch = store
+            .watch(Bytes::from(filter.clone()), base)
+            .await
+            .expect("watch");
+        watchers.push((filter, watch));
+    }
+    assert_eq!(
+        store.watch_counts(),
+        kubemock_storage_etcd::WatchCounts {
+            etcd_watches: 1,
+            caches: 1
+        }
+    );
+    // 60 creates over three namespaces, some updates and deletes, and writes elsewhere.
+    let mut written = Vec::new();
+    for i in 0..60 {
+        let key = format!("{PODS}ns{}/p{}", i % 3, i / 3);
+        let CreateOutcome::Created(kv) = store
+            .create(Bytes::from(key), Bytes::from(format!("{{\"i\":{i}}}")))
+            .await
+            .expect("create")
+        else {
+            panic!("created");
+        };
+        written.push(kv.mod_revision);
+        store
+            .create(
+                Bytes::from(format!("/registry/core/configmaps/ns/c{i}")),
+                Bytes::from_static(b"{}"),
+            )
+            .await
+            .expect("create elsewhere");
+    }
+    for i in 0..10 {
+        let key = Bytes::from(format!("{PODS}ns{}/p{}", i % 3, i / 3));
+        store
+            .delete(key, Guard::Unconditional)
+            .await
+            .expect("delete");
+    }
+    let last = store.current_revision().await.expect("revision");
+    // Every watcher: its events, each once, in revision order, as a direct read of history
+    // says.
+    let direct = EtcdStore::connect(server.config().watch_cache_depth(None))
+        .await
+        .expect("connect without cache");
+    for (filter, watch) in &mut watchers {
+        let got = common::events_until(watch, last).await;
+        let mut want_watch = direct
+            .watch(Bytes::from(filter.clone()), base)
+            .await
+            .expect("direct watch");
+        let want = common::events_until(&mut want_watch, last).await;
+        assert!(!want.is_empty(), "{filter}");
+        assert_eq!(got, want, "{filter}");
+        assert!(got.windows(2).all(|w| w[0].revision() < w[1].revision()));
+    }
+    // Progress through the cache: after every event it covers.
+    let (filter, watch) = &mut watchers[1];
+    watch.request_progress();
+    match common::next_item(watch).await {
+        Some(Ok(WatchItem::Progress(at))) => assert!(at >= last, "{filter}: {at} < {last}"),
+        other => panic!("{filter}: expected progress, got {other:?}"),
+    }
+    // resourceVersion=0: the cache's snapshot, the same as a read at its revision.
+    let cached = store
+        .range_any(RangeRequest::prefix(format!("{PODS}ns1/")))
+        .await
+        .expect("range_any");
+    let read = direct
+        .range(RangeRequest::prefix(format!("{PODS}ns1/")).at_revision(cached.revision))
+        .await
+        .expect("range");
+    assert_eq!(cached.items, read.items);
+    assert_eq!(cached.items.len(), 20 - 3);
+    // A watch from before the window (64 events): an etcd watch of its own, still exact.
+    let mut old = store
+        .watch(Bytes::from_static(PODS.as_bytes()), base)
+        .await
+        .expect("old watch");
+    assert_eq!(store.watch_counts().etcd_watches, 2);
+    let replayed = common::events_until(&mut old, last).await;
+    assert_eq!(replayed.len(), 70);
+    drop(old);
+    drop(watchers);
+    assert_eq!(
+        store.watch_counts(),
+        kubemock_storage_etcd::WatchCounts {
+            etcd_watches: 1,
+            caches: 1
+        }
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

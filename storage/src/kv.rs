@@ -195,6 +195,17 @@ pub trait Watch: Stream<Item = Result<WatchItem>> + Send + Unpin {
     fn request_progress(&mut self);
 }
 
+/// A gauge a backend reports for `/metrics` ([`Kv::gauges`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gauge {
+    /// The metric's name.
+    pub name: &'static str,
+    /// Its `# HELP` text.
+    pub help: &'static str,
+    /// Its value now.
+    pub value: u64,
+}
+
 /// A boxed watch, as [`Kv::watch`] returns it.
 pub type WatchStream = Box<dyn Watch>;
 
@@ -214,6 +225,14 @@ pub trait Kv: Send + Sync {
     /// Keys under a prefix, in key order, from one snapshot.
     async fn range(&self, request: RangeRequest) -> Result<RangeResponse>;
 
+    /// A range that may be answered at a revision older than the latest, from a cache
+    /// (Kubernetes' `resourceVersion=0` list: "any version"). The answer is still one
+    /// consistent snapshot, at the revision it reports. By default it is [`Kv::range`]; the
+    /// etcd store answers whole prefixes from its watch cache (`docs/etcd.md`).
+    async fn range_any(&self, request: RangeRequest) -> Result<RangeResponse> {
+        self.range(request).await
+    }
+
     /// Creates `key`; fails (as a value) if it exists.
     async fn create(&self, key: Bytes, value: Bytes) -> Result<CreateOutcome>;
 
@@ -231,12 +250,26 @@ pub trait Kv: Send + Sync {
     /// The current revision: the last change visible to readers and watchers.
     async fn current_revision(&self) -> Result<Revision>;
 
+    /// The backend's own gauges for `/metrics` (the etcd store's watch counts); none by
+    /// default.
+    fn gauges(&self) -> Vec<Gauge> {
+        Vec::new()
+    }
+
     /// The current revision when the implementation holds it in memory and can answer without
     /// a future (the sled store: one atomic load); `None` when it cannot (then ask
     /// [`Kv::current_revision`]). For per-request bookkeeping such as the request log, where
     /// the boxed future of an async trait call is a measurable share of a GET's cost.
     fn revision_now(&self) -> Option<Revision> {
         None
+    }
+
+    /// True when this process is the store's only writer (the embedded store, which one
+    /// process opens); false when other processes may write it too (etcd). State derived from
+    /// stored objects may then be rebuilt exactly from them, with no writer of another
+    /// process in flight (the Service address allocator's repair, `docs/etcd.md`).
+    fn sole_writer(&self) -> bool {
+        false
     }
 
     /// The compaction point: the oldest revision still readable.

@@ -91,8 +91,8 @@ mod watch;
 pub use compaction::retention_target;
 pub use error::{BackendError, Error, Result};
 pub use kv::{
-    CreateOutcome, DeleteOutcome, Event, EventKind, GetResponse, Guard, KeyValue, Kv, RangeRequest,
-    RangeResponse, UpdateOutcome, Watch, WatchItem, WatchStream,
+    CreateOutcome, DeleteOutcome, Event, EventKind, Gauge, GetResponse, Guard, KeyValue, Kv,
+    RangeRequest, RangeResponse, UpdateOutcome, Watch, WatchItem, WatchStream,
 };
 pub use revision::Revision;
 pub use store::{

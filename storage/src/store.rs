@@ -1215,6 +1215,10 @@ impl Kv for SledStore {
         Some(self.revision())
     }
 
+    fn sole_writer(&self) -> bool {
+        true
+    }
+
     async fn compacted_revision(&self) -> Result<Revision> {
         self.shared.check_open()?;
         Ok(self.compaction_point())

@@ -120,6 +120,7 @@ pub(crate) async fn admit_create(
     }
     let allocator = state.service_allocator().await?;
     services::allocate(&allocator, None, object, dry_run)
+        .await
         .map_err(|failure| failure.into_error(|errors| invalid(resource, object, errors)))
 }
 
@@ -183,6 +184,7 @@ pub(crate) async fn admit_update(
     }
     let allocator = state.service_allocator().await?;
     services::allocate(&allocator, Some(&old), object, dry_run)
+        .await
         .map_err(|failure| failure.into_error(|errors| invalid(resource, object, errors)))
 }
 
@@ -232,7 +234,11 @@ pub(crate) async fn deleted(state: &AppState, resource: &Resource, stored: &[u8]
         return;
     };
     match state.service_allocator().await {
-        Ok(allocator) => allocator.release(&crate::allocator::Held::of_service(&service)),
+        Ok(allocator) => {
+            allocator
+                .release(&crate::allocator::Held::of_service(&service))
+                .await;
+        }
         Err(err) => {
             warn!(message = %err.message, "the service allocator is unavailable; addresses not released")
         }

@@ -333,7 +333,7 @@ pub(super) fn validate_service_update(
 /// Allocates what `object` needs (a cluster IP unless headless or ExternalName; node ports for
 /// NodePort and LoadBalancer; a health check port for Local external traffic) and sets the IP
 /// family fields; with `existing`, only what it did not hold yet, freeing what it drops.
-pub(super) fn allocate(
+pub(super) async fn allocate(
     allocator: &Arc<ServiceAllocator>,
     existing: Option<&Object>,
     object: &mut Object,
@@ -344,9 +344,9 @@ pub(super) fn allocate(
         .unwrap_or_default();
     let mut taken = Held::default();
     let spec = child(object, "spec");
-    if let Err(failure) = allocate_spec(allocator, &held_before, spec, dry_run, &mut taken) {
+    if let Err(failure) = allocate_spec(allocator, &held_before, spec, dry_run, &mut taken).await {
         if !dry_run {
-            allocator.release(&taken);
+            allocator.release(&taken).await;
         }
         return Err(failure);
     }
@@ -372,7 +372,7 @@ pub(super) fn allocate(
 }
 
 /// [`allocate`] on the spec, recording in `taken` what it took (to give back on failure).
-fn allocate_spec(
+async fn allocate_spec(
     allocator: &ServiceAllocator,
     held_before: &Held,
     spec: &mut Map<String, Value>,
@@ -386,19 +386,19 @@ fn allocate_spec(
         }
         return Ok(());
     }
-    allocate_cluster_ip(allocator, held_before, spec, dry_run, taken)?;
+    allocate_cluster_ip(allocator, held_before, spec, dry_run, taken).await?;
     if needs_node_ports(&kind) {
-        allocate_node_ports(allocator, held_before, spec, dry_run, taken)?;
+        allocate_node_ports(allocator, held_before, spec, dry_run, taken).await?;
         let local = spec.get("externalTrafficPolicy").and_then(Value::as_str) == Some("Local");
         if kind == "LoadBalancer" && local {
-            allocate_health_check_port(allocator, held_before, spec, dry_run, taken)?;
+            allocate_health_check_port(allocator, held_before, spec, dry_run, taken).await?;
         }
     }
     Ok(())
 }
 
 /// The cluster IP (requested or next free) and the IP family fields.
-fn allocate_cluster_ip(
+async fn allocate_cluster_ip(
     allocator: &ServiceAllocator,
     held_before: &Held,
     spec: &mut Map<String, Value>,
@@ -467,11 +467,13 @@ fn allocate_cluster_ip(
         }
     }
     let ip = if requested.is_empty() {
-        let ip = allocator.allocate_next_ip(dry_run).map_err(|err| {
-            AllocFailure::Internal(format!(
-                "failed to allocate a serviceIP: {}",
-                ip_message(&err, allocator, "")
-            ))
+        let ip = allocator.allocate_next_ip(dry_run).await.map_err(|err| {
+            failure(err, |err| {
+                AllocFailure::Internal(format!(
+                    "failed to allocate a serviceIP: {}",
+                    ip_message(&err, allocator, "")
+                ))
+            })
         })?;
         taken.ips.push(ip);
         ip.to_string()
@@ -480,15 +482,17 @@ fn allocate_cluster_ip(
         if let Ok(ip) = requested.parse::<Ipv4Addr>()
             && !held_before.ips.contains(&ip)
         {
-            allocator.allocate_ip(ip, dry_run).map_err(|err| {
-                AllocFailure::Invalid(vec![invalid(
-                    "spec.clusterIPs",
-                    go_string_slice(Some(&json!([requested]))),
-                    &format!(
-                        "failed to allocate IP {requested}: {}",
-                        ip_message(&err, allocator, &requested)
-                    ),
-                )])
+            allocator.allocate_ip(ip, dry_run).await.map_err(|err| {
+                failure(err, |err| {
+                    AllocFailure::Invalid(vec![invalid(
+                        "spec.clusterIPs",
+                        go_string_slice(Some(&json!([requested]))),
+                        &format!(
+                            "failed to allocate IP {requested}: {}",
+                            ip_message(&err, allocator, &requested)
+                        ),
+                    )])
+                })
             })?;
             taken.ips.push(ip);
         }
@@ -501,7 +505,7 @@ fn allocate_cluster_ip(
 
 /// Node ports: the requested ones (unless already held), the next free one for the others
 /// (shared between entries of one port number), none for a LoadBalancer that asks for none.
-fn allocate_node_ports(
+async fn allocate_node_ports(
     allocator: &ServiceAllocator,
     held_before: &Held,
     spec: &mut Map<String, Value>,
@@ -530,11 +534,12 @@ fn allocate_node_ports(
         }
         if node_port != 0 {
             let wanted = u16::try_from(node_port)
-                .map_err(|_| port_error(i, node_port, &AllocError::NotInRange, allocator))?;
+                .map_err(|_| port_error(i, node_port, AllocError::NotInRange, allocator))?;
             if !held_before.ports.contains(&wanted) && !taken.ports.contains(&wanted) {
                 allocator
                     .allocate_port(wanted, dry_run)
-                    .map_err(|err| port_error(i, node_port, &err, allocator))?;
+                    .await
+                    .map_err(|err| port_error(i, node_port, err, allocator))?;
                 taken.ports.push(wanted);
             }
             by_port.push((number, node_port));
@@ -555,11 +560,13 @@ fn allocate_node_ports(
         let chosen = match shared {
             Some(p) => p,
             None => {
-                let p = allocator.allocate_next_port(dry_run).map_err(|err| {
-                    AllocFailure::Internal(format!(
-                        "failed to allocate a nodePort: {}",
-                        port_message(&err, allocator)
-                    ))
+                let p = allocator.allocate_next_port(dry_run).await.map_err(|err| {
+                    failure(err, |err| {
+                        AllocFailure::Internal(format!(
+                            "failed to allocate a nodePort: {}",
+                            port_message(&err, allocator)
+                        ))
+                    })
                 })?;
                 taken.ports.push(p);
                 i64::from(p)
@@ -572,7 +579,7 @@ fn allocate_node_ports(
 }
 
 /// The health check node port of a LoadBalancer with Local external traffic.
-fn allocate_health_check_port(
+async fn allocate_health_check_port(
     allocator: &ServiceAllocator,
     held_before: &Held,
     spec: &mut Map<String, Value>,
@@ -587,21 +594,28 @@ fn allocate_health_check_port(
         Some(port) => {
             let wanted = u16::try_from(port).unwrap_or(0);
             if !held_before.ports.contains(&wanted) {
-                allocator.allocate_port(wanted, dry_run).map_err(|err| {
-                    AllocFailure::Internal(format!(
-                        "failed to allocate requested HealthCheck NodePort {port}: {}",
-                        port_message(&err, allocator)
-                    ))
-                })?;
+                allocator
+                    .allocate_port(wanted, dry_run)
+                    .await
+                    .map_err(|err| {
+                        failure(err, |err| {
+                            AllocFailure::Internal(format!(
+                                "failed to allocate requested HealthCheck NodePort {port}: {}",
+                                port_message(&err, allocator)
+                            ))
+                        })
+                    })?;
                 taken.ports.push(wanted);
             }
         }
         None => {
-            let port = allocator.allocate_next_port(dry_run).map_err(|err| {
-                AllocFailure::Internal(format!(
-                    "failed to allocate a HealthCheck NodePort: {}",
-                    port_message(&err, allocator)
-                ))
+            let port = allocator.allocate_next_port(dry_run).await.map_err(|err| {
+                failure(err, |err| {
+                    AllocFailure::Internal(format!(
+                        "failed to allocate a HealthCheck NodePort: {}",
+                        port_message(&err, allocator)
+                    ))
+                })
             })?;
             taken.ports.push(port);
             spec.insert("healthCheckNodePort".to_owned(), json!(port));
@@ -617,6 +631,16 @@ pub(super) enum AllocFailure {
     Invalid(Vec<FieldError>),
     /// The ranges are full.
     Internal(String),
+    /// The allocation records could not be read or written.
+    Store(ApiError),
+}
+
+/// The store's failure as it is; the allocator's refusal as `refused` words it.
+fn failure(err: AllocError, refused: impl FnOnce(AllocError) -> AllocFailure) -> AllocFailure {
+    match err {
+        AllocError::Store(error) => AllocFailure::Store(error),
+        other => refused(other),
+    }
 }
 
 impl AllocFailure {
@@ -625,6 +649,7 @@ impl AllocFailure {
         match self {
             AllocFailure::Invalid(errors) => invalid(errors),
             AllocFailure::Internal(message) => ApiError::internal(message),
+            AllocFailure::Store(error) => error,
         }
     }
 }
@@ -637,6 +662,7 @@ fn ip_message(err: &AllocError, allocator: &ServiceAllocator, ip: &str) -> Strin
             allocator.cidr()
         ),
         AllocError::Full => "range is full".to_owned(),
+        AllocError::Store(error) => error.message.clone(),
     }
 }
 
@@ -648,20 +674,23 @@ fn port_message(err: &AllocError, allocator: &ServiceAllocator) -> String {
             allocator.node_ports()
         ),
         AllocError::Full => "range is full".to_owned(),
+        AllocError::Store(error) => error.message.clone(),
     }
 }
 
 fn port_error(
     index: usize,
     port: i64,
-    err: &AllocError,
+    err: AllocError,
     allocator: &ServiceAllocator,
 ) -> AllocFailure {
-    AllocFailure::Invalid(vec![invalid(
-        format!("spec.ports[{index}].nodePort"),
-        port.to_string(),
-        &port_message(err, allocator),
-    )])
+    failure(err, |err| {
+        AllocFailure::Invalid(vec![invalid(
+            format!("spec.ports[{index}].nodePort"),
+            port.to_string(),
+            &port_message(&err, allocator),
+        )])
+    })
 }
 
 #[cfg(test)]
@@ -697,8 +726,8 @@ mod tests {
         assert_eq!(svc["status"], json!({"loadBalancer": {}}));
     }
 
-    #[test]
-    fn a_failed_allocation_gives_back_what_it_took() {
+    #[tokio::test]
+    async fn a_failed_allocation_gives_back_what_it_took() {
         let a = allocator();
         // Ten node ports: the eleventh port fails after its address and ten ports were taken.
         let ports: Vec<Value> = (0..11)
@@ -707,17 +736,19 @@ mod tests {
         let mut svc = object(json!({"spec": {"type": "NodePort", "ports": ports}}));
         default_service(&mut svc);
         assert!(matches!(
-            allocate(&a, None, &mut svc, false),
+            allocate(&a, None, &mut svc, false).await,
             Err(AllocFailure::Internal(_))
         ));
         let mut one = object(json!({"spec": {"type": "NodePort", "clusterIP": "10.0.0.9",
             "ports": [{"port": 80, "nodePort": 30000}]}}));
         default_service(&mut one);
-        let reservation = allocate(&a, None, &mut one, false).expect("all free again");
-        reservation.commit();
+        let reservation = allocate(&a, None, &mut one, false)
+            .await
+            .expect("all free again");
+        reservation.commit().await;
         let mut again = one.clone();
         assert!(matches!(
-            allocate(&a, None, &mut again, false),
+            allocate(&a, None, &mut again, false).await,
             Err(AllocFailure::Invalid(_))
         ));
     }

@@ -182,7 +182,7 @@ async fn create_stored(
             .map_err(ApiError::from_storage)?
         {
             CreateOutcome::Created(kv) => {
-                reservation.commit();
+                reservation.commit().await;
                 object::set_resource_version(&mut object, kv.mod_revision);
                 if resource.group.is_empty() && resource.plural == "namespaces" {
                     ensure_default_service_account(state, &name).await?;

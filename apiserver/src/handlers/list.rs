@@ -32,6 +32,9 @@ struct ListRequest {
     exact: Option<Revision>,
     /// Key to continue after (from a continue token).
     start_after: Option<String>,
+    /// `resourceVersion=0`: any recent state will do, from the store's cache if it has one
+    /// ([`kubemock_storage::Kv::range_any`]).
+    any: bool,
 }
 
 fn forbidden(field: &str, detail: &str) -> FieldError {
@@ -106,6 +109,7 @@ impl ListRequest {
                 limit,
                 exact: revision,
                 start_after: Some(start_after),
+                any: false,
             });
         }
         let exact = match (revision, matching) {
@@ -119,12 +123,14 @@ impl ListRequest {
             (None, _) => None,
         };
         // resourceVersion=0 is served from the watch cache, which ignores limit.
+        let any = rv_text == "0" && exact.is_none();
         let limit = if rv_text == "0" { None } else { limit };
         Ok(ListRequest {
             selectors,
             limit,
             exact,
             start_after: None,
+            any,
         })
     }
 }
@@ -216,7 +222,13 @@ async fn read_raw(call: &Call, request: &ListRequest, prefix: &str) -> ApiResult
     if let Some(revision) = request.exact {
         range = range.at_revision(revision);
     }
-    let response = call.state.store().range(range).await.map_err(|err| match err {
+    let store = call.state.store();
+    let response = if request.any {
+        store.range_any(range).await
+    } else {
+        store.range(range).await
+    };
+    let response = response.map_err(|err| match err {
         // docs/api-behaviour.md#pagination: offer a token that resumes at the same key over the latest state.
         kubemock_storage::Error::Compacted { .. } if let Some(after) = &request.start_after => {
             let mut error = ApiError::expired(

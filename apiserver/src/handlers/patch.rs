@@ -243,7 +243,7 @@ pub(crate) async fn patch(call: &Call) -> ApiResult<Response> {
         managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
-            reservation.commit();
+            reservation.commit().await;
             let response = call.respond(StatusCode::OK, &Value::Object(object));
             return Ok(with_warnings(response, &warnings));
         }
@@ -410,7 +410,7 @@ async fn apply(call: &Call, config: Value, writer: &Writer, dry_run: bool) -> Ap
         crate::dispatch::validate(&call.state, &request, Some(&updated), Some(&existing)).await?;
         if let Written::Done(object) = update::write(call, &key, &current, updated, dry_run).await?
         {
-            reservation.commit();
+            reservation.commit().await;
             let response = call.respond(StatusCode::OK, &Value::Object(object));
             return Ok(with_warnings(response, &warnings));
         }

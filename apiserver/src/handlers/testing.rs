@@ -48,7 +48,7 @@ pub(crate) async fn serve(call: &Call, method: Method) -> ApiResult<Response> {
                 .baseline()
                 .ok_or_else(|| ApiError::unavailable("the server is starting"))?;
             let report = crate::reset::reset(call.state.store().as_ref(), &baseline).await?;
-            // The Service address allocator is memory over the stored Services: read again.
+            // The Service address allocator caches its records: repair and read them again.
             call.state.reload_service_allocator();
             Ok(call.respond(StatusCode::CREATED, &report.to_object(&baseline)))
         }

@@ -117,7 +117,7 @@ pub(crate) async fn update(call: &Call) -> ApiResult<Response> {
         managedfields::record_update(resource, &writer, Some(&existing), &mut updated);
         match write(call, &key, &current, updated, dry_run).await? {
             Written::Done(object) => {
-                reservation.commit();
+                reservation.commit().await;
                 let response = call.respond(StatusCode::OK, &Value::Object(object));
                 return Ok(with_warnings(response, &warnings));
             }
