@@ -41,7 +41,12 @@ impl EtcdProcess {
         let mut child = Command::new(binary)
             .arg("--data-dir")
             .arg(data.path())
-            .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
+            .args([
+                "--listen-client-urls",
+                &url,
+                "--advertise-client-urls",
+                &url,
+            ])
             .args(["--listen-peer-urls", &peer_url])
             .args(["--initial-advertise-peer-urls", &peer_url])
             .args(["--initial-cluster", &format!("default={peer_url}")])
@@ -61,7 +66,10 @@ impl EtcdProcess {
                 break;
             }
             if let Ok(Some(status)) = child.try_wait() {
-                bail!("{} exited before it was healthy: {status}", binary.display());
+                bail!(
+                    "{} exited before it was healthy: {status}",
+                    binary.display()
+                );
             }
             if Instant::now() > deadline {
                 bail!("etcd at {url} not healthy within {READY_TIMEOUT:?}");
