@@ -308,10 +308,9 @@ async fn assert_unique_allocations(http: &reqwest::Client, url: &str) -> usize {
         if let Some(ip) = service["spec"]["clusterIP"]
             .as_str()
             .filter(|ip| *ip != "None")
+            && let Some(other) = ips.insert(ip.to_owned(), who.clone())
         {
-            if let Some(other) = ips.insert(ip.to_owned(), who.clone()) {
-                panic!("{ip} held by {other} and {who}");
-            }
+            panic!("{ip} held by {other} and {who}");
         }
         for port in service["spec"]["ports"].as_array().into_iter().flatten() {
             if let Some(node_port) = port["nodePort"].as_u64()
