@@ -233,10 +233,25 @@ impl Run<'_> {
         let api: Api<HorizontalPodAutoscaler> =
             Api::namespaced(self.ctx.client.clone(), self.namespace());
         let name = self.hpa.metadata.name.as_deref().unwrap_or_default();
-        if let Err(err) = api
+        let mut written = api
             .replace_status(name, &PostParams::default(), &updated)
-            .await
-        {
+            .await;
+        // The informer's copy can trail this controller's own last write. Upstream then fails
+        // the sync, and a scale it already made loses its `lastScaleTime` (the next sync sees
+        // no change to make). The status is this controller's alone, so it is written once
+        // more over the object as it is now.
+        if written.as_ref().is_err_and(|err| err.is_conflict()) {
+            written = match api.get(name).await {
+                Ok(mut fresh) if fresh.metadata.uid == self.hpa.metadata.uid => {
+                    fresh.status = Some(self.status.clone());
+                    api.replace_status(name, &PostParams::default(), &fresh)
+                        .await
+                }
+                Ok(_) => return Ok(()),
+                Err(err) => Err(err),
+            };
+        }
+        if let Err(err) = written {
             self.event(EventType::Warning, "FailedUpdateStatus", &err.to_string())
                 .await;
             return Err(err.into());
