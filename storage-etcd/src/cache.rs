@@ -46,7 +46,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use crate::watch::EtcdWatch;
+use crate::watch::{EtcdWatch, Inbox};
 use crate::{EtcdStore, Inner};
 
 /// The depth of kubemock's resource prefixes: `/registry/<group>/<resource>/`.
@@ -373,9 +373,7 @@ impl Cache {
         Some(CachedWatch {
             cache: Arc::clone(self),
             id,
-            items,
-            delivered: after,
-            done: false,
+            inbox: Inbox::new(items, after),
         })
     }
 
@@ -476,39 +474,15 @@ impl Cache {
 pub(crate) struct CachedWatch {
     cache: Arc<Cache>,
     id: u64,
-    items: mpsc::Receiver<Result<WatchItem>>,
-    /// Revision of the last event yielded (initially the start revision).
-    delivered: Revision,
-    done: bool,
+    inbox: Inbox,
 }
 
 impl Stream for CachedWatch {
     type Item = Result<WatchItem>;
 
+    /// A closed channel means the cache dropped this watcher for lagging.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        if this.done {
-            return Poll::Ready(None);
-        }
-        match this.items.poll_recv(cx) {
-            Poll::Ready(Some(Ok(WatchItem::Event(event)))) => {
-                this.delivered = event.revision();
-                Poll::Ready(Some(Ok(WatchItem::Event(event))))
-            }
-            Poll::Ready(Some(Err(err))) => {
-                this.done = true;
-                Poll::Ready(Some(Err(err)))
-            }
-            Poll::Ready(Some(item)) => Poll::Ready(Some(item)),
-            // The cache dropped the sender: this watcher lagged.
-            Poll::Ready(None) => {
-                this.done = true;
-                Poll::Ready(Some(Err(Error::WatcherLagged {
-                    delivered: this.delivered,
-                })))
-            }
-            Poll::Pending => Poll::Pending,
-        }
+        self.get_mut().inbox.poll(cx, || None)
     }
 }
 

@@ -52,12 +52,9 @@ struct Ending {
 
 /// The etcd store's watch stream.
 pub(crate) struct EtcdWatch {
-    items: mpsc::Receiver<Result<WatchItem>>,
+    inbox: Inbox,
     progress: mpsc::Sender<()>,
     ending: Arc<Ending>,
-    /// Revision of the last event yielded (initially the start revision).
-    delivered: Revision,
-    done: bool,
     task: tokio::task::JoinHandle<()>,
     /// Counts this watch in `etcd_watches` while it lives.
     inner: Arc<Inner>,
@@ -233,11 +230,9 @@ impl EtcdWatch {
             .etcd_watches
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         Ok(EtcdWatch {
-            items,
+            inbox: Inbox::new(items, after),
             progress,
             ending,
-            delivered: after,
-            done: false,
             task,
             inner: Arc::clone(inner),
         })
@@ -478,29 +473,62 @@ impl Follower {
     }
 }
 
+/// The receiving end of a watch, direct or through a cache: the items its task sends, and the
+/// revision last delivered, which the lagging error reports when the sender goes away.
+pub(crate) struct Inbox {
+    items: mpsc::Receiver<Result<WatchItem>>,
+    /// Revision of the last event yielded (initially the start revision).
+    delivered: Revision,
+    done: bool,
+}
+
+impl Inbox {
+    pub(crate) fn new(items: mpsc::Receiver<Result<WatchItem>>, after: Revision) -> Self {
+        Inbox {
+            items,
+            delivered: after,
+            done: false,
+        }
+    }
+
+    /// The next item. An error ends the watch; so does a closed channel, with the error
+    /// `closed` gives, else as lagging.
+    pub(crate) fn poll(
+        &mut self,
+        cx: &mut Context<'_>,
+        closed: impl FnOnce() -> Option<Error>,
+    ) -> Poll<Option<Result<WatchItem>>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        match self.items.poll_recv(cx) {
+            Poll::Ready(Some(Ok(WatchItem::Event(event)))) => {
+                self.delivered = event.revision();
+                Poll::Ready(Some(Ok(WatchItem::Event(event))))
+            }
+            Poll::Ready(Some(Err(err))) => {
+                self.done = true;
+                Poll::Ready(Some(Err(err)))
+            }
+            Poll::Ready(Some(item)) => Poll::Ready(Some(item)),
+            Poll::Ready(None) => {
+                self.done = true;
+                Poll::Ready(Some(Err(closed().unwrap_or(Error::WatcherLagged {
+                    delivered: self.delivered,
+                }))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
 impl Stream for EtcdWatch {
     type Item = Result<WatchItem>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        if this.done {
-            return Poll::Ready(None);
-        }
-        match this.items.poll_recv(cx) {
-            Poll::Ready(Some(Ok(WatchItem::Event(event)))) => {
-                this.delivered = event.revision();
-                Poll::Ready(Some(Ok(WatchItem::Event(event))))
-            }
-            Poll::Ready(Some(item)) => Poll::Ready(Some(item)),
-            Poll::Ready(None) => {
-                this.done = true;
-                let error = this.ending.error.lock().take();
-                Poll::Ready(Some(Err(error.unwrap_or(Error::WatcherLagged {
-                    delivered: this.delivered,
-                }))))
-            }
-            Poll::Pending => Poll::Pending,
-        }
+        let ending = &this.ending;
+        this.inbox.poll(cx, || ending.error.lock().take())
     }
 }
 
