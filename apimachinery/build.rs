@@ -16,10 +16,21 @@ use proto_comments::strip_comments;
 
 /// The schema crate and the Kubernetes version whose schemas are used.
 const SCHEMA_CRATE: &str = "k8s-rs-pb";
+/// Its version: the one Cargo.toml pins (`=`).
+const SCHEMA_CRATE_VERSION: &str = "0.4.0";
 const SCHEMA_VERSION_DIR: &str = "src/v1_32";
 
 fn main() -> Result<(), String> {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=Cargo.toml");
+    let manifest = fs::read_to_string("Cargo.toml").map_err(|err| format!("Cargo.toml: {err}"))?;
+    // Matched loosely: `cargo package` rewrites the manifest into its own layout.
+    let pin = format!("\"={SCHEMA_CRATE_VERSION}\"");
+    if !manifest.contains(&pin) {
+        return Err(format!(
+            "Cargo.toml no longer pins {SCHEMA_CRATE} to {pin}: update SCHEMA_CRATE_VERSION in build.rs"
+        ));
+    }
     let root = schema_crate_dir()
         .map_err(|err| format!("cannot find the {SCHEMA_CRATE} sources: {err}"))?
         .join(SCHEMA_VERSION_DIR);
@@ -44,9 +55,37 @@ fn main() -> Result<(), String> {
         .map_err(|err| format!("writing the schemas: {err}"))
 }
 
-/// The directory of the schema crate's package: asked of `cargo metadata` (offline first,
-/// as the build has already fetched every dependency), then looked up in the registry cache.
+/// The directory of the schema crate's package: first where cargo unpacks registry crates
+/// (`$CARGO_HOME/registry/src/<index>/k8s-rs-pb-<version>`, present once the build has fetched
+/// its dependencies), then asked of `cargo metadata` (offline first), for vendored or
+/// otherwise relocated sources. The first needs no resolution of the dependency graph, which
+/// fails where this crate is built from its `.crate` before its forks are published
+/// (docs/crates.md#publishing).
 fn schema_crate_dir() -> Result<PathBuf, String> {
+    if let Some(dir) = registry_source_dir() {
+        return Ok(dir);
+    }
+    metadata_source_dir()
+}
+
+/// `k8s-rs-pb-<version>` under the registry's unpacked sources (the version is pinned with `=`
+/// in Cargo.toml; `main` checks that it is this one).
+fn registry_source_dir() -> Option<PathBuf> {
+    let home = env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))?;
+    let version = SCHEMA_CRATE_VERSION;
+    let name = format!("{SCHEMA_CRATE}-{version}");
+    // Several registries holding it: any is the same published package.
+    fs::read_dir(home.join("registry").join("src"))
+        .ok()?
+        .flatten()
+        .map(|index| index.path().join(&name))
+        .find(|dir| dir.join("Cargo.toml").is_file())
+}
+
+/// The schema crate's directory as `cargo metadata` reports it.
+fn metadata_source_dir() -> Result<PathBuf, String> {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?)
         .join("Cargo.toml");
