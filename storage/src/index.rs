@@ -25,10 +25,10 @@ use bytes::Bytes;
 use crate::Revision;
 use crate::ranked::RankedSet;
 
-/// How many recent changes the index remembers, to count a range at an older revision from
-/// the count at the latest one (`Index::count_live`). A read older than that many changes
-/// counts by walking the range instead.
-const RECENT_CHANGES: usize = 10_000;
+/// How many recent creates and deletes the index remembers, to count a range at an older
+/// revision from the count at the latest one (`Index::count_live`). A read older than that
+/// many of them counts by walking the range instead.
+const RECENT_FLIPS: usize = 10_000;
 
 /// One change of a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,58 +61,60 @@ impl Entry {
 }
 
 /// The index. Invariants: each key's entries are non-empty and ascending by `mod_revision`;
-/// `live` holds exactly the keys whose last entry is live; `recent` holds every change above
-/// its floor.
+/// `live` holds exactly the keys whose last entry is live; `recent` holds every create and
+/// delete above its floor.
 #[derive(Debug, Default)]
 pub(crate) struct Index {
     keys: BTreeMap<Bytes, Vec<Entry>>,
     /// The keys live at the index's latest revision, counted (`ranked.rs`): a range's count
     /// at the latest revision is a difference of two ranks.
     live: RankedSet,
-    /// The last changes, to correct that count for a read at an older revision.
-    recent: RecentChanges,
+    /// The last creates and deletes, to correct that count for a read at an older revision.
+    recent: RecentFlips,
 }
 
-/// The last [`RECENT_CHANGES`] changes of the index, oldest first.
+/// The last [`RECENT_FLIPS`] changes of the index that made a key live or not live (creates
+/// and deletes; an update changes no count), oldest first.
+///
+/// A range's count at revision `R` is its count now plus, for each flip after `R` inside the
+/// range, +1 for a delete (the key was live before it) and −1 for a create. For one key the
+/// terms telescope: its first change after `R` starts from its state at `R` and its last
+/// ends at its state now, so the sum is (live at `R`) − (live now), whatever happened between.
 #[derive(Debug, Default)]
-struct RecentChanges {
-    /// `(revision, key)`, ascending by revision.
-    changes: VecDeque<(Revision, Bytes)>,
-    /// Every change above this revision is in `changes`.
+struct RecentFlips {
+    /// `(revision, key, true for a create)`, ascending by revision.
+    flips: VecDeque<(Revision, Bytes, bool)>,
+    /// Every flip above this revision is in `flips`.
     floor: Revision,
 }
 
-impl RecentChanges {
-    fn push(&mut self, revision: Revision, key: Bytes) {
-        if self
-            .changes
-            .back()
-            .is_some_and(|(last, _)| *last >= revision)
-        {
-            // Out of order (the store never does this): forget what came before, so that a
-            // read below this point counts by walking.
-            self.floor = self
-                .floor
-                .max(self.changes.back().map_or(0, |(last, _)| *last));
-            self.changes.clear();
+impl RecentFlips {
+    fn push(&mut self, revision: Revision, key: Bytes, created: bool) {
+        if let Some(&(last, _, _)) = self.flips.back() {
+            if last >= revision {
+                // Out of order (the store never does this): forget what came before, so that a
+                // read below this point counts by walking.
+                self.floor = self.floor.max(last);
+                self.flips.clear();
+            }
         }
-        if self.changes.len() == RECENT_CHANGES {
-            if let Some((oldest, _)) = self.changes.pop_front() {
+        if self.flips.len() == RECENT_FLIPS {
+            if let Some((oldest, _, _)) = self.flips.pop_front() {
                 self.floor = self.floor.max(oldest);
             }
         }
-        self.changes.push_back((revision, key));
+        self.flips.push_back((revision, key, created));
     }
 
-    /// The keys changed after `revision` (with repeats), or `None` if some of those changes
-    /// are no longer remembered.
-    fn since(&self, revision: Revision) -> Option<impl Iterator<Item = &Bytes>> {
+    /// The flips after `revision`, newest first, or `None` if some of them are no longer
+    /// remembered.
+    fn since(&self, revision: Revision) -> Option<impl Iterator<Item = (&Bytes, bool)>> {
         (revision >= self.floor).then(|| {
-            self.changes
+            self.flips
                 .iter()
                 .rev()
-                .take_while(move |(changed, _)| *changed > revision)
-                .map(|(_, key)| key)
+                .take_while(move |(flipped, _, _)| *flipped > revision)
+                .map(|(_, key, created)| (key, *created))
         })
     }
 }
@@ -143,16 +145,14 @@ impl Index {
             None => (Bytes::copy_from_slice(key), false),
         };
         self.keys.entry(shared.clone()).or_default().push(entry);
-        match (was_live, entry.is_live()) {
-            (false, true) => {
+        if was_live != entry.is_live() {
+            if was_live {
+                self.live.remove(key);
+            } else {
                 self.live.insert(shared.clone());
             }
-            (true, false) => {
-                self.live.remove(key);
-            }
-            _ => {}
+            self.recent.push(entry.mod_revision, shared, !was_live);
         }
-        self.recent.push(entry.mod_revision, shared);
         true
     }
 
@@ -180,8 +180,8 @@ impl Index {
             keys: keys.into_iter().collect(),
             live,
             // The changes up to the checkpoint are not known one by one.
-            recent: RecentChanges {
-                changes: VecDeque::new(),
+            recent: RecentFlips {
+                flips: VecDeque::new(),
                 floor: at,
             },
         })
@@ -284,25 +284,19 @@ impl Index {
     /// How many keys under `prefix`, from `lower` on, are live at `revision`.
     ///
     /// At the latest revision this is the number of `live` keys between `lower` and the end of
-    /// the prefix: two ranks. At an older revision the keys changed since then correct it: each
-    /// counts +1 if it was live at `revision` and −1 if it is live now. Older than the
-    /// remembered changes (`RECENT_CHANGES`), it walks the range.
+    /// the prefix: two ranks. At an older revision the creates and deletes since then correct
+    /// it (`RecentFlips`). Older than the remembered ones (`RECENT_FLIPS`), it walks the range.
     fn count_live(&self, prefix: &[u8], lower: Bound<&[u8]>, revision: Revision) -> u64 {
-        let Some(changed) = self.recent.since(revision) else {
+        let Some(flips) = self.recent.since(revision) else {
             return self.count_by_walk(prefix, lower, revision);
         };
         let end = prefix_end(prefix);
         let upper = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-        let mut changed: Vec<&Bytes> = changed
-            .filter(|key| key.starts_with(prefix) && above(key, lower))
-            .collect();
-        changed.sort_unstable();
-        changed.dedup();
         let mut count = self.live.count(lower, upper) as i64;
-        for key in changed {
-            let entries = self.keys.get(key).map_or(&[][..], Vec::as_slice);
-            count += i64::from(live_at(entries, revision).is_some());
-            count -= i64::from(entries.last().is_some_and(Entry::is_live));
+        for (key, created) in flips {
+            if key.starts_with(prefix) && above(key, lower) {
+                count += if created { -1 } else { 1 };
+            }
         }
         // Never negative while the invariants hold; if they did not, the walk is right.
         u64::try_from(count).unwrap_or_else(|_| self.count_by_walk(prefix, lower, revision))
@@ -686,9 +680,9 @@ mod tests {
         for n in 0..100u64 {
             index.push(format!("/a/{n:03}").as_bytes(), put(n + 1, n + 1, 1));
         }
-        // Deletes and re-creates, more than `RECENT_CHANGES` of them.
+        // Deletes and re-creates, more than `RECENT_FLIPS` of them.
         let mut revision = 100;
-        for round in 0..(RECENT_CHANGES as u64 / 100 + 1) {
+        for round in 0..(RECENT_FLIPS as u64 / 100 + 1) {
             for n in 0..100u64 {
                 revision += 1;
                 let key = format!("/a/{n:03}");
