@@ -3,6 +3,9 @@
 //! scanning history, and a write check existence and guards without touching the backend.
 //! A durable store checkpoints it (`checkpoint.rs`) so that open reads the checkpoint and only
 //! the history written after it; without one, `store.rs` rebuilds it from the whole log.
+//! Beside the map it keeps the keys live at its latest revision in a counted set
+//! (`ranked.rs`) and its last creates and deletes, so that a paginated range counts the matches
+//! after its page without walking them (`docs/store.md`, "How `remaining` is counted").
 //!
 //! Worked example (reused by the tests below). Writes: rev 1 put `a`; rev 2 put `b`; rev 3 put
 //! `a`; rev 4 delete `a`; rev 5 put `a`. Entries:
@@ -134,17 +137,25 @@ impl Index {
     /// Records a change. Returns false (and changes nothing) if `entry` is not newer than the
     /// key's last entry, which would break the ordering invariant.
     pub(crate) fn push(&mut self, key: &[u8], entry: Entry) -> bool {
-        let (shared, was_live) = match self.keys.get_key_value(key) {
+        let found = self
+            .keys
+            .range_mut::<[u8], _>((Bound::Included(key), Bound::Included(key)))
+            .next();
+        let (shared, was_live) = match found {
             Some((shared, entries)) => {
-                let last = entries.last();
+                let last = entries.last().copied();
                 if last.is_some_and(|last| last.mod_revision >= entry.mod_revision) {
                     return false;
                 }
-                (shared.clone(), last.is_some_and(Entry::is_live))
+                entries.push(entry);
+                (shared.clone(), last.is_some_and(|last| last.is_live()))
             }
-            None => (Bytes::copy_from_slice(key), false),
+            None => {
+                let shared = Bytes::copy_from_slice(key);
+                self.keys.insert(shared.clone(), vec![entry]);
+                (shared, false)
+            }
         };
-        self.keys.entry(shared.clone()).or_default().push(entry);
         if was_live != entry.is_live() {
             if was_live {
                 self.live.remove(key);
