@@ -186,7 +186,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(Revision, Index)> {
         return Err(corrupt("checkpoint longer than its keys"));
     }
     let index =
-        Index::from_sorted(keys).ok_or(corrupt("checkpoint keys or entries out of order"))?;
+        Index::from_sorted(keys, at).ok_or(corrupt("checkpoint keys or entries out of order"))?;
     Ok((at, index))
 }
 

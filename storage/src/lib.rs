@@ -83,6 +83,7 @@ mod compaction;
 mod error;
 mod index;
 mod kv;
+mod ranked;
 mod revision;
 mod store;
 mod tips;

@@ -486,6 +486,14 @@ impl SledStore {
         self.shared.ledger.lock().total()
     }
 
+    /// [`Kv::range`], but counting `remaining` by walking the rest of the range, as the store
+    /// did before it kept a counted set of live keys (`docs/store.md`). Only for tests and the
+    /// benchmark that compare the two.
+    #[doc(hidden)]
+    pub fn range_counting_by_walk(&self, request: &RangeRequest) -> Result<RangeResponse> {
+        self.shared.range(request, true)
+    }
+
     /// The revision of the last checkpoint of the key index (0 if none; always 0 when
     /// ephemeral). Open replays only the history after it.
     pub fn checkpoint_revision(&self) -> Revision {
@@ -777,14 +785,24 @@ impl Shared {
             .map(|entry| entry.mod_revision))
     }
 
-    fn range(&self, request: &RangeRequest) -> Result<RangeResponse> {
+    /// A range read; `by_walk` counts the remainder by walking it (`Index::range_by_walk`).
+    fn range(&self, request: &RangeRequest, by_walk: bool) -> Result<RangeResponse> {
         let read_at = self.read_revision(request.revision)?;
-        let page = self.state.read().index.range(
-            &request.prefix,
-            request.start_after.as_deref(),
-            read_at,
-            request.limit,
-        );
+        let page = {
+            let state = self.state.read();
+            let range = if by_walk {
+                Index::range_by_walk
+            } else {
+                Index::range
+            };
+            range(
+                &state.index,
+                &request.prefix,
+                request.start_after.as_deref(),
+                read_at,
+                request.limit,
+            )
+        };
         let items = page
             .entries
             .into_iter()
@@ -1181,7 +1199,7 @@ impl Kv for SledStore {
     }
 
     async fn range(&self, request: RangeRequest) -> Result<RangeResponse> {
-        self.shared.range(&request)
+        self.shared.range(&request, false)
     }
 
     async fn create(&self, key: Bytes, value: Bytes) -> Result<CreateOutcome> {
