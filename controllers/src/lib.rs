@@ -22,6 +22,8 @@
 //!   expire by TTL.
 //! - [`endpoints`]: Endpoints and EndpointSlices of Services, from the pods they select.
 //! - [`scheduler`]: binds pending pods to nodes that fit them.
+//! - [`podindex`]: the pod cache's index of pods by node, for controllers acting on a node's
+//!   pods.
 //! - [`kubelet`]: simulated nodes, and pods on them Running and Ready.
 //! - [`nodelifecycle`]: nodes whose kubelet went silent: Unknown, tainted unreachable or
 //!   not-ready, their pods not Ready; untainted when back.
@@ -57,6 +59,7 @@ pub mod manager;
 pub mod namespace;
 pub mod nodelifecycle;
 pub mod podautoscaler;
+pub mod podindex;
 pub mod replicaset;
 pub mod resourcequota;
 pub mod rootca;

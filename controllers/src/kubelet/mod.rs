@@ -267,13 +267,10 @@ impl Kubelet {
                 stage_pods.list().iter().map(|p| p.key()).collect()
             });
         }
+        crate::podindex::index_by_node(&pods);
         let controller = controller.watches(&self.nodes, move |node: &Node| {
-            let name = node.metadata.name.as_deref();
-            pods.list()
-                .iter()
-                .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == name)
-                .map(|p| p.key())
-                .collect()
+            let name = node.metadata.name.as_deref().unwrap_or_default();
+            crate::podindex::keys_on_node(&pods, name)
         });
         // A fake clock's move wakes the pods whose time it reached.
         let queue = controller.queue();

@@ -83,12 +83,34 @@ type Compiled = HashMap<(String, String), Option<Arc<Stage>>>;
 /// The last application to an object: its uid, the Stage, the time.
 type Applied = (String, String, Timestamp);
 
+/// The Stages of each kind asked for, as of one state of the Stage store: read on every
+/// object's sync, computed again only when the store changes.
+struct ByKind {
+    /// The store's objects they were computed from: the same `Arc`s, in the same order, as
+    /// long as the store does not change (a changed or relisted Stage is a new `Arc`).
+    objects: Vec<Arc<DynamicObject>>,
+    kinds: HashMap<String, Arc<[Arc<Stage>]>>,
+}
+
+impl ByKind {
+    fn of(&self, objects: &[Arc<DynamicObject>]) -> bool {
+        self.objects.len() == objects.len()
+            && self
+                .objects
+                .iter()
+                .zip(objects)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+}
+
 /// The Stages the kubelet runs: compiled from the Stage informer's store, with the chosen
 /// Stage of each object and the pod IPs they handed out.
 pub(super) struct Stages {
     store: Store<DynamicObject>,
     /// Compiled Stages by (name, resourceVersion).
     compiled: Mutex<Compiled>,
+    /// [`Stages::for_kind`]'s answers for the current Stages.
+    by_kind: Mutex<Option<ByKind>>,
     /// The Stage chosen for each object, and when it is due.
     pending: Mutex<HashMap<Key, Pending>>,
     /// When each Stage was last applied to each object (uid, stage, time), for
@@ -109,6 +131,7 @@ impl Stages {
         Stages {
             store,
             compiled: Mutex::new(HashMap::new()),
+            by_kind: Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
             applied: Mutex::new(HashMap::new()),
             announced: Mutex::new(std::collections::HashSet::new()),
@@ -119,9 +142,34 @@ impl Stages {
     }
 
     /// The Stages for `kind`, compiled (a stored Stage that does not compile, which the API
-    /// server's validation should have refused, is logged and skipped).
-    pub(super) fn for_kind(&self, kind: &str) -> Vec<Arc<Stage>> {
+    /// server's validation should have refused, is logged and skipped), by name. Kept until
+    /// the Stages change.
+    pub(super) fn for_kind(&self, kind: &str) -> Arc<[Arc<Stage>]> {
         let objects = self.store.list();
+        if let Some(cached) = self.by_kind.lock().as_ref()
+            && cached.of(&objects)
+            && let Some(stages) = cached.kinds.get(kind)
+        {
+            return stages.clone();
+        }
+        let stages: Arc<[Arc<Stage>]> = self.compile_kind(&objects, kind).into();
+        let mut by_kind = self.by_kind.lock();
+        match by_kind.as_mut() {
+            Some(cached) if cached.of(&objects) => {
+                cached.kinds.insert(kind.to_owned(), stages.clone());
+            }
+            _ => {
+                *by_kind = Some(ByKind {
+                    objects,
+                    kinds: HashMap::from([(kind.to_owned(), stages.clone())]),
+                });
+            }
+        }
+        stages
+    }
+
+    /// The Stages for `kind` among `objects`, compiled once per (name, resourceVersion).
+    fn compile_kind(&self, objects: &[Arc<DynamicObject>], kind: &str) -> Vec<Arc<Stage>> {
         let mut compiled = self.compiled.lock();
         let mut out = Vec::new();
         let mut live = std::collections::HashSet::new();
@@ -131,7 +179,7 @@ impl Stages {
             let key = (name.clone(), rv);
             live.insert(key.clone());
             let entry = compiled.entry(key).or_insert_with(|| {
-                let value = serde_json::to_value(&*object).unwrap_or(Value::Null);
+                let value = serde_json::to_value(&**object).unwrap_or(Value::Null);
                 match Stage::compile(&value) {
                     Ok(stage) => Some(Arc::new(stage)),
                     Err(errors) => {
@@ -277,8 +325,9 @@ fn plan(
     let stages = &ctx.stages;
     let matching: Vec<Arc<Stage>> = stages
         .for_kind(kind)
-        .into_iter()
+        .iter()
         .filter(|s| s.matches(object))
+        .cloned()
         .collect();
     let key = map_key(kind, object_key);
     if matching.is_empty() {

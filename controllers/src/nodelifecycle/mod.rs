@@ -113,6 +113,7 @@ impl NodeLifecycleController {
             health: Mutex::new(HashMap::new()),
             all_disrupted: Mutex::new(false),
         });
+        crate::podindex::index_by_node(&ctx.pods);
         let controller = Controller::new("node-lifecycle", self.nodes)
             .workers(WORKERS)
             .watches(&self.leases, |lease: &Lease| {
@@ -295,12 +296,7 @@ async fn mark_pods(
         }
         return Ok(());
     }
-    let pods: Vec<Arc<Pod>> = ctx
-        .pods
-        .list()
-        .into_iter()
-        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name))
-        .collect();
+    let pods: Vec<Arc<Pod>> = crate::podindex::on_node(&ctx.pods, node_name);
     let now = ctx.clock.now();
     for pod in pods {
         let uid = pod.metadata.uid.clone().unwrap_or_default();

@@ -4,6 +4,7 @@
 //! next to the pods already there. Then the least loaded fitting node wins (spreading), and a
 //! pod that fits nowhere gets upstream's explanation. Pure, tested without a server.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{Node, NodeSelectorTerm, Pod, Taint, Toleration};
@@ -86,8 +87,10 @@ pub fn pod_requests(pod: &Pod) -> BTreeMap<String, i128> {
     total
 }
 
-fn labels_of(node: &Node) -> BTreeMap<String, String> {
-    node.metadata.labels.clone().unwrap_or_default()
+/// The labels of `node` (none: an empty map).
+fn labels_of(node: &Node) -> &BTreeMap<String, String> {
+    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+    node.metadata.labels.as_ref().unwrap_or(&EMPTY)
 }
 
 /// Whether `term` selects `node` (upstream `nodeSelectorTerm.match`): its `matchExpressions`
@@ -105,7 +108,7 @@ pub fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
         let Ok(selector) = Selector::from_node_selector_requirements(expressions) else {
             return false;
         };
-        if !selector.matches(&labels_of(node)) {
+        if !selector.matches(labels_of(node)) {
             return false;
         }
     }
@@ -127,7 +130,7 @@ pub fn selector_matches(pod: &Pod, node: &Node) -> bool {
     };
     let labels = labels_of(node);
     if let Some(selector) = &spec.node_selector
-        && !Selector::from_set(selector).matches(&labels)
+        && !Selector::from_set(selector).matches(labels)
     {
         return false;
     }
@@ -211,6 +214,16 @@ fn node_ready(node: &Node) -> bool {
 
 /// Whether `pod` fits `node`, given what is `used` there already.
 pub fn fits(pod: &Pod, node: &Node, used: &BTreeMap<String, i128>) -> Result<(), Misfit> {
+    fits_requests(pod, &pod_requests(pod), node, used)
+}
+
+/// [`fits`] with the pod's [`pod_requests`] computed once for all the nodes.
+fn fits_requests(
+    pod: &Pod,
+    requests: &BTreeMap<String, i128>,
+    node: &Node,
+    used: &BTreeMap<String, i128>,
+) -> Result<(), Misfit> {
     if !node_ready(node) {
         return Err(Misfit::NotReady);
     }
@@ -228,26 +241,22 @@ pub fn fits(pod: &Pod, node: &Node, used: &BTreeMap<String, i128>) -> Result<(),
         let value = taint.value.as_deref().unwrap_or_default();
         return Err(Misfit::Taint(format!("{{{}: {value}}}", taint.key)));
     }
-    let allocatable = node
-        .status
-        .as_ref()
-        .and_then(|s| s.allocatable.clone())
-        .unwrap_or_default();
-    for (resource, wanted) in pod_requests(pod) {
+    let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
+    for (resource, &wanted) in requests {
         if wanted == 0 {
             continue;
         }
         let Some(available) = allocatable
-            .get(&resource)
+            .and_then(|a| a.get(resource))
             .and_then(|q| parse_quantity(q, resource == "cpu"))
         else {
             if resource == "pods" {
                 continue; // no pod limit declared
             }
-            return Err(Misfit::Insufficient(resource));
+            return Err(Misfit::Insufficient(resource.clone()));
         };
-        if used.get(&resource).copied().unwrap_or(0) + wanted > available {
-            return Err(Misfit::Insufficient(resource));
+        if used.get(resource).copied().unwrap_or(0) + wanted > available {
+            return Err(Misfit::Insufficient(resource.clone()));
         }
     }
     Ok(())
@@ -263,36 +272,41 @@ pub fn prefilter_message(total: usize, reason: &str) -> String {
 
 /// The node for `pod` among `nodes` (with what each has in use): the fitting node with the
 /// fewest pods, then the lowest name; or the reasons, counted, as kube-scheduler reports them.
-pub fn choose<'a>(
+/// `nodes` are `Node`s or shared ones (`Arc<Node>`, as the cache holds them).
+pub fn choose<'a, N: Borrow<Node>>(
     pod: &Pod,
-    nodes: &'a [Node],
+    nodes: &'a [N],
     used: &HashMap<String, BTreeMap<String, i128>>,
-) -> Result<&'a Node, String> {
+) -> Result<&'a N, String> {
     choose_with(pod, nodes, used, &|_| Ok(()))
 }
 
 /// [`choose`] with one more filter, run on the nodes that pass the others (kube-scheduler's
 /// later filter plugins): its error is the node's reason.
-pub fn choose_with<'a>(
+pub fn choose_with<'a, N: Borrow<Node>>(
     pod: &Pod,
-    nodes: &'a [Node],
+    nodes: &'a [N],
     used: &HashMap<String, BTreeMap<String, i128>>,
     extra: &dyn Fn(&Node) -> Result<(), String>,
-) -> Result<&'a Node, String> {
+) -> Result<&'a N, String> {
     let empty = BTreeMap::new();
-    let mut best: Option<(&Node, i128)> = None;
+    let requests = pod_requests(pod);
+    let mut best: Option<(&N, i128)> = None;
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let mut resource_misfit = false;
-    for node in nodes {
-        let name = node.metadata.name.clone().unwrap_or_default();
-        let node_used = used.get(&name).unwrap_or(&empty);
-        match fits(pod, node, node_used).and_then(|()| extra(node).map_err(Misfit::Other)) {
+    for entry in nodes {
+        let node: &Node = entry.borrow();
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        let node_used = used.get(name).unwrap_or(&empty);
+        match fits_requests(pod, &requests, node, node_used)
+            .and_then(|()| extra(node).map_err(Misfit::Other))
+        {
             Ok(()) => {
                 let load = node_used.get("pods").copied().unwrap_or(0);
                 if best.is_none_or(|(b, l)| {
-                    load < l || (load == l && node.metadata.name < b.metadata.name)
+                    load < l || (load == l && node.metadata.name < b.borrow().metadata.name)
                 }) {
-                    best = Some((node, load));
+                    best = Some((entry, load));
                 }
             }
             Err(misfit) => {

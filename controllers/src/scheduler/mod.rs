@@ -6,13 +6,18 @@
 //! (kube-scheduler's "assumed" pods), so two pods never take the same room; binds run in
 //! parallel. A pod's claims are bound first ([`volumes`]): it waits, counted on its node, until
 //! they are.
+//!
+//! What is in use on each node is kept by [`usage`] from the pod informer's events, so that a
+//! decision costs O(nodes), not O(pods); the pending pods are an index of the pod cache, so
+//! that a node's or a claim's change and a pod's deletion queue only them.
 
 pub mod fit;
+pub mod usage;
 pub mod volumes;
 
 use crate::clock::Clock;
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{
     Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition,
@@ -20,7 +25,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubemock_client::events::{EventType, Recorder, object_reference};
-use kubemock_client::informer::Handlers;
+use kubemock_client::informer::{HandlerRegistration, Handlers};
 use kubemock_client::request::RequestBuilder;
 use kubemock_client::{
     Action, Api, ApiResource, Client, Controller, InformerFactory, ObjectKey, PostParams, Resource,
@@ -38,20 +43,25 @@ const WORKERS: usize = 8;
 /// The scheduler name pods ask for by default.
 pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
 
+/// The pod cache's index of the pods this scheduler is to place ([`pending`]), under the one
+/// value [`PENDING`].
+const PENDING_INDEX: &str = "scheduler-pending";
+const PENDING: &str = "pending";
+
+/// How long the workers wait at start for the usage to take in the pods already cached.
+const USAGE_CATCH_UP: Duration = Duration::from_secs(10);
+
 struct Context {
     client: Client,
     pods: Store<Pod>,
     nodes: Store<Node>,
-    /// Pods bound (or being bound) by this scheduler that the cache does not show bound yet:
-    /// pod -> node. A node is chosen and the pod assumed there in one section under
-    /// `deciding`, so concurrent workers never take the same room; the binds themselves run
-    /// in parallel (kube-scheduler's binding cycle).
-    assumed: Mutex<HashMap<ObjectKey, String>>,
-    /// Pods whose node is chosen and whose claims are being bound there (the volume
-    /// binding's PreBind wait): pod -> node. Counted on the node like assumed pods.
-    waiting: Mutex<HashMap<ObjectKey, String>>,
-    /// Serialises the decisions (usage, choice, assumption); never held across an await.
-    deciding: Mutex<()>,
+    /// What is in use on each node, with the pods bound (or being bound) by this scheduler
+    /// that the cache does not show bound yet (assumed) and those whose claims are being
+    /// bound on their chosen node (the volume binding's PreBind wait), both counted on their
+    /// node. A node is chosen and the pod assumed there in one section under this lock, so
+    /// concurrent workers never take the same room; the binds themselves run in parallel
+    /// (kube-scheduler's binding cycle). Never held across an await.
+    usage: Mutex<usage::NodeUsage>,
     recorder: Recorder,
     /// The time of the `PodScheduled` condition.
     clock: Clock,
@@ -112,9 +122,7 @@ impl Scheduler {
             client: self.client.clone(),
             pods: self.pods.store(),
             nodes: self.nodes.store(),
-            assumed: Mutex::new(HashMap::new()),
-            waiting: Mutex::new(HashMap::new()),
-            deciding: Mutex::new(()),
+            usage: Mutex::new(usage::NodeUsage::new()),
             recorder: Recorder::new(self.client.clone(), DEFAULT_SCHEDULER)
                 .with_clock(self.clock.clone()),
             clock: self.clock.clone(),
@@ -124,12 +132,21 @@ impl Scheduler {
                 classes: self.classes.store(),
             },
         });
+        self.pods.store().add_index(PENDING_INDEX, |pod: &Pod| {
+            if pending(pod) {
+                vec![PENDING.to_owned()]
+            } else {
+                Vec::new()
+            }
+        });
         let pending_pods = |pods: Store<Pod>, with_claims: bool| {
             move || -> Vec<ObjectKey> {
-                pods.list()
+                if !with_claims {
+                    return pods.index_keys(PENDING_INDEX, PENDING);
+                }
+                pods.by_index(PENDING_INDEX, PENDING)
                     .iter()
-                    .filter(|p| pending(p))
-                    .filter(|p| !with_claims || !crate::volume::pod_claim_names(p).is_empty())
+                    .filter(|p| !crate::volume::pod_claim_names(p).is_empty())
                     .map(|p| p.key())
                     .collect()
             }
@@ -146,7 +163,19 @@ impl Scheduler {
             .watches(&self.claims, move |_: &PersistentVolumeClaim| on_claim())
             .watches(&self.volumes, move |_: &PersistentVolume| on_volume())
             .watches(&self.classes, move |_: &StorageClass| on_class());
-        retry_on_pod_removal(&self.pods, controller.queue());
+        let registration = track_usage(&self.pods, &ctx, controller.queue());
+        // The workers start once the usage has taken in the pods already cached.
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = self.pods.wait_for_sync() => {}
+        }
+        let deadline = Instant::now() + USAGE_CATCH_UP;
+        while registration.backlog() > 0 && Instant::now() < deadline {
+            tokio::select! {
+                _ = token.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+            }
+        }
         controller
             .run(
                 move |key| schedule(key, ctx.clone()),
@@ -157,115 +186,86 @@ impl Scheduler {
     }
 }
 
-/// A pod that goes away frees room: the pending pods are tried again.
-fn retry_on_pod_removal(pods: &SharedInformer<Pod>, queue: WorkQueue<ObjectKey>) {
+/// Keeps the usage from the pod informer's events; a pod that goes away frees room, and the
+/// pending pods are tried again once the usage shows it.
+fn track_usage(
+    pods: &SharedInformer<Pod>,
+    ctx: &Arc<Context>,
+    queue: WorkQueue<ObjectKey>,
+) -> HandlerRegistration<Pod> {
     let store = pods.store();
-    pods.add_handler(Handlers::new().on_delete(move |_: &Arc<Pod>| {
-        for pod in store.list().iter().filter(|p| pending(p)) {
-            queue.add(pod.key());
-        }
-    }));
-}
-
-/// What is in use on each node: the cached pods bound there (not finished) and the assumed
-/// ones.
-fn usage(ctx: &Context) -> HashMap<String, BTreeMap<String, i128>> {
-    let mut used: HashMap<String, BTreeMap<String, i128>> = HashMap::new();
-    let mut assumed = ctx.assumed.lock();
-    let pods = ctx.pods.list();
-    let mut add = |node: &str, pod: &Pod| {
-        let entry = used.entry(node.to_owned()).or_default();
-        for (resource, value) in fit::pod_requests(pod) {
-            *entry.entry(resource).or_default() += value;
-        }
-    };
-    for pod in &pods {
-        let finished = matches!(
-            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-            Some("Succeeded" | "Failed")
-        );
-        let node = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .filter(|n| !n.is_empty());
-        match node {
-            Some(node) => {
-                assumed.remove(&pod.key());
-                if !finished {
-                    add(node, pod);
+    let (added, updated, deleted) = (ctx.clone(), ctx.clone(), ctx.clone());
+    pods.add_handler(
+        Handlers::new()
+            .on_add(move |pod: &Arc<Pod>| added.usage.lock().apply(pod))
+            .on_update(move |_: &Arc<Pod>, pod: &Arc<Pod>| updated.usage.lock().apply(pod))
+            .on_delete(move |pod: &Arc<Pod>| {
+                deleted.usage.lock().remove(&pod.key());
+                for key in store.index_keys(PENDING_INDEX, PENDING) {
+                    queue.add(key);
                 }
-            }
-            None => {
-                let key = pod.key();
-                if let Some(node) = assumed.get(&key) {
-                    add(&node.clone(), pod);
-                } else if let Some(node) = ctx.waiting.lock().get(&key) {
-                    add(&node.clone(), pod);
-                }
-            }
-        }
-    }
-    // Assumed pods the cache no longer has are gone.
-    assumed.retain(|key, _| ctx.pods.get(key).is_some());
-    ctx.waiting
-        .lock()
-        .retain(|key, _| ctx.pods.get(key).is_some());
-    used
+            }),
+    )
 }
 
 /// Schedules one pod.
 async fn schedule(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     let Some(pod) = ctx.pods.get(&key) else {
-        ctx.assumed.lock().remove(&key);
-        ctx.waiting.lock().remove(&key);
+        ctx.usage.lock().remove(&key);
         return Ok(Action::AwaitChange);
     };
-    if !pending(&pod) || ctx.assumed.lock().contains_key(&key) {
+    if !pending(&pod) || ctx.usage.lock().is_assumed(&key) {
         return Ok(Action::AwaitChange);
     }
-    let mut nodes: Vec<Node> = ctx.nodes.list().iter().map(|n| (**n).clone()).collect();
+    let mut nodes: Vec<Arc<Node>> = ctx.nodes.list();
     nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     // PreFilter: the pod's claims.
     let claims = match volumes::pod_claims(&pod, &ctx.volumes) {
         Ok(claims) => claims,
         Err(message) => {
-            ctx.waiting.lock().remove(&key);
+            ctx.usage.lock().stop_waiting(&key);
             let message = fit::prefilter_message(nodes.len(), &message);
             return mark_unschedulable(&ctx, &key, &pod, message).await;
         }
     };
     // PreBind: a pod waiting for its claims on a chosen node goes there once they are bound.
-    let waiting_on = ctx.waiting.lock().get(&key).cloned();
+    let waiting_on = ctx.usage.lock().waiting_on(&key).map(str::to_owned);
     if let Some(node_name) = waiting_on {
         if !claims.all_bound() {
             return Ok(Action::AwaitChange);
         }
-        let node = nodes
+        let fits = nodes
             .iter()
-            .find(|n| n.metadata.name.as_deref() == Some(&node_name));
-        ctx.waiting.lock().remove(&key);
-        if node.is_some_and(|node| volumes::plan_for_node(&claims, node, &ctx.volumes).is_ok()) {
-            ctx.assumed.lock().insert(key.clone(), node_name.clone());
+            .find(|n| n.metadata.name.as_deref() == Some(&node_name))
+            .is_some_and(|node| volumes::plan_for_node(&claims, node, &ctx.volumes).is_ok());
+        {
+            let mut usage = ctx.usage.lock();
+            usage.stop_waiting(&key);
+            if fits {
+                usage.assume(&pod, node_name.clone());
+            }
+        }
+        if fits {
             return bind(&ctx, &key, &pod, node_name).await;
         }
     }
     let decision = {
-        let _deciding = ctx.deciding.lock();
-        if ctx.assumed.lock().contains_key(&key) {
+        let mut usage = ctx.usage.lock();
+        if usage.is_assumed(&key) {
             return Ok(Action::AwaitChange); // another worker has it
         }
-        let used = usage(&ctx);
-        let decision = fit::choose_with(&pod, &nodes, &used, &|node| {
+        // Assumed and waiting pods the cache no longer has are gone.
+        usage.sweep(|key| ctx.pods.get(key).is_some());
+        let decision = fit::choose_with(&pod, &nodes, usage.used(), &|node| {
             volumes::plan_for_node(&claims, node, &ctx.volumes).map(drop)
         })
         .cloned();
         if let Ok(node) = &decision {
             let name = node.metadata.name.clone().unwrap_or_default();
             if claims.all_bound() {
-                ctx.assumed.lock().insert(key.clone(), name);
+                usage.assume(&pod, name);
             } else {
-                ctx.waiting.lock().insert(key.clone(), name);
+                usage.wait(&pod, name);
             }
         }
         decision
@@ -281,13 +281,13 @@ async fn schedule(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
             let plans = match volumes::plan_for_node(&claims, &node, &ctx.volumes) {
                 Ok(plans) => plans,
                 Err(_) => {
-                    ctx.waiting.lock().remove(&key);
+                    ctx.usage.lock().stop_waiting(&key);
                     return Ok(Action::Requeue);
                 }
             };
             let name = node.metadata.name.clone().unwrap_or_default();
             if let Err(err) = prebind(&ctx, plans, &name).await {
-                ctx.waiting.lock().remove(&key);
+                ctx.usage.lock().stop_waiting(&key);
                 return Err(err);
             }
             Ok(Action::AwaitChange)
@@ -344,7 +344,7 @@ async fn bind(ctx: &Context, key: &ObjectKey, pod: &Pod, node_name: String) -> R
     let collection = format!("/api/v1/namespaces/{namespace}/pods/{}/binding", key.name);
     let request = RequestBuilder::new(collection).create(&PostParams::default(), body);
     if let Err(err) = ctx.client.request::<serde_json::Value>(&request).await {
-        ctx.assumed.lock().remove(key);
+        ctx.usage.lock().forget(key);
         // Deleted or bound meanwhile: the next event says what to do.
         if err.is_not_found() || err.is_conflict() {
             return Ok(Action::AwaitChange);

@@ -28,7 +28,7 @@ use kubemock_client::events::{EventType, Recorder};
 use kubemock_client::request::Preconditions;
 use kubemock_client::{
     Action, Api, Client, Controller, DeleteParams, InformerFactory, ObjectKey, PostParams,
-    Resource, SharedInformer, Store,
+    SharedInformer, Store,
 };
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -91,16 +91,13 @@ impl TaintEvictionController {
             waiting: Mutex::new(HashMap::new()),
         });
         let pods = self.pods.store();
+        crate::podindex::index_by_node(&pods);
         // A node's taints concern every pod on it.
         let controller = Controller::new("taint-eviction", self.pods)
             .workers(WORKERS)
             .watches(&self.nodes, move |node: &Node| {
-                let name = node.metadata.name.as_deref();
-                pods.list()
-                    .iter()
-                    .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == name)
-                    .map(|p| p.key())
-                    .collect()
+                let name = node.metadata.name.as_deref().unwrap_or_default();
+                crate::podindex::keys_on_node(&pods, name)
             });
         let queue = controller.queue();
         let waiting = ctx.clone();
