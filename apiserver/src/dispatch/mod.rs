@@ -289,6 +289,7 @@ fn conditions_match(
         request: &cel_request,
         namespace: None,
         params: None,
+        authz: None,
     };
     let activation = kubemock_cel::admission::AdmissionActivation::new(&inputs, Arc::from([]));
     match kubemock_cel::admission::match_conditions(&hook.match_conditions, &activation) {

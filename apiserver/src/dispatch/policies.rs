@@ -635,6 +635,7 @@ pub(super) async fn validate(
                         request: &cel_request,
                         namespace: namespace_value,
                         params: param.as_ref(),
+                        authz: None,
                     },
                 );
                 for (index, decision) in validated.decisions.iter().enumerate() {
