@@ -303,6 +303,11 @@ impl AppState {
         self.inner.authorizer.as_ref()
     }
 
+    /// The same authorizer, shared (for the CEL authorizer library's checks).
+    pub(crate) fn shared_authorizer(&self) -> Arc<dyn crate::authz::Authorizer> {
+        Arc::clone(&self.inner.authorizer)
+    }
+
     /// The RBAC authorizer, when the authorization mode has one.
     pub(crate) fn rbac(&self) -> Option<&Arc<crate::authz::rbac::Rbac>> {
         self.inner.rbac.as_ref()

@@ -10,10 +10,10 @@
 //! `params` (`dyn`, only when a policy has a `paramKind`), `variables` (a policy's composited
 //! variables, each evaluated at most once per request, when first read) and `authorizer`.
 //!
-//! kubemock does not evaluate `authorizer` (upstream's authorization library): where
-//! upstream declares it, [`Compiler`] refuses an expression naming it with
-//! [`AUTHORIZER_REFUSED`], so that no expression is ever evaluated without the check it asks
-//! for.
+//! `authorizer` and `authorizer.requestResource` (upstream's authorization library,
+//! [`crate::authz`]) are declared where upstream declares them; their checks ask the
+//! [`Authorize`] hook of [`Inputs::authz`]. An activation without one makes every
+//! authorizer call fail with [`crate::authz::NO_AUTHORIZER`] (never a silent allow).
 //!
 //! Use: compile each expression with a [`Compiler`] when the configuration is written (a
 //! compile error refuses the object, worded by [`Compiler::compile`] as upstream's
@@ -24,6 +24,10 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::authz::{
+    AUTHORIZER_TYPE, Authorize, RESOURCE_CHECK_TYPE, RequestResource, UserInfo, authorizer_value,
+    request_resource_value,
+};
 use crate::check::VARIABLES;
 use crate::env::{Env, PER_CALL_LIMIT, Program, RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS};
 use crate::error::EvalError;
@@ -31,8 +35,6 @@ use crate::eval::{Activation, Vars};
 use crate::types::{ObjectType, Type};
 use crate::value::Value;
 
-/// Why an expression naming `authorizer` is refused (kubemock has no CEL authorizer library).
-pub const AUTHORIZER_REFUSED: &str = "kubemock does not evaluate the CEL authorizer library (the `authorizer` variable); refused so that no test passes believing the authorization check ran";
 /// The error of a set of expressions whose total cost passed the budget (upstream's
 /// `ErrOutOfBudget` detail): no further expression is run.
 pub const OUT_OF_BUDGET: &str =
@@ -43,7 +45,7 @@ pub const OUT_OF_BUDGET: &str =
 pub struct Declarations {
     /// `params` (a policy with a `paramKind`).
     pub params: bool,
-    /// `authorizer` (where upstream declares it; refused: see the module doc).
+    /// `authorizer` and `authorizer.requestResource` (where upstream declares them).
     pub authorizer: bool,
 }
 
@@ -216,8 +218,9 @@ impl Compiler {
         }
     }
 
-    /// The environment; `authorizer` is never declared (see [`Compiler::compile_program`]).
-    fn env(&self) -> Env {
+    /// The environment; `authorizer` is declared when the configuration declares it and
+    /// the expression may see it (`authorizer`: message expressions may not).
+    fn env(&self, authorizer: bool) -> Env {
         let mut env = Env::new()
             .with_var("object", Type::Dyn)
             .with_var("oldObject", Type::Dyn)
@@ -225,6 +228,11 @@ impl Compiler {
             .with_var("request", request_type());
         if self.declarations.params {
             env = env.with_var("params", Type::Dyn);
+        }
+        if self.declarations.authorizer && authorizer {
+            env = env
+                .with_var(AUTHORIZER, Type::Opaque(AUTHORIZER_TYPE))
+                .with_var(REQUEST_RESOURCE, Type::Opaque(RESOURCE_CHECK_TYPE));
         }
         if self.composition {
             env = env.with_var(
@@ -243,7 +251,7 @@ impl Compiler {
     ///
     /// # Errors
     /// Upstream's detail: `compilation failed: <cel-go's issues>`, `must evaluate to bool
-    /// but got int`, or [`AUTHORIZER_REFUSED`].
+    /// but got int`.
     pub fn compile(&self, source: &str, returns: Returns, authorizer: bool) -> Expression {
         let program = self.compile_program(source, returns, authorizer);
         Expression {
@@ -258,19 +266,10 @@ impl Compiler {
         returns: Returns,
         authorizer: bool,
     ) -> Result<Program, String> {
-        let program = self.env().compile(source).map_err(|err| {
-            // Where upstream declares `authorizer`, an expression naming it is refused as
-            // kubemock cannot evaluate it (rather than with cel-go's undeclared reference).
-            let names_authorizer = err
-                .messages
-                .iter()
-                .any(|m| m.starts_with("undeclared reference to 'authorizer'"));
-            if names_authorizer && authorizer && self.declarations.authorizer {
-                AUTHORIZER_REFUSED.to_owned()
-            } else {
-                format!("compilation failed: {}", err.text)
-            }
-        })?;
+        let program = self
+            .env(authorizer)
+            .compile(source)
+            .map_err(|err| format!("compilation failed: {}", err.text))?;
         let t = &program.result_type;
         let (fits, wanted) = match returns {
             Returns::Bool => (*t == Type::Bool, "bool"),
@@ -309,6 +308,32 @@ impl Compiler {
     }
 }
 
+/// `authorizer`.
+const AUTHORIZER: &str = "authorizer";
+/// `authorizer.requestResource`.
+const REQUEST_RESOURCE: &str = "authorizer.requestResource";
+
+/// What `authorizer` checks with: the server's authorizer, the requester and the request's
+/// resource (upstream's `NewAuthorizerVal` and `NewResourceAuthorizerVal` arguments).
+#[derive(Clone)]
+pub struct AuthzInputs {
+    /// The server's authorizer.
+    pub authorizer: Arc<dyn Authorize>,
+    /// The requester (`request.userInfo`).
+    pub user: UserInfo,
+    /// The request's group, resource, subresource, namespace and name.
+    pub resource: RequestResource,
+}
+
+impl std::fmt::Debug for AuthzInputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthzInputs")
+            .field("user", &self.user)
+            .field("resource", &self.resource)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The values of one admission request, for [`AdmissionActivation::new`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Inputs<'a> {
@@ -322,6 +347,9 @@ pub struct Inputs<'a> {
     pub namespace: Option<&'a serde_json::Value>,
     /// The param of a policy binding.
     pub params: Option<&'a serde_json::Value>,
+    /// What `authorizer` checks with; `None`: every authorizer call fails with
+    /// [`crate::authz::NO_AUTHORIZER`].
+    pub authz: Option<&'a AuthzInputs>,
 }
 
 /// The variables of one evaluation (upstream's `evaluationActivation`): a policy's variables
@@ -344,7 +372,29 @@ impl AdmissionActivation {
             .with("oldObject", or_null(inputs.old_object))
             .with("request", Value::from_json(inputs.request))
             .with("namespaceObject", or_null(inputs.namespace))
-            .with("params", or_null(inputs.params));
+            .with("params", or_null(inputs.params))
+            .with(
+                AUTHORIZER,
+                match inputs.authz {
+                    Some(a) => authorizer_value(Some(a.authorizer.clone()), a.user.clone()),
+                    None => authorizer_value(None, UserInfo::default()),
+                },
+            )
+            .with(
+                REQUEST_RESOURCE,
+                match inputs.authz {
+                    Some(a) => request_resource_value(
+                        Some(a.authorizer.clone()),
+                        a.user.clone(),
+                        &a.resource,
+                    ),
+                    None => request_resource_value(
+                        None,
+                        UserInfo::default(),
+                        &RequestResource::default(),
+                    ),
+                },
+            );
         let cache = RefCell::new(vec![None; variables.len()]);
         AdmissionActivation {
             vars,
@@ -571,9 +621,21 @@ mod tests {
             error("request.nope == 'x'")
         );
         assert!(error("params.x == 1").contains("undeclared reference to 'params'"));
-        assert_eq!(
-            error("authorizer.group('').resource('pods').check('get').allowed()"),
-            AUTHORIZER_REFUSED
+        assert!(
+            compiler
+                .compile(
+                    "authorizer.group('').resource('pods').check('get').allowed()",
+                    Returns::Bool,
+                    true
+                )
+                .program
+                .is_ok()
+        );
+        assert!(
+            error("authorizer.group('').check('get').allowed()")
+                .contains("found no matching overload for 'check'"),
+            "{}",
+            error("authorizer.group('').check('get').allowed()")
         );
         // Message expressions do not see the authorizer at all.
         let message = compiler
@@ -676,6 +738,149 @@ mod tests {
             )
             .err(),
             Some(OUT_OF_BUDGET.to_owned())
+        );
+    }
+    /// Grants `get` on pods in `default` to `alice` and to the `default/sa` service account;
+    /// records every request.
+    struct Fake(std::sync::Mutex<Vec<crate::authz::AuthzRequest>>);
+
+    impl Authorize for Fake {
+        fn authorize(&self, r: &crate::authz::AuthzRequest) -> crate::authz::AuthzDecision {
+            use crate::authz::{AuthzDecision, AuthzTarget, Verdict};
+            if let Ok(mut seen) = self.0.lock() {
+                seen.push(r.clone());
+            }
+            let allowed = match &r.target {
+                AuthzTarget::Resource(res) => {
+                    r.verb == "get" && res.resource == "pods" && res.namespace == "default"
+                }
+                AuthzTarget::Path(p) => p == "/healthz",
+            };
+            let user_ok =
+                r.user.name == "alice" || r.user.name == "system:serviceaccount:default:sa";
+            AuthzDecision {
+                verdict: if allowed && user_ok {
+                    Verdict::Allow
+                } else {
+                    Verdict::NoOpinion
+                },
+                reason: "fake".to_owned(),
+                error: None,
+            }
+        }
+    }
+
+    #[test]
+    fn authorizer_checks_ask_the_hook_and_fail_without_one() {
+        let compiler = webhook_compiler();
+        let fake = Arc::new(Fake(std::sync::Mutex::new(Vec::new())));
+        let user = |name: &str| UserInfo {
+            name: name.to_owned(),
+            ..UserInfo::default()
+        };
+        let authz = |name: &str| AuthzInputs {
+            authorizer: fake.clone(),
+            user: user(name),
+            resource: RequestResource {
+                group: "apps".to_owned(),
+                resource: "deployments".to_owned(),
+                subresource: "scale".to_owned(),
+                namespace: "default".to_owned(),
+                name: "web".to_owned(),
+            },
+        };
+        let run = |source: &str, authz: Option<&AuthzInputs>| {
+            let expression = compiler.compile(source, Returns::Any, true);
+            let request = json!({});
+            let inputs = Inputs {
+                request: &request,
+                authz,
+                ..Inputs::default()
+            };
+            let activation = AdmissionActivation::new(&inputs, Arc::from([]));
+            let (mut outcomes, _) = evaluate(
+                &[Some(&expression)],
+                &activation,
+                crate::RUNTIME_CEL_COST_BUDGET,
+            )
+            .expect("within budget");
+            outcomes.pop().flatten().expect("an outcome")
+        };
+        let alice = authz("alice");
+        let bob = authz("bob");
+        let pods = "authorizer.group('').resource('pods').namespace('default').check('get')";
+        assert_eq!(
+            run(&format!("{pods}.allowed()"), Some(&alice)).map(|v| v.to_string()),
+            Ok("true".to_owned())
+        );
+        assert_eq!(
+            run(&format!("{pods}.allowed()"), Some(&bob)).map(|v| v.to_string()),
+            Ok("false".to_owned())
+        );
+        assert_eq!(
+            run(
+                "authorizer.serviceAccount('default', 'sa').group('').resource('pods').namespace('default').check('get').allowed()",
+                Some(&bob)
+            )
+            .map(|v| v.to_string()),
+            Ok("true".to_owned())
+        );
+        assert_eq!(
+            run(
+                "authorizer.path('/healthz').check('get').reason()",
+                Some(&alice)
+            )
+            .map(|v| v.to_string()),
+            Ok("\"fake\"".to_owned())
+        );
+        // `authorizer.requestResource` is the request's resource.
+        let seen_before = fake.0.lock().map(|s| s.len()).unwrap_or(0);
+        assert_eq!(
+            run(
+                "authorizer.requestResource.labelSelector('a in (').check('update').errored()",
+                Some(&alice)
+            )
+            .map(|v| v.to_string()),
+            Ok("false".to_owned())
+        );
+        let last = fake.0.lock().ok().and_then(|s| s.get(seen_before).cloned());
+        let Some(crate::authz::AuthzRequest {
+            target: crate::authz::AuthzTarget::Resource(res),
+            verb,
+            ..
+        }) = last
+        else {
+            panic!("a resource check was asked: {last:?}");
+        };
+        assert_eq!(verb, "update");
+        assert_eq!(
+            (
+                res.group.as_str(),
+                res.resource.as_str(),
+                res.subresource.as_str(),
+                res.namespace.as_str(),
+                res.name.as_str()
+            ),
+            ("apps", "deployments", "scale", "default", "web")
+        );
+        assert!(res.label_selector_error.is_some(), "{res:?}");
+        // Upstream's argument errors.
+        assert_eq!(
+            run("authorizer.path('').check('get').allowed()", Some(&alice)).map(|v| v.to_string()),
+            Err("expression 'authorizer.path('').check('get').allowed()' resulted in error: path must not be empty".to_owned())
+        );
+        assert!(
+            run("authorizer.serviceAccount('default', 'Bad_Name').path('/x').check('get').allowed()", Some(&alice))
+                .is_err_and(|e| e.ends_with("Invalid service account name"))
+        );
+        // No hook: a clear error, never an allow.
+        assert!(
+            run(&format!("{pods}.allowed()"), None)
+                .is_err_and(|e| e.ends_with(crate::authz::NO_AUTHORIZER))
+        );
+        assert!(
+            run("authorizer.requestResource.check('get').allowed()", None)
+                .is_err_and(|e| e.ends_with(crate::authz::NO_AUTHORIZER))
         );
     }
 }

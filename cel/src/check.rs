@@ -193,6 +193,15 @@ impl<'a> Checker<'a> {
             Expr::Select(s) => {
                 // A qualified name that is not a variable path may name a library type.
                 if let Some(q) = qualified(e) {
+                    // A variable declared with a qualified name (`authorizer.requestResource`)
+                    // is resolved whole, as cel-go resolves qualified identifiers.
+                    if !s.test
+                        && q.contains('.')
+                        && self.lookup(&q).is_some()
+                        && !root(e).is_some_and(|r| self.scopes.iter().any(|(n, _)| n == r))
+                    {
+                        return self.ident(e.id, &q);
+                    }
                     let root_is_var = root(e).is_some_and(|r| self.lookup(r).is_some());
                     if !root_is_var && LIBRARY_TYPE_NAMES.contains(&q.as_str()) {
                         return (Node::Const(Value::Type(q.into())), Type::Type);

@@ -534,6 +534,18 @@ impl<'a> Coster<'a> {
         let traversal = STRING_TRAVERSAL_COST_FACTOR;
         let first = args.first();
         match name {
+            // The authorizer library (`library/authz.go`): a check has a fixed cost, the
+            // builders and accessors a nominal one, a selector its parse.
+            "check" => call_cost(cost(crate::authz::CHECK_COST, crate::authz::CHECK_COST)),
+            "serviceAccount" | "path" | "group" | "resource" | "subresource" | "namespace"
+            | "name" | "allowed" | "reason" | "error" | "errored" => call_cost(cost(1, 1)),
+            "fieldSelector" | "labelSelector" if args.len() == 1 => {
+                let sz = self.lib_size(first?);
+                call_cost(cost(
+                    crate::authz::selector_cost(sz.min),
+                    crate::authz::selector_cost(sz.max),
+                ))
+            }
             "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" => {
                 let target = target?;
                 match self.element(target) {
@@ -810,6 +822,29 @@ mod tests {
     /// `HomogeneousAggregateLiterals`) and the JSON patch library (mutating policies only).
     const OUTSIDE_KUBERNETES_ENV: usize = 19;
 
+    /// upstream's `alwaysAllowAuthorizer` of `library/cost_test.go`.
+    struct AlwaysAllow;
+
+    impl crate::authz::Authorize for AlwaysAllow {
+        fn authorize(&self, _: &crate::authz::AuthzRequest) -> crate::authz::AuthzDecision {
+            crate::authz::AuthzDecision {
+                verdict: crate::authz::Verdict::Allow,
+                reason: String::new(),
+                error: None,
+            }
+        }
+    }
+
+    fn always_allow() -> std::collections::HashMap<String, crate::Value> {
+        std::collections::HashMap::from([(
+            "authorizer".to_owned(),
+            crate::authz::authorizer_value(
+                Some(std::sync::Arc::new(AlwaysAllow)),
+                crate::authz::UserInfo::default(),
+            ),
+        )])
+    }
+
     /// Upstream's `library/cost_test.go` estimates, ported by
     /// `tests/data/port_cost_tables.py`.
     #[test]
@@ -825,14 +860,33 @@ mod tests {
                 case["min"].as_u64().unwrap_or_default(),
                 case["max"].as_u64().unwrap_or_default(),
             );
-            match Env::new().compile_sized(
+            let authorizer = case["authorizer"].as_bool().unwrap_or_default();
+            let env = if authorizer {
+                Env::new().with_var(
+                    "authorizer",
+                    crate::Type::Opaque(crate::authz::AUTHORIZER_TYPE),
+                )
+            } else {
+                Env::new()
+            };
+            match env.compile_sized(
                 expr,
                 Sizes {
                     root: None,
                     strings_up_to: Some(12),
                 },
             ) {
-                Ok(p) if p.estimated_cost == want => {}
+                Ok(p) if p.estimated_cost == want => {
+                    if let Some(runtime) = case["runtime"].as_u64() {
+                        let run = p.eval(&always_allow(), crate::PER_CALL_LIMIT);
+                        if run.cost != runtime || run.result.is_err() {
+                            failures.push(format!(
+                                "{} {expr}: runtime cost {} ({:?}), upstream {runtime}",
+                                case["test"], run.cost, run.result
+                            ));
+                        }
+                    }
+                }
                 Ok(p) => failures.push(format!(
                     "{} {expr}: {}..{}, upstream {}..{}",
                     case["test"], p.estimated_cost.min, p.estimated_cost.max, want.min, want.max

@@ -18,13 +18,14 @@
 //!   `cost`: the compile-time cost estimate (cel-go's `EstimateCost`), with which upstream
 //!   refuses a CRD whose rule may cost too much.
 //! - `library`: the function table (standard, extended strings, sets, lists, regex, URL,
-//!   quantity, format, IP, CIDR, optional).
+//!   quantity, format, IP, CIDR, optional); `authz`: the authorizer library and its hook.
 //! - `env`: compile and run; `schema`: OpenAPI schemas as CEL types and JSON as values.
 //! - `formats`: the schema `format`s upstream validates.
 //! - `admission`: admission expressions (webhooks' matchConditions, ValidatingAdmissionPolicy
 //!   variables, validations, messages, audit annotations), their variables and budget.
 
 pub mod admission;
+pub mod authz;
 pub mod cost;
 pub mod env;
 pub mod error;

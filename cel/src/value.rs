@@ -255,6 +255,8 @@ pub enum Value {
     Url(Arc<Url>),
     /// `kubernetes.NamedFormat`, by name.
     Format(Arc<str>),
+    /// The authorizer library's values (`kubernetes.authorization.*`).
+    Authz(Arc<crate::authz::AuthzValue>),
 }
 
 impl Value {
@@ -299,6 +301,7 @@ impl Value {
             Value::Cidr(_) => "net.CIDR".into(),
             Value::Url(_) => "kubernetes.URL".into(),
             Value::Format(_) => "kubernetes.NamedFormat".into(),
+            Value::Authz(a) => a.type_name().into(),
         }
     }
 
@@ -431,6 +434,7 @@ impl fmt::Display for Value {
             Value::Cidr(c) => write!(f, "cidr(\"{}/{}\")", c.addr, c.prefix),
             Value::Url(u) => write!(f, "url({:?})", u.text),
             Value::Format(n) => write!(f, "format.{n}()"),
+            Value::Authz(a) => write!(f, "{a:?}"),
         }
     }
 }

@@ -199,16 +199,18 @@ async fn bad_match_conditions_are_refused_with_upstreams_messages() {
         text.contains("webhooks[0].matchConditions[1].name: Duplicate value: \"a\""),
         "{text}"
     );
+    // The authorizer library type-checks: `check` belongs to a resource or path check, not
+    // to a group (upstream's overloads).
     let authorizer = h
         .post(
             VALIDATING,
             &with(json!([{"name": "a",
-                "expression": "authorizer.group('').resource('pods').check('create').allowed()"}])),
+                "expression": "authorizer.group('').check('create').allowed()"}])),
         )
         .await;
     assert_eq!(authorizer.status, 422, "{}", authorizer.body);
     assert!(
-        message(&authorizer).contains("kubemock does not evaluate the CEL authorizer library"),
+        message(&authorizer).contains("found no matching overload for 'check'"),
         "{}",
         authorizer.body
     );
@@ -583,4 +585,104 @@ async fn bad_policies_and_bindings_are_refused_with_upstreams_messages() {
         message(&no_actions),
         "ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io \"b\" is invalid: spec.validationActions: Required value: at least one validation action is required"
     );
+}
+
+/// The CEL authorizer library asks the server's own authorizer (RBAC on a secure server), as
+/// the requester, and `authorizer.requestResource` is the request's resource
+/// (`staging/src/k8s.io/apiserver/pkg/cel/library/authz.go`): a policy that lets a user create
+/// ConfigMaps only where they may also read Secrets refuses alice until a Role lets her.
+#[tokio::test]
+async fn a_policy_asks_rbac_through_the_authorizer_library() {
+    use kubemock_apiserver::{SecurityOptions, ServerConfig, TestServer};
+    let config = ServerConfig::secure(&SecurityOptions::default()).expect("a secure configuration");
+    let server = TestServer::start_with(config, kubemock_storage::Config::ephemeral())
+        .await
+        .expect("start a secure server");
+    let security = server.security().expect("secure");
+    let as_user = |user: &str, groups: &[&str]| {
+        let identity = security
+            .issue_client_identity(user, groups)
+            .expect("a client certificate");
+        let pem = format!("{}{}", identity.certificate_pem, identity.key_pem);
+        Harness::connect_with(
+            server.url(),
+            kubemock_conformance::tls_client(security.server_ca_pem(), Some(&pem), None),
+        )
+    };
+    let admin = as_user("kubemock-admin", &["system:masters"]);
+    let alice = as_user("alice", &["developers"]);
+    let ns = admin.namespace("vap-authz").await;
+    let role = |name: &str, resources: &str, verbs: Value| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": name},
+               "rules": [{"apiGroups": [""], "resources": [resources], "verbs": verbs}]})
+    };
+    let bind = |name: &str| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+               "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]})
+    };
+    let roles = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles");
+    let bindings = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings");
+    for (name, resources, verbs) in [("writer", "configmaps", json!(["create"]))] {
+        assert_eq!(
+            admin
+                .post(&roles, &role(name, resources, verbs))
+                .await
+                .status,
+            201
+        );
+        assert_eq!(admin.post(&bindings, &bind(name)).await.status, 201);
+    }
+    let created = admin
+        .post(
+            POLICIES,
+            &json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "secret-readers"},
+                "spec": {
+                    "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                        "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                    "validations": [
+                        {"expression": "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('get').allowed()",
+                         "message": "only those who may read secrets here may create configmaps"},
+                        {"expression": "authorizer.requestResource.check('create').allowed()",
+                         "message": "the requester may not create what it asks to"}]
+                }}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let created = admin
+        .post(
+            BINDINGS,
+            &binding(
+                "secret-readers",
+                json!({"policyName": "secret-readers", "validationActions": ["Deny"]}),
+            ),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+
+    let refused = alice.post(&path, &configmap("one", json!({}))).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        message(&refused).contains("only those who may read secrets here may create configmaps"),
+        "{}",
+        refused.body
+    );
+    // The administrator may read secrets: the first rule holds for the requester only.
+    let by_admin = admin.post(&path, &configmap("admins", json!({}))).await;
+    assert_eq!(by_admin.status, 201, "{}", by_admin.body);
+
+    assert_eq!(
+        admin
+            .post(&roles, &role("reader", "secrets", json!(["get"])))
+            .await
+            .status,
+        201
+    );
+    assert_eq!(admin.post(&bindings, &bind("reader")).await.status, 201);
+    let allowed = alice.post(&path, &configmap("two", json!({}))).await;
+    assert_eq!(allowed.status, 201, "{}", allowed.body);
 }

@@ -21,6 +21,7 @@
 //! is `crate::authorize`, and escalation prevention on writes of roles and bindings is
 //! `handlers::escalation`.
 
+pub(crate) mod cel;
 pub(crate) mod rbac;
 pub(crate) mod request;
 pub(crate) mod rule;

@@ -232,7 +232,14 @@ async fn should_call(
                 convert_for(state, old, target).await?,
             ),
         };
-        if !conditions_match(hook, &invocation, request, object.as_ref(), old.as_ref())? {
+        if !conditions_match(
+            state,
+            hook,
+            &invocation,
+            request,
+            object.as_ref(),
+            old.as_ref(),
+        )? {
             return Ok(None);
         }
     }
@@ -270,12 +277,33 @@ pub(crate) fn cel_request(request: &Request<'_>, matched: &Gvr) -> Value {
     })
 }
 
+/// What admission expressions' `authorizer` asks and `authorizer.requestResource` describes:
+/// the server's authorizer, the requester and the resource the request addresses (upstream's
+/// `NewAuthorizerVal` and `NewResourceAuthorizerVal` of `admission.Attributes`).
+pub(crate) fn authz_inputs(
+    state: &AppState,
+    request: &Request<'_>,
+) -> kubemock_cel::admission::AuthzInputs {
+    crate::authz::cel::admission_inputs(
+        state.shared_authorizer(),
+        request.user,
+        kubemock_cel::authz::RequestResource {
+            group: request.resource.group.clone(),
+            resource: request.resource.plural.clone(),
+            subresource: request.subresource.unwrap_or("").to_owned(),
+            namespace: request.namespace.unwrap_or("").to_owned(),
+            name: request.name.to_owned(),
+        },
+    )
+}
+
 /// A webhook's `matchConditions` (`ShouldCallHook` in
 /// `staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/generic/webhook.go`): whether
 /// they all hold; an evaluation error skips the webhook under `failurePolicy: Ignore` and
 /// refuses the request (403) under `Fail`. `namespaceObject` is null for webhooks, as
 /// upstream's matcher passes none.
 fn conditions_match(
+    state: &AppState,
     hook: &Hook,
     invocation: &Invocation,
     request: &Request<'_>,
@@ -283,12 +311,14 @@ fn conditions_match(
     old: Option<&Value>,
 ) -> ApiResult<bool> {
     let cel_request = cel_request(request, &invocation.matched);
+    let authz = authz_inputs(state, request);
     let inputs = kubemock_cel::admission::Inputs {
         object,
         old_object: old,
         request: &cel_request,
         namespace: None,
         params: None,
+        authz: Some(&authz),
     };
     let activation = kubemock_cel::admission::AdmissionActivation::new(&inputs, Arc::from([]));
     match kubemock_cel::admission::match_conditions(&hook.match_conditions, &activation) {

@@ -593,6 +593,7 @@ pub(super) async fn validate(
             ),
         };
         let cel_request = cel_request(request, &matched.matched);
+        let authz = super::authz_inputs(state, request);
         let mut collected: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for binding in bindings {
             if let Some(resources) = &binding.match_resources
@@ -635,6 +636,7 @@ pub(super) async fn validate(
                         request: &cel_request,
                         namespace: namespace_value,
                         params: param.as_ref(),
+                        authz: Some(&authz),
                     },
                 );
                 for (index, decision) in validated.decisions.iter().enumerate() {

@@ -4,8 +4,10 @@ pkg/cel/library/cost_test.go) to cost_cases.json: each case keeps upstream's exp
 its expected estimate {min, max}, under upstream's testCostEstimator (a string or bytes
 whose size is unknown is 0..12). Run: port_cost_tables.py UPSTREAM_LIBRARY_DIR >
 cost_cases.json. Runtime costs are not ported (kubemock's interpreter counts differently,
-docs/webhooks-and-cel.md#cel). Cases of libraries outside a CRD's environment (authz, two-variable
-comprehensions) are left out here and named on stderr."""
+docs/webhooks-and-cel.md#cel), except the authorizer library's (TestAuthzLibrary), which keep
+`runtime` and `authorizer: true` (the test declares `authorizer`, evaluated with an
+always-allow authorizer, as upstream's testCost does). Two-variable comprehensions are left
+out and named on stderr."""
 import json, re, sys
 
 src = open(sys.argv[1] + "/cost_test.go").read()
@@ -36,16 +38,20 @@ cases, skipped = [], []
 EST = r"checker\.CostEstimate\{Min:\s*(\d+),\s*Max:\s*(\d+)\}"
 
 
-def add(test, expr, lo, hi):
-    if test in ("TestAuthzLibrary", "TestTwoVariableComprehensionCost"):
+def add(test, expr, lo, hi, runtime=None):
+    if test == "TestTwoVariableComprehensionCost":
         skipped.append(expr)
         return
-    cases.append({"test": test, "expr": expr, "min": int(lo), "max": int(hi)})
+    case = {"test": test, "expr": expr, "min": int(lo), "max": int(hi)}
+    if test == "TestAuthzLibrary":
+        case["authorizer"] = True
+        case["runtime"] = int(runtime)
+    cases.append(case)
 
 
 # Struct tables: expr (or op) then the estimate.
-for m in re.finditer(r"(?:expr|op):\s*(" + STRING + r"),\s*\n\s*expectE(?:st|s)imatedCost:\s*" + EST, src):
-    add(func_of(m.start()), go_string(m.group(1)), m.group(2), m.group(3))
+for m in re.finditer(r"(?:expr|op):\s*(" + STRING + r"),\s*\n\s*expectE(?:st|s)imatedCost:\s*" + EST + r",?(?:\s*\n\s*expectRuntimeCost:\s*(\d+))?", src):
+    add(func_of(m.start()), go_string(m.group(1)), m.group(2), m.group(3), m.group(4))
 
 # Lists and indexOf: each literal with each operation.
 for test in ("TestListsCost", "TestIndexOfCost"):
