@@ -108,9 +108,11 @@ pub(crate) async fn run(config: &SideBySideConfig) -> anyhow::Result<SideBySideR
         }
     };
     let quiet = ["--no-controllers".to_owned()];
-    let mut durable =
-        ServerProcess::start(&config.kubemock, &kubemock_args(Some(data_dir.path()), &quiet))
-            .await?;
+    let mut durable = ServerProcess::start(
+        &config.kubemock,
+        &kubemock_args(Some(data_dir.path()), &quiet),
+    )
+    .await?;
     let mut ephemeral =
         ServerProcess::start(&config.kubemock, &kubemock_args(None, &quiet)).await?;
 
@@ -186,8 +188,18 @@ pub(crate) async fn run(config: &SideBySideConfig) -> anyhow::Result<SideBySideR
         )
         .await?;
         let at = config.objects;
-        pairs.push(time_pair(format!("page of {PAGE} at {at} (p50)"), "ms/page", etcd_page.p50, km_page.p50));
-        pairs.push(time_pair(format!("page of {PAGE} at {at} (p99)"), "ms/page", etcd_page.p99, km_page.p99));
+        pairs.push(time_pair(
+            format!("page of {PAGE} at {at} (p50)"),
+            "ms/page",
+            etcd_page.p50,
+            km_page.p50,
+        ));
+        pairs.push(time_pair(
+            format!("page of {PAGE} at {at} (p99)"),
+            "ms/page",
+            etcd_page.p99,
+            km_page.p99,
+        ));
         progress("full lists");
         let etcd_list = time_requests(
             &etcd_endpoint,
@@ -212,7 +224,10 @@ pub(crate) async fn run(config: &SideBySideConfig) -> anyhow::Result<SideBySideR
         ));
     }
 
-    durable.stop().await.context("stopping kubemock (durable)")?;
+    durable
+        .stop()
+        .await
+        .context("stopping kubemock (durable)")?;
     ephemeral
         .stop()
         .await
@@ -246,7 +261,10 @@ async fn etcd_run(
     )
     .await
     .with_context(|| format!("etcd {}", scenario.name()))?;
-    progress(&format!("  {:.0} req/s, {} errors", report.rps, report.errors));
+    progress(&format!(
+        "  {:.0} req/s, {} errors",
+        report.rps, report.errors
+    ));
     Ok(report)
 }
 
@@ -255,7 +273,11 @@ async fn server_run(
     scenario: Scenario,
     shape: LoadConfig,
 ) -> anyhow::Result<LoadReport> {
-    progress(&format!("kubemock {} @{}", scenario.name(), shape.connections));
+    progress(&format!(
+        "kubemock {} @{}",
+        scenario.name(),
+        shape.connections
+    ));
     let report = load::run(
         server.endpoint().clone(),
         Workload::new(scenario, server.addr()),
@@ -267,7 +289,10 @@ async fn server_run(
         Ok(report) => report,
         Err(err) => return Err(err.context(format!("kubemock: {}", server.diagnose()))),
     };
-    progress(&format!("  {:.0} req/s, {} errors", report.rps, report.errors));
+    progress(&format!(
+        "  {:.0} req/s, {} errors",
+        report.rps, report.errors
+    ));
     Ok(report)
 }
 
@@ -390,7 +415,13 @@ async fn load_big_set(
             r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{BIG_NAMESPACE}"}}}}"#
         );
         let mut request = Vec::new();
-        write_head(&mut request, "POST", "/api/v1/namespaces", &host, Some(body.len()));
+        write_head(
+            &mut request,
+            "POST",
+            "/api/v1/namespaces",
+            &host,
+            Some(body.len()),
+        );
         request.extend_from_slice(body.as_bytes());
         let response = connection.round_trip(&request).await?;
         if !matches!(response.status, 200..=299 | 409) {
@@ -516,7 +547,8 @@ pub(crate) fn write_table(out: &mut impl Write, report: &SideBySideReport) -> st
             pair.unit,
             figure(pair.etcd),
             figure(pair.kubemock),
-            pair.ratio().map_or_else(|| "-".to_owned(), |r| format!("{r:.2}")),
+            pair.ratio()
+                .map_or_else(|| "-".to_owned(), |r| format!("{r:.2}")),
             pair.errors
         )?;
         if let Some(note) = &pair.note {
@@ -558,7 +590,11 @@ mod tests {
     fn ratios_and_goals() {
         let pairs = vec![
             pair("create c=1 durable (etcd fsync)", Some(100.0), Some(150.0)),
-            pair("create c=64 durable (etcd fsync)", Some(1000.0), Some(3500.0)),
+            pair(
+                "create c=64 durable (etcd fsync)",
+                Some(1000.0),
+                Some(3500.0),
+            ),
             pair("create c=64 no-fsync/ephemeral", None, Some(4000.0)),
             pair("page of 500 at 100000 (p50)", Some(5.0), Some(1.5)),
             pair("full LIST of 100000 (median)", Some(10.0), Some(6.0)),

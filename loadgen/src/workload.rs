@@ -118,7 +118,10 @@ impl Workload {
                 self.write_head(out, "GET", None);
             }
             Scenario::EtcdPut => {
-                let key = format!("/registry/configmaps/{NAMESPACE}/lg-{}-{connection}-{seq}", self.run_id);
+                let key = format!(
+                    "/registry/configmaps/{NAMESPACE}/lg-{}-{connection}-{seq}",
+                    self.run_id
+                );
                 let body = etcd_put_body(&key, &configmap_json(&key));
                 self.write_head(out, "POST", Some(body.len()));
                 out.extend_from_slice(body.as_bytes());
@@ -158,9 +161,7 @@ impl Workload {
                 .with_context(|| format!("connecting to {endpoint}"))?;
             let key = etcd_get_key();
             let body = etcd_put_body(&key, &configmap_json(&key));
-            return self
-                .create_once(&mut connection, "/v3/kv/put", &body)
-                .await;
+            return self.create_once(&mut connection, "/v3/kv/put", &body).await;
         }
         let mut connection = Connection::connect(endpoint)
             .await
@@ -341,7 +342,10 @@ mod tests {
         assert!(head.contains(&format!("Content-Length: {}", body.len())));
         let body: serde_json::Value = serde_json::from_str(body).unwrap();
         let key = String::from_utf8(b64.decode(body["key"].as_str().unwrap()).unwrap()).unwrap();
-        assert!(key.starts_with("/registry/configmaps/loadgen/lg-") && key.ends_with("-3-5"), "{key}");
+        assert!(
+            key.starts_with("/registry/configmaps/loadgen/lg-") && key.ends_with("-3-5"),
+            "{key}"
+        );
         let value: serde_json::Value =
             serde_json::from_slice(&b64.decode(body["value"].as_str().unwrap()).unwrap()).unwrap();
         assert_eq!(value["kind"], "ConfigMap");

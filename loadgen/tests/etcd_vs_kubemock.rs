@@ -63,8 +63,7 @@ fn every_row_of_a_tiny_side_by_side_run_has_figures_and_no_errors() {
     for pair in pairs {
         assert_eq!(pair["errors"], 0, "{pair}");
         assert!(pair["kubemock"].as_f64().unwrap() > 0.0, "{pair}");
-        let etcd_missing_allowed =
-            !no_fsync && pair["name"].as_str().unwrap().contains("no-fsync");
+        let etcd_missing_allowed = !no_fsync && pair["name"].as_str().unwrap().contains("no-fsync");
         if !etcd_missing_allowed {
             assert!(pair["etcd"].as_f64().unwrap() > 0.0, "{pair}");
         }
