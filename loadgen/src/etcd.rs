@@ -34,6 +34,35 @@ fn free_port() -> anyhow::Result<u16> {
 impl EtcdProcess {
     /// Starts `binary` and waits until `/health` answers 200.
     pub(crate) async fn start(binary: &Path) -> anyhow::Result<Self> {
+        Self::start_with(binary, &[]).await
+    }
+
+    /// Whether `binary` knows `--unsafe-no-fsync` (etcd 3.5 and later; 3.4 does not).
+    pub(crate) async fn supports_no_fsync(binary: &Path) -> bool {
+        match Command::new(binary).arg("--help").output().await {
+            Ok(out) => {
+                String::from_utf8_lossy(&out.stdout).contains("unsafe-no-fsync")
+                    || String::from_utf8_lossy(&out.stderr).contains("unsafe-no-fsync")
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Its client address.
+    pub(crate) fn addr(&self) -> anyhow::Result<std::net::SocketAddr> {
+        let hostport = self.url.trim_start_matches("http://");
+        hostport
+            .parse()
+            .with_context(|| format!("etcd client URL {}", self.url))
+    }
+
+    /// Its process id.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Starts `binary` with `extra` arguments and waits until `/health` answers 200.
+    pub(crate) async fn start_with(binary: &Path, extra: &[&str]) -> anyhow::Result<Self> {
         let data = tempfile::tempdir().context("creating etcd's data directory")?;
         let (client, peer) = (free_port()?, free_port()?);
         let url = format!("http://127.0.0.1:{client}");
@@ -51,6 +80,7 @@ impl EtcdProcess {
             .args(["--initial-advertise-peer-urls", &peer_url])
             .args(["--initial-cluster", &format!("default={peer_url}")])
             .args(["--log-level", "error"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

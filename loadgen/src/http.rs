@@ -23,7 +23,7 @@ const MAX_HEADERS: usize = 32;
 /// Room reserved in the read buffer before each read: a typical response fits in one read.
 const READ_CHUNK: usize = 16 * 1024;
 /// Largest response accepted; a server sending more is broken for our purposes.
-const MAX_RESPONSE: usize = 16 * 1024 * 1024;
+const MAX_RESPONSE: usize = 256 * 1024 * 1024;
 
 /// Where a server listens, and how to speak TLS to it when it is secure.
 #[derive(Clone)]

@@ -22,12 +22,14 @@
 //! - `server`: a server under test as a child process (ready line, SIGTERM).
 //! - `startup`: spawn to first 200 on `/readyz`.
 //! - `suite`: the driver, the targets and the table.
+//! - `sidebyside`: `etcd-vs-kubemock`, etcd's gateway and kubemock with the same load.
 
 mod cpu;
 mod etcd;
 mod http;
 mod load;
 mod server;
+mod sidebyside;
 mod startup;
 mod suite;
 mod workload;
@@ -70,6 +72,34 @@ enum Command {
     /// Writers and reconnecting, relisting watchers against one server, then a check that
     /// every watcher saw exactly the acknowledged history: in order, no gap, no duplicate.
     Watchcheck(WatchcheckArgs),
+    /// etcd (HTTP/JSON gateway) and kubemock side by side with the same load: creates, GET,
+    /// a page of 500 and a full LIST, with the ratios and issue 23's goals.
+    EtcdVsKubemock(EtcdVsKubemockArgs),
+}
+
+#[derive(Debug, Args)]
+struct EtcdVsKubemockArgs {
+    /// The etcd binary (`scripts/install-etcd.sh` installs one).
+    #[arg(long)]
+    etcd: PathBuf,
+    /// The kubemock binary (a release build, for meaningful figures).
+    #[arg(long)]
+    kubemock: PathBuf,
+    /// Seconds measured per load row.
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// Seconds of warm-up per load row.
+    #[arg(long, default_value_t = 1.0)]
+    warmup: f64,
+    /// Objects loaded for the page and full-LIST rows.
+    #[arg(long, default_value_t = 100_000)]
+    objects: usize,
+    /// Skip the page and full-LIST rows (a quick run).
+    #[arg(long)]
+    skip_100k: bool,
+    /// Also write the report as JSON to this file (`-` for stdout, after the table).
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -265,6 +295,26 @@ async fn run(command: Command, client_threads: usize) -> anyhow::Result<()> {
             let report = suite::run(&config).await?;
             let mut stdout = std::io::stdout().lock();
             suite::write_table(&mut stdout, &report)?;
+            drop(stdout);
+            if let Some(path) = args.json {
+                suite::write_json(&path, &report)?;
+            }
+        }
+        Command::EtcdVsKubemock(args) => {
+            let shape = Shape {
+                connections: 1,
+                warmup: args.warmup,
+                duration: args.duration,
+            };
+            let config = sidebyside::SideBySideConfig {
+                etcd: args.etcd,
+                kubemock: args.kubemock,
+                load: shape.to_config()?,
+                objects: if args.skip_100k { 0 } else { args.objects },
+            };
+            let report = sidebyside::run(&config).await?;
+            let mut stdout = std::io::stdout().lock();
+            sidebyside::write_table(&mut stdout, &report)?;
             drop(stdout);
             if let Some(path) = args.json {
                 suite::write_json(&path, &report)?;

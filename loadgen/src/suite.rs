@@ -325,7 +325,7 @@ async fn run_against(
     Ok(report)
 }
 
-fn progress(message: &str) {
+pub(crate) fn progress(message: &str) {
     eprintln!("kubemock-loadgen: {message}");
 }
 

@@ -30,6 +30,11 @@ pub(crate) enum Scenario {
     BaselineGet,
     /// hello-baseline: `POST /` with a ConfigMap-sized JSON body.
     BaselinePost,
+    /// etcd's HTTP/JSON gateway: `POST /v3/kv/put` of a distinct key with a ConfigMap-sized
+    /// JSON value (what kubemock stores for a create).
+    EtcdPut,
+    /// etcd's HTTP/JSON gateway: `POST /v3/kv/range` of one existing key.
+    EtcdRange,
 }
 
 impl Scenario {
@@ -40,6 +45,8 @@ impl Scenario {
             Scenario::Get => "get",
             Scenario::BaselineGet => "baseline-get",
             Scenario::BaselinePost => "baseline-post",
+            Scenario::EtcdPut => "etcd-put",
+            Scenario::EtcdRange => "etcd-range",
         }
     }
 }
@@ -70,6 +77,8 @@ impl Workload {
             Scenario::Create => format!("/api/v1/namespaces/{NAMESPACE}/configmaps"),
             Scenario::Get => format!("/api/v1/namespaces/{NAMESPACE}/configmaps/{GET_TARGET}"),
             Scenario::BaselineGet | Scenario::BaselinePost => "/".to_owned(),
+            Scenario::EtcdPut => "/v3/kv/put".to_owned(),
+            Scenario::EtcdRange => "/v3/kv/range".to_owned(),
         };
         Workload {
             scenario,
@@ -108,6 +117,20 @@ impl Workload {
             Scenario::Get | Scenario::BaselineGet => {
                 self.write_head(out, "GET", None);
             }
+            Scenario::EtcdPut => {
+                let key = format!(
+                    "/registry/configmaps/{NAMESPACE}/lg-{}-{connection}-{seq}",
+                    self.run_id
+                );
+                let body = etcd_put_body(&key, &configmap_json(&key));
+                self.write_head(out, "POST", Some(body.len()));
+                out.extend_from_slice(body.as_bytes());
+            }
+            Scenario::EtcdRange => {
+                let body = etcd_range_body(&etcd_get_key());
+                self.write_head(out, "POST", Some(body.len()));
+                out.extend_from_slice(body.as_bytes());
+            }
         }
     }
 
@@ -127,10 +150,18 @@ impl Workload {
         if self.token.is_some()
             || matches!(
                 self.scenario,
-                Scenario::BaselineGet | Scenario::BaselinePost
+                Scenario::BaselineGet | Scenario::BaselinePost | Scenario::EtcdPut
             )
         {
             return Ok(());
+        }
+        if self.scenario == Scenario::EtcdRange {
+            let mut connection = Connection::connect(endpoint)
+                .await
+                .with_context(|| format!("connecting to {endpoint}"))?;
+            let key = etcd_get_key();
+            let body = etcd_put_body(&key, &configmap_json(&key));
+            return self.create_once(&mut connection, "/v3/kv/put", &body).await;
         }
         let mut connection = Connection::connect(endpoint)
             .await
@@ -205,6 +236,40 @@ impl Workload {
     }
 }
 
+/// The etcd key the `etcd-range` scenario reads (where kubemock's layout would keep
+/// [`GET_TARGET`]).
+pub(crate) fn etcd_get_key() -> String {
+    format!("/registry/configmaps/{NAMESPACE}/{GET_TARGET}")
+}
+
+/// A ConfigMap's JSON as a value to store under `key` (its name is the key's last segment), the
+/// same data kubemock's `create` scenario sends.
+pub(crate) fn configmap_json(key: &str) -> String {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"{NAMESPACE}"}},"data":{DATA}}}"#
+    )
+}
+
+/// The body of etcd's gateway `POST /v3/kv/put` (`etcdserverpb.PutRequest` in JSON: bytes
+/// fields are base64, see etcd's `api/etcdserverpb/rpc.proto`).
+pub(crate) fn etcd_put_body(key: &str, value: &str) -> String {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    format!(
+        r#"{{"key":"{}","value":"{}"}}"#,
+        b64.encode(key),
+        b64.encode(value)
+    )
+}
+
+/// The body of etcd's gateway `POST /v3/kv/range` for one key (`etcdserverpb.RangeRequest`).
+pub(crate) fn etcd_range_body(key: &str) -> String {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    format!(r#"{{"key":"{}"}}"#, b64.encode(key))
+}
+
 /// Writes a request head; `body_len` adds the JSON content headers.
 pub(crate) fn write_head(
     out: &mut Vec<u8>,
@@ -264,6 +329,33 @@ mod tests {
         let create = request(Scenario::Create, 1);
         let (_, create_body) = create.split_once("\r\n\r\n").unwrap();
         assert_eq!(body.len(), create_body.len());
+    }
+
+    #[test]
+    fn etcd_requests_are_gateway_json_with_base64_keys_and_values() {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let put = request(Scenario::EtcdPut, 5);
+        assert!(put.starts_with("POST /v3/kv/put HTTP/1.1\r\n"), "{put}");
+        assert_ne!(put, request(Scenario::EtcdPut, 6));
+        let (head, body) = put.split_once("\r\n\r\n").unwrap();
+        assert!(head.contains(&format!("Content-Length: {}", body.len())));
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        let key = String::from_utf8(b64.decode(body["key"].as_str().unwrap()).unwrap()).unwrap();
+        assert!(
+            key.starts_with("/registry/configmaps/loadgen/lg-") && key.ends_with("-3-5"),
+            "{key}"
+        );
+        let value: serde_json::Value =
+            serde_json::from_slice(&b64.decode(body["value"].as_str().unwrap()).unwrap()).unwrap();
+        assert_eq!(value["kind"], "ConfigMap");
+        assert_eq!(value["data"]["key"], "value");
+        let range = request(Scenario::EtcdRange, 0);
+        let (head, body) = range.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("POST /v3/kv/range HTTP/1.1"));
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        let key = b64.decode(body["key"].as_str().unwrap()).unwrap();
+        assert_eq!(key, etcd_get_key().as_bytes());
     }
 
     #[test]
