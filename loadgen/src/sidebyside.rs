@@ -107,7 +107,16 @@ pub(crate) async fn run(config: &SideBySideConfig) -> anyhow::Result<SideBySideR
             None
         }
     };
-    let quiet = ["--no-controllers".to_owned()];
+    // etcd has no in-flight limit; kubemock's, as kube-apiserver's, answers 429 past 200
+    // mutating requests at once, which the c=256 rows would hit whenever the server falls
+    // behind. Off, so that both sides are measured on the same load.
+    let quiet = [
+        "--no-controllers".to_owned(),
+        "--max-requests-inflight".to_owned(),
+        "0".to_owned(),
+        "--max-mutating-requests-inflight".to_owned(),
+        "0".to_owned(),
+    ];
     let mut durable = ServerProcess::start(
         &config.kubemock,
         &kubemock_args(Some(data_dir.path()), &quiet),
