@@ -86,8 +86,11 @@ const TYPE_NAMES: [&str; 11] = [
     "dyn",
 ];
 
-/// The library types that may be named in an expression (`type(x) == net.IP`).
-const LIBRARY_TYPE_NAMES: [&str; 5] = [
+/// The qualified type names that may be written in an expression (`type(x) == net.IP`,
+/// `type(d) == google.protobuf.Duration`).
+const LIBRARY_TYPE_NAMES: [&str; 7] = [
+    "google.protobuf.Duration",
+    "google.protobuf.Timestamp",
     "net.IP",
     "net.CIDR",
     "kubernetes.Quantity",
@@ -395,7 +398,9 @@ impl<'a> Checker<'a> {
 
     fn field_type(&mut self, id: u64, t: &Type, field: &str) -> Type {
         match t {
-            Type::Object(o) => match o.fields.get(field) {
+            Type::Object(o) => match o.fields.get(field).or_else(|| {
+                crate::schema::field_name_fallback(field).and_then(|f| o.fields.get(&f))
+            }) {
                 Some(f) => f.clone(),
                 None => {
                     self.issue(id, format!("undefined field '{field}'"));
@@ -469,7 +474,8 @@ impl<'a> Checker<'a> {
                         (**e).clone()
                     }
                     Type::Map(k, v) if join(k, &it).is_some() => (**v).clone(),
-                    Type::Object(_) if matches!(it, Type::String | Type::Dyn) => Type::Dyn,
+                    // An object's fields are selected, not indexed (cel-go: no `_[_]` on a
+                    // struct type).
                     Type::Dyn => Type::Dyn,
                     _ => {
                         self.issue(

@@ -67,7 +67,9 @@ impl Activation for Vars {
 
 pub(crate) struct Interpreter<'a> {
     vars: &'a dyn Activation,
-    locals: Vec<(Arc<str>, Value)>,
+    /// Comprehension variables; an accumulator may hold an error, which cel-go keeps
+    /// folding (`exists` absorbs it when a later element is true).
+    locals: Vec<(Arc<str>, R)>,
     pub(crate) cost: u64,
     limit: u64,
 }
@@ -105,7 +107,7 @@ impl<'a> Interpreter<'a> {
             Node::Ident(name) => {
                 self.charge(1)?;
                 if let Some((_, v)) = self.locals.iter().rev().find(|(n, _)| n == name) {
-                    return Ok(v.clone());
+                    return v.clone();
                 }
                 self.vars
                     .resolve(name)
@@ -131,9 +133,7 @@ impl<'a> Interpreter<'a> {
                     v => v,
                 };
                 match &inner {
-                    Value::Map(m) => Ok(Value::Optional(
-                        m.get(&Key::String(field.clone())).cloned().map(Arc::new),
-                    )),
+                    Value::Map(m) => Ok(Value::Optional(field_of(m, field).cloned().map(Arc::new))),
                     _ => Err(no_such_overload()),
                 }
             }
@@ -293,33 +293,32 @@ impl<'a> Interpreter<'a> {
                     _ => return Err(no_such_overload()),
                 };
                 let init = self.eval(&c.init)?;
-                self.locals.push((c.accu_var.clone(), init));
+                self.locals.push((c.accu_var.clone(), Ok(init)));
                 let accu_at = self.locals.len() - 1;
                 let mut outcome = Ok(());
                 for item in items {
-                    self.locals.push((c.iter_var.clone(), item));
+                    self.locals.push((c.iter_var.clone(), Ok(item)));
+                    // cel-go's fold stops only on a false condition: an error or a non-bool
+                    // condition goes on, as an error in the accumulator does.
                     let go_on = match self.eval(&c.cond) {
                         Ok(Value::Bool(b)) => b,
-                        Ok(_) => {
-                            outcome = Err(no_such_overload());
-                            false
-                        }
-                        Err(e) => {
+                        Err(e) if e.cost_exceeded => {
                             outcome = Err(e);
                             false
                         }
+                        _ => true,
                     };
                     if !go_on {
                         self.locals.pop();
                         break;
                     }
                     match self.eval(&c.step) {
-                        Ok(v) => self.locals[accu_at].1 = v,
-                        Err(e) => {
+                        Err(e) if e.cost_exceeded => {
                             self.locals.pop();
                             outcome = Err(e);
                             break;
                         }
+                        step => self.locals[accu_at].1 = step,
                     }
                     self.locals.pop();
                 }
@@ -343,10 +342,18 @@ fn logical_operand(v: R) -> R {
     }
 }
 
+/// The value of `field` in an object or map, `field` being a reserved word written unescaped
+/// also finding the escaped one (`crate::schema::field_name_fallback`).
+fn field_of<'m>(m: &'m MapValue, field: &Arc<str>) -> Option<&'m Value> {
+    m.get(&Key::String(field.clone())).or_else(|| {
+        crate::schema::field_name_fallback(field).and_then(|f| m.get(&Key::String(f.into())))
+    })
+}
+
 fn select(o: &Value, field: &Arc<str>, test: bool) -> R {
     match o {
         Value::Map(m) => {
-            let found = m.get(&Key::String(field.clone()));
+            let found = field_of(m, field);
             if test {
                 return Ok(Value::Bool(found.is_some()));
             }

@@ -88,65 +88,86 @@ fn metadata_type() -> Type {
 }
 
 /// The CEL type of the schema node `schema` (`root` for the resource's own root, which gets
-/// `apiVersion`, `kind` and `metadata`).
+/// `apiVersion`, `kind` and `metadata`); `dyn` where upstream declares nothing.
 pub fn schema_type(schema: &Json, root: bool, path: &str) -> Type {
+    decl_type(schema, root, path).unwrap_or(Type::Dyn)
+}
+
+/// Upstream's `SchemaDeclType` (`staging/src/k8s.io/apiserver/pkg/cel/common/schemas.go`):
+/// `None` for a node CEL cannot see (no type, an array whose items or a map whose values are
+/// not declared), which its parent object then leaves out of its fields. An object without
+/// `additionalProperties` is an object of its declared properties, even with
+/// `x-kubernetes-preserve-unknown-fields` (the unknown fields are in its value, compared by
+/// equality, but cannot be selected).
+fn decl_type(schema: &Json, root: bool, path: &str) -> Option<Type> {
     if flag(schema, "x-kubernetes-int-or-string") {
-        return Type::Dyn;
+        return Some(Type::Dyn);
     }
-    let properties = schema.get("properties").and_then(Json::as_object);
     let embedded = root || flag(schema, "x-kubernetes-embedded-resource");
-    match schema.get("type").and_then(Json::as_str) {
-        Some("object") => {
+    Some(match schema.get("type").and_then(Json::as_str)? {
+        "object" => {
             if let Some(items) = schema.get("additionalProperties").filter(|a| a.is_object()) {
-                return Type::map(
-                    Type::String,
-                    schema_type(items, false, &format!("{path}.@")),
-                );
-            }
-            if properties.is_none() && !embedded {
-                return if flag(schema, "x-kubernetes-preserve-unknown-fields") {
-                    Type::Dyn
-                } else {
-                    Type::map(Type::String, Type::Dyn)
-                };
+                let value = decl_type(items, embedded_flag(items), &format!("{path}.@"))?;
+                return Some(Type::map(Type::String, value));
             }
             let mut fields = BTreeMap::new();
-            for (name, child) in properties.into_iter().flatten() {
-                if let Some(escaped) = escape(name) {
-                    fields.insert(
-                        escaped,
-                        schema_type(child, false, &format!("{path}.{name}")),
-                    );
+            // WithTypeAndObjectMeta: a resource root that does not declare `kind`,
+            // `apiVersion` and `metadata.name`/`generateName` gets them, `metadata` then
+            // holding only those two.
+            let own_meta = embedded && has_type_and_object_meta(schema);
+            for (name, child) in schema
+                .get("properties")
+                .and_then(Json::as_object)
+                .into_iter()
+                .flatten()
+            {
+                if embedded && !own_meta && matches!(name.as_str(), "kind" | "apiVersion" | "metadata")
+                {
+                    continue;
+                }
+                if let (Some(escaped), Some(t)) = (
+                    escape(name),
+                    decl_type(child, embedded_flag(child), &format!("{path}.{name}")),
+                ) {
+                    fields.insert(escaped, t);
                 }
             }
-            if embedded {
+            if embedded && !own_meta {
                 fields.insert("apiVersion".into(), Type::String);
                 fields.insert("kind".into(), Type::String);
                 fields.insert("metadata".into(), metadata_type());
-            }
-            if flag(schema, "x-kubernetes-preserve-unknown-fields") && !root && properties.is_none()
-            {
-                return Type::Dyn;
             }
             Type::Object(Arc::new(ObjectType {
                 name: path.to_string(),
                 fields,
             }))
         }
-        Some("array") => Type::list(schema.get("items").map_or(Type::Dyn, |i| {
-            schema_type(i, false, &format!("{path}.@idx"))
-        })),
-        Some("string") => match schema.get("format").and_then(Json::as_str) {
+        "array" => {
+            let items = schema.get("items").filter(|i| i.is_object())?;
+            Type::list(decl_type(items, embedded_flag(items), &format!("{path}.@idx"))?)
+        }
+        "string" => match schema.get("format").and_then(Json::as_str) {
             Some("byte") => Type::Bytes,
             Some("duration") => Type::Duration,
             Some("date" | "date-time") => Type::Timestamp,
             _ => Type::String,
         },
-        Some("integer") => Type::Int,
-        Some("number") => Type::Double,
-        Some("boolean") => Type::Bool,
-        _ => Type::Dyn,
-    }
+        "integer" => Type::Int,
+        "number" => Type::Double,
+        "boolean" => Type::Bool,
+        _ => return None,
+    })
+}
+
+fn embedded_flag(schema: &Json) -> bool {
+    flag(schema, "x-kubernetes-embedded-resource")
+}
+
+/// The field `name` of an object value or type: upstream also finds a field whose name is a
+/// CEL reserved word when it is written unescaped (`self.namespace` for `__namespace__`,
+/// `DeclTypeProvider.FindStructFieldType` with `recognizeKeywordAsFieldName`, on since 1.31).
+pub fn field_name_fallback(name: &str) -> Option<String> {
+    RESERVED.contains(&name).then(|| format!("__{name}__"))
 }
 
 /// Upstream's `DefaultMaxRequestSizeBytes` (`staging/src/k8s.io/apiserver/pkg/apis/cel/
@@ -383,14 +404,17 @@ pub fn to_value(schema: Option<&Json>, json: &Json) -> Value {
                     );
                     continue;
                 }
+                // A null property is an absent one (upstream's object values); a map keeps
+                // its null values.
+                if child.is_null() {
+                    continue;
+                }
                 match properties.and_then(|p| p.get(name)) {
                     Some(child_schema) => {
-                        if let Some(escaped) = escape(name) {
-                            out.insert(
-                                Key::String(escaped.into()),
-                                to_value(Some(child_schema), child),
-                            );
-                        }
+                        // A name CEL cannot spell stays in the value under its own name: it
+                        // still counts in equality, as upstream's unknown fields do.
+                        let key = escape(name).unwrap_or_else(|| name.clone());
+                        out.insert(Key::String(key.into()), to_value(Some(child_schema), child));
                     }
                     None => {
                         out.insert(Key::String(name.as_str().into()), Value::from_json(child));

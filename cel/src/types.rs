@@ -20,7 +20,7 @@ pub struct ObjectType {
 pub enum Type {
     /// Unknown until run time (`dyn`).
     Dyn,
-    /// `null_type`.
+    /// `null_type` (printed `null` in issues, as cel-go formats it).
     Null,
     /// `bool`.
     Bool,
@@ -80,7 +80,7 @@ impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Type::Dyn => write!(f, "dyn"),
-            Type::Null => write!(f, "null_type"),
+            Type::Null => write!(f, "null"),
             Type::Bool => write!(f, "bool"),
             Type::Int => write!(f, "int"),
             Type::Uint => write!(f, "uint"),

@@ -428,18 +428,27 @@ fn civil(a: &[Value]) -> Result<(i64, u32, u32, i64, i64), EvalError> {
     Ok((y, m, d, days, in_day))
 }
 
-/// A zone argument: `UTC`, or a fixed offset `+05:30`/`-08:00`. Named IANA zones other than
-/// UTC are not known here (docs/webhooks-and-cel.md#cel).
+/// A zone argument: `UTC`, or an offset `[+-]HH:MM` (cel-go's `timeZone` reads whatever is
+/// around the colon as hours and minutes, so `01:00` is one hour east). Named IANA zones
+/// other than UTC are not known here (docs/webhooks-and-cel.md#cel).
 fn zone_offset(zone: &str) -> Result<i128, EvalError> {
     if zone == "UTC" || zone.is_empty() {
         return Ok(0);
     }
-    let b = zone.as_bytes();
-    if b.len() == 6 && (b[0] == b'+' || b[0] == b'-') && b[3] == b':' {
-        let h: i128 = zone[1..3].parse().map_err(|_| err("invalid zone"))?;
-        let m: i128 = zone[4..6].parse().map_err(|_| err("invalid zone"))?;
-        let off = h * 3600 + m * 60;
-        return Ok(if b[0] == b'-' { -off } else { off });
+    if let Some((hours, minutes)) = zone.split_once(':') {
+        let invalid = || err(format!("unknown time zone {zone}"));
+        let h: i128 = hours
+            .strip_prefix('+')
+            .unwrap_or(hours)
+            .parse()
+            .map_err(|_| invalid())?;
+        let m: i128 = minutes.parse().map_err(|_| invalid())?;
+        let off = if hours.starts_with('-') {
+            h * 60 - m
+        } else {
+            h * 60 + m
+        };
+        return Ok(off * 60);
     }
     Err(err(format!("unknown time zone {zone}")))
 }
@@ -487,7 +496,8 @@ fn register_timestamps(lib: &mut Library) {
         }
     }
     let millis = |a: &[Value]| match &a[0] {
-        Value::Duration(d) => Ok(Value::Int(d / 1_000_000 % 1000)),
+        // cel-go: the whole duration in milliseconds.
+        Value::Duration(d) => Ok(Value::Int(d / 1_000_000)),
         Value::Timestamp(t) => Ok(Value::Int(
             (t.rem_euclid(NANOS_PER_SECOND) / 1_000_000) as i64,
         )),

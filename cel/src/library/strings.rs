@@ -384,9 +384,9 @@ fn extreme(a: &[Value], want_greater: bool) -> R {
     let items = list(&a[0])?;
     let Some(first) = items.first() else {
         return Err(err(if want_greater {
-            "max of empty list"
+            "max called on empty list"
         } else {
-            "min of empty list"
+            "min called on empty list"
         }));
     };
     let mut best = first.clone();
