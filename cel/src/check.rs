@@ -122,6 +122,9 @@ pub(crate) struct Checker<'a> {
     pub(crate) issues: Vec<(u64, String)>,
     /// Variables the expression reads (`oldSelf` makes a transition rule).
     pub(crate) referenced: Vec<String>,
+    /// List literals that may mix types: the argument list of `format`, which cel-go's
+    /// `ValidateHomogeneousAggregateLiterals` exempts (`ext/strings.go`).
+    heterogeneous: Vec<u64>,
 }
 
 fn lit(l: &LiteralValue) -> (Value, Type) {
@@ -162,6 +165,7 @@ impl<'a> Checker<'a> {
             calls: HashMap::new(),
             issues: Vec::new(),
             referenced: Vec::new(),
+            heterogeneous: Vec::new(),
         }
     }
 
@@ -265,6 +269,7 @@ impl<'a> Checker<'a> {
                     } else {
                         match join(&elem_t, &t) {
                             Some(j) => elem_t = j,
+                            None if self.heterogeneous.contains(&e.id) => elem_t = Type::Dyn,
                             None => {
                                 self.issue(
                                     item.id,
@@ -276,6 +281,19 @@ impl<'a> Checker<'a> {
                     }
                     elems.push(node);
                     optional.push(opt);
+                }
+                // cel-go's `OptOptimize` (on in every Kubernetes environment,
+                // `staging/src/k8s.io/apiserver/pkg/cel/environment/base.go`) builds a list of
+                // constants once, when the program is planned: it costs nothing when it runs.
+                if !optional.contains(&true) && elems.iter().all(|n| matches!(n, Node::Const(_))) {
+                    let items = elems
+                        .into_iter()
+                        .filter_map(|n| match n {
+                            Node::Const(v) => Some(v),
+                            _ => None,
+                        })
+                        .collect();
+                    return (Node::Const(Value::list(items)), Type::list(elem_t));
                 }
                 (Node::List { elems, optional }, Type::list(elem_t))
             }
@@ -582,6 +600,9 @@ impl<'a> Checker<'a> {
             types.push(t);
         }
         for a in args {
+            if &*name == "format" && matches!(a.expr, Expr::List(_)) {
+                self.heterogeneous.push(a.id);
+            }
             let (n, t) = self.check(a);
             nodes.push(n);
             types.push(t);
@@ -638,5 +659,73 @@ impl<'a> Checker<'a> {
             },
             result,
         )
+    }
+}
+
+/// The functions whose literal arguments are checked when an expression compiles, with the
+/// argument checked (counting a member call's receiver as the first): cel-go's
+/// `ValidateDurationLiterals`, `ValidateTimestampLiterals` and `ValidateRegexLiterals`
+/// (`cel/validator.go`), which Kubernetes' base environment turns on
+/// (`staging/src/k8s.io/apiserver/pkg/cel/environment/base.go`).
+const LITERAL_CHECKED: [(&str, usize); 3] = [("duration", 0), ("timestamp", 0), ("matches", 1)];
+
+impl Checker<'_> {
+    /// Reports `invalid <function> argument` for each literal argument of
+    /// [`LITERAL_CHECKED`] the function refuses, as cel-go's literal validators do: the call
+    /// is run on the literal (a regex against `""`).
+    pub(crate) fn validate_literals(&mut self, e: &IdedExpr) {
+        match &e.expr {
+            Expr::Call(call) => {
+                let mut args: Vec<&IdedExpr> = call.target.iter().map(|t| &**t).collect();
+                args.extend(call.args.iter());
+                let checked = LITERAL_CHECKED
+                    .iter()
+                    .find(|(name, _)| *name == call.func_name.as_str());
+                if let Some((name, at)) = checked
+                    && let Some(arg) = args.get(*at)
+                    && let Expr::Literal(l) = &arg.expr
+                {
+                    let mut values: Vec<Node> = args
+                        .iter()
+                        .map(|_| Node::Const(Value::string("")))
+                        .collect();
+                    values[*at] = Node::Const(lit(l).0);
+                    let node = Node::Call {
+                        name: (*name).into(),
+                        member: call.target.is_some(),
+                        args: values,
+                    };
+                    let vars = crate::eval::Vars::new();
+                    let mut interpreter =
+                        crate::eval::Interpreter::new(&vars, crate::env::PER_CALL_LIMIT);
+                    if interpreter.eval(&node).is_err() {
+                        self.issue(arg.id, format!("invalid {name} argument"));
+                    }
+                }
+                for a in args {
+                    self.validate_literals(a);
+                }
+            }
+            Expr::Select(s) => self.validate_literals(&s.operand),
+            Expr::List(l) => {
+                for el in &l.elements {
+                    self.validate_literals(el);
+                }
+            }
+            Expr::Map(m) => {
+                for entry in &m.entries {
+                    if let EntryExpr::MapEntry(me) = &entry.expr {
+                        self.validate_literals(&me.key);
+                        self.validate_literals(&me.value);
+                    }
+                }
+            }
+            Expr::Comprehension(c) => {
+                for part in [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+                    self.validate_literals(part);
+                }
+            }
+            _ => {}
+        }
     }
 }

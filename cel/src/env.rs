@@ -95,6 +95,9 @@ impl Env {
         };
         let mut checker = Checker::new(&self.vars);
         let (node, result_type) = checker.check(&expr);
+        if checker.issues.is_empty() {
+            checker.validate_literals(&expr);
+        }
         if !checker.issues.is_empty() {
             let texts: Vec<String> = checker
                 .issues

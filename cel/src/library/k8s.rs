@@ -102,6 +102,24 @@ fn register_quantity(lib: &mut Library) {
 /// Go's `url.ParseRequestURI` as the url library uses it: an absolute URL or an absolute
 /// path; the fragment is not split off.
 pub(crate) fn parse_url(raw: &str) -> Result<Url, String> {
+    let checked = parse_request_uri(raw)?;
+    // Upstream checks with Go's `url.ParseRequestURI`, then parses again with `url.Parse`,
+    // which first cuts the fragment off (`staging/src/k8s.io/apiserver/pkg/cel/library/
+    // urls.go`, `stringToUrl`).
+    match raw.split_once('#') {
+        Some((before, _)) => Ok(parse_request_uri(before)
+            .map(|u| Url {
+                text: raw.to_string(),
+                ..u
+            })
+            .unwrap_or(checked)),
+        None => Ok(checked),
+    }
+}
+
+/// Go's `url.ParseRequestURI` (`net/url/url.go`): an absolute URL or an absolute path, no
+/// fragment.
+fn parse_request_uri(raw: &str) -> Result<Url, String> {
     let invalid = || format!("parse {raw:?}: invalid URI for request");
     if raw.is_empty() {
         return Err(format!("parse {raw:?}: empty url"));
@@ -138,6 +156,16 @@ pub(crate) fn parse_url(raw: &str) -> Result<Url, String> {
         }
     } else {
         if !rest.starts_with('/') {
+            // A rootless path after a scheme is opaque (`mailto:x`, `https:://x`).
+            if !scheme.is_empty() {
+                return Ok(Url {
+                    text: raw.to_string(),
+                    scheme,
+                    host: String::new(),
+                    path: String::new(),
+                    raw_query,
+                });
+            }
             return Err(invalid());
         }
         (String::new(), rest.to_string())
@@ -145,6 +173,22 @@ pub(crate) fn parse_url(raw: &str) -> Result<Url, String> {
     let host = host
         .rsplit_once('@')
         .map_or(host.clone(), |(_, h)| h.to_string());
+    // Go's `parseHost`: what follows the last colon (after a bracketed IPv6 address) must be
+    // a port.
+    let after_address = match host.strip_prefix('[') {
+        Some(bracketed) => match bracketed.find(']') {
+            Some(end) => &bracketed[end + 1..],
+            None => return Err(format!("parse {raw:?}: missing ']' in host")),
+        },
+        None => host.rfind(':').map_or("", |i| &host[i..]),
+    };
+    if !after_address.is_empty()
+        && !(after_address.starts_with(':') && after_address[1..].bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(format!(
+            "parse {raw:?}: invalid port {after_address:?} after host"
+        ));
+    }
     let path = percent_decode(&path).ok_or_else(|| format!("parse {raw:?}: invalid URL escape"))?;
     Ok(Url {
         text: raw.to_string(),
@@ -234,15 +278,23 @@ fn port(host: &str) -> &str {
 
 fn register_urls(lib: &mut Library) {
     let ut = || Type::Opaque(URL);
-    lib.global("url", vec![Type::String], ut(), |a| {
-        parse_url(text(&a[0])?)
-            .map(|u| Value::Url(Arc::new(u)))
-            .map_err(|e| {
-                err(format!(
-                    "URL parse error during conversion from string: {e}"
-                ))
-            })
-    });
+    lib.add(
+        "url",
+        false,
+        vec![Type::String],
+        ut(),
+        |a| {
+            parse_url(text(&a[0])?)
+                .map(|u| Value::Url(Arc::new(u)))
+                .map_err(|e| {
+                    err(format!(
+                        "URL parse error during conversion from string: {e}"
+                    ))
+                })
+        },
+        // Upstream's `CostEstimator.CallCost`: 0.1 per byte, rounded up.
+        |a| (a.first().map_or(0, super::size_of) as f64 * 0.1).ceil() as u64,
+    );
     lib.global("isURL", vec![Type::String], Type::Bool, |a| {
         Ok(Value::Bool(parse_url(text(&a[0])?).is_ok()))
     });

@@ -630,8 +630,8 @@ pub(super) fn register(lib: &mut Library) {
         }
     }
     let a = || T::Param("A");
-    lib.add("_==_", false, vec![a(), a()], T::Bool, eq, linear_cost);
-    lib.add("_!=_", false, vec![a(), a()], T::Bool, ne, linear_cost);
+    lib.add("_==_", false, vec![a(), a()], T::Bool, eq, equality_cost);
+    lib.add("_!=_", false, vec![a(), a()], T::Bool, ne, equality_cost);
     lib.add(
         "@in",
         false,
@@ -717,4 +717,11 @@ pub(super) fn register(lib: &mut Library) {
     register_optional(lib);
     let _ = unit_cost;
     let _ = format_duration;
+}
+
+/// The runtime cost of `==` and `!=`: 0.1 per element or byte of the smaller operand,
+/// rounded up (cel-go's `interpreter/runtimecost.go`; 1 for two scalars).
+fn equality_cost(args: &[Value]) -> u64 {
+    let smaller = args.iter().map(super::size_of).min().unwrap_or(1);
+    (smaller as f64 * 0.1).ceil() as u64
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::std_lib::{compare, compile_regex, format_double, to_string};
-use super::{Library, err, linear_cost, no_such_overload, traversal_cost};
+use super::{Library, err, no_such_overload, traversal_cost};
 use crate::error::EvalError;
 use crate::types::Type;
 use crate::value::{ListValue, Value};
@@ -266,13 +266,25 @@ fn format(a: &[Value]) -> R {
                 if verb == 'f' {
                     out.push_str(&format!("{d:.p$}"));
                 } else {
+                    // cel-go prints `%e` through golang.org/x/text's printer in its default
+                    // locale: `3.140000 × 10⁰⁰` (narrow no-break spaces, a superscript
+                    // exponent of at least two digits, `⁻` when negative).
+                    const SUPERSCRIPT: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
                     let t = format!("{d:.p$e}");
                     let (m, e) = t.split_once('e').unwrap_or((&t, "0"));
-                    let (sign, digits) = match e.strip_prefix('-') {
-                        Some(d) => ('-', d),
-                        None => ('+', e),
+                    let (negative, digits) = match e.strip_prefix('-') {
+                        Some(d) => (true, d),
+                        None => (false, e),
                     };
-                    out.push_str(&format!("{m}e{sign}{digits:0>2}"));
+                    out.push_str(m);
+                    out.push_str("\u{202f}×\u{202f}10");
+                    if negative {
+                        out.push('⁻');
+                    }
+                    for c in format!("{digits:0>2}").chars() {
+                        let i = c.to_digit(10).map_or(0, |i| i as usize);
+                        out.push(SUPERSCRIPT[i]);
+                    }
                 }
             }
             'b' | 'o' | 'x' | 'X' => {
@@ -513,8 +525,8 @@ pub(super) fn register(lib: &mut Library) {
         substring,
     );
     m(lib, "trim", vec![st()], st(), trim);
-    m(lib, "join", vec![T::list(st())], st(), join);
-    m(lib, "join", vec![T::list(st()), st()], st(), join);
+    lib.add("join", true, vec![T::list(st())], st(), join, join_cost);
+    lib.add("join", true, vec![T::list(st()), st()], st(), join, join_cost);
     m(lib, "format", vec![st(), T::list(T::Dyn)], st(), format);
     lib.add(
         "strings.quote",
@@ -532,10 +544,10 @@ pub(super) fn register(lib: &mut Library) {
         vec![T::list(a())],
         T::Bool,
         is_sorted,
-        linear_cost,
+        list_traversal_cost,
     );
     for t in [T::Int, T::Uint, T::Double, T::Duration] {
-        lib.add("sum", true, vec![T::list(t.clone())], t, sum, linear_cost);
+        lib.add("sum", true, vec![T::list(t.clone())], t, sum, list_traversal_cost);
     }
     lib.add(
         "min",
@@ -543,7 +555,7 @@ pub(super) fn register(lib: &mut Library) {
         vec![T::list(a())],
         a(),
         |a| extreme(a, false),
-        linear_cost,
+        list_traversal_cost,
     );
     lib.add(
         "max",
@@ -551,7 +563,7 @@ pub(super) fn register(lib: &mut Library) {
         vec![T::list(a())],
         a(),
         |a| extreme(a, true),
-        linear_cost,
+        list_traversal_cost,
     );
     lib.add(
         "indexOf",
@@ -559,7 +571,7 @@ pub(super) fn register(lib: &mut Library) {
         vec![T::list(a()), a()],
         T::Int,
         list_index_of,
-        linear_cost,
+        list_traversal_cost,
     );
     lib.add(
         "lastIndexOf",
@@ -567,7 +579,7 @@ pub(super) fn register(lib: &mut Library) {
         vec![T::list(a()), a()],
         T::Int,
         list_last_index_of,
-        linear_cost,
+        list_traversal_cost,
     );
 
     lib.add("find", true, vec![st(), st()], st(), find, traversal_cost);
@@ -602,4 +614,44 @@ pub(super) fn register(lib: &mut Library) {
             product_cost,
         );
     }
+}
+
+/// Upstream's `traversalCost` (`staging/src/k8s.io/apiserver/pkg/cel/library/cost.go`): 0.1
+/// per byte of a string (rounded down), the sum over a list's items or a map's entries, 1
+/// for anything else.
+fn traversal(v: &Value) -> u64 {
+    match v {
+        Value::String(s) => (s.len() as f64 * 0.1) as u64,
+        Value::Bytes(b) => (b.len() as f64 * 0.1) as u64,
+        Value::List(l) => l.iter().map(traversal).sum(),
+        Value::Map(m) => m.iter().map(|(k, v)| traversal(&k.to_value()) + traversal(v)).sum(),
+        _ => 1,
+    }
+}
+
+/// The runtime cost of `isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`: one
+/// traversal of the list (upstream's `CostEstimator.CallCost`).
+fn list_traversal_cost(args: &[Value]) -> u64 {
+    args.first().map_or(0, traversal)
+}
+
+/// The runtime cost of `join`: 0.2 per byte of the result, rounded up (upstream's
+/// `CostEstimator.CallCost`).
+fn join_cost(args: &[Value]) -> u64 {
+    let Some(Value::List(items)) = args.first() else {
+        return 1;
+    };
+    let separator = match args.get(1) {
+        Some(Value::String(s)) => s.len(),
+        _ => 0,
+    };
+    let strings: usize = items
+        .iter()
+        .map(|i| match i {
+            Value::String(s) => s.len(),
+            _ => 0,
+        })
+        .sum();
+    let size = strings + separator * items.len().saturating_sub(1);
+    (size as f64 * 2.0 * 0.1).ceil() as u64
 }
