@@ -38,6 +38,10 @@ pub(crate) enum Node {
         name: Arc<str>,
         member: bool,
         args: Vec<Node>,
+        /// The overload the checker found when it found only one: run when the values fit
+        /// it (an empty `list(duration)` sums to a duration, as cel-go dispatches by the
+        /// checked overload), else the overload is chosen by the values.
+        checked: Option<usize>,
     },
     And(Box<Node>, Box<Node>),
     Or(Box<Node>, Box<Node>),
@@ -651,11 +655,16 @@ impl<'a> Checker<'a> {
                 }
             }
         };
+        let checked = match found.as_slice() {
+            [(i, _)] => Some(*i),
+            _ => None,
+        };
         (
             Node::Call {
                 name,
                 member,
                 args: nodes,
+                checked,
             },
             result,
         )
@@ -694,6 +703,7 @@ impl Checker<'_> {
                         name: (*name).into(),
                         member: call.target.is_some(),
                         args: values,
+                        checked: None,
                     };
                     let vars = crate::eval::Vars::new();
                     let mut interpreter =

@@ -164,22 +164,29 @@ impl<'a> Interpreter<'a> {
                 }
                 index_value(&o, &i)
             }
-            Node::Call { name, member, args } => {
+            Node::Call {
+                name,
+                member,
+                args,
+                checked,
+            } => {
                 let mut values = Vec::with_capacity(args.len());
                 for a in args {
                     values.push(self.eval(a)?);
                 }
-                let overload = LIBRARY
-                    .overloads(name)
-                    .iter()
-                    .find(|o| {
-                        o.member == *member
-                            && o.params.len() == values.len()
-                            && o.params
-                                .iter()
-                                .zip(&values)
-                                .all(|(p, v)| value_matches(p, v))
-                    })
+                let overloads = LIBRARY.overloads(name);
+                let fits = |o: &&crate::library::Overload| {
+                    o.member == *member
+                        && o.params.len() == values.len()
+                        && o.params
+                            .iter()
+                            .zip(&values)
+                            .all(|(p, v)| value_matches(p, v))
+                };
+                let overload = checked
+                    .and_then(|i| overloads.get(i))
+                    .filter(fits)
+                    .or_else(|| overloads.iter().find(fits))
                     .ok_or_else(no_such_overload)?;
                 self.charge((overload.cost)(&values))?;
                 (overload.imp)(&values)

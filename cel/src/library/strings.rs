@@ -538,33 +538,55 @@ pub(super) fn register(lib: &mut Library) {
     );
 
     let a = || T::Param("A");
-    lib.add(
-        "isSorted",
-        true,
-        vec![T::list(a())],
+    // Upstream's lists library declares isSorted, min and max on lists of comparable types
+    // only, sum on lists of summable ones (`staging/src/k8s.io/apiserver/pkg/cel/library/
+    // lists.go`); an empty list sums to its type's zero.
+    let comparable = [
+        T::Int,
+        T::Uint,
+        T::Double,
         T::Bool,
-        is_sorted,
-        list_traversal_cost,
-    );
-    for t in [T::Int, T::Uint, T::Double, T::Duration] {
-        lib.add("sum", true, vec![T::list(t.clone())], t, sum, list_traversal_cost);
+        T::Duration,
+        T::Timestamp,
+        T::String,
+        T::Bytes,
+    ];
+    for t in comparable {
+        let list = T::list(t.clone());
+        lib.add(
+            "isSorted",
+            true,
+            vec![list.clone()],
+            T::Bool,
+            is_sorted,
+            list_traversal_cost,
+        );
+        lib.add(
+            "min",
+            true,
+            vec![list.clone()],
+            t.clone(),
+            |a| extreme(a, false),
+            list_traversal_cost,
+        );
+        lib.add(
+            "max",
+            true,
+            vec![list],
+            t,
+            |a| extreme(a, true),
+            list_traversal_cost,
+        );
     }
-    lib.add(
-        "min",
-        true,
-        vec![T::list(a())],
-        a(),
-        |a| extreme(a, false),
-        list_traversal_cost,
-    );
-    lib.add(
-        "max",
-        true,
-        vec![T::list(a())],
-        a(),
-        |a| extreme(a, true),
-        list_traversal_cost,
-    );
+    let sums: [(T, super::Impl); 4] = [
+        (T::Int, sum),
+        (T::Uint, |a| empty_or(a, Value::Uint(0))),
+        (T::Double, |a| empty_or(a, Value::Double(0.0))),
+        (T::Duration, |a| empty_or(a, Value::Duration(0))),
+    ];
+    for (t, f) in sums {
+        lib.add("sum", true, vec![T::list(t.clone())], t, f, list_traversal_cost);
+    }
     lib.add(
         "indexOf",
         true,
@@ -654,4 +676,12 @@ fn join_cost(args: &[Value]) -> u64 {
         .sum();
     let size = strings + separator * items.len().saturating_sub(1);
     (size as f64 * 2.0 * 0.1).ceil() as u64
+}
+
+/// `sum` of a list whose empty sum is `zero`.
+fn empty_or(a: &[Value], zero: Value) -> Result<Value, EvalError> {
+    match &a[0] {
+        Value::List(l) if l.is_empty() => Ok(zero),
+        _ => sum(a),
+    }
 }
