@@ -529,7 +529,8 @@ fn is_zero(v: &Value) -> bool {
         Value::List(l) => l.is_empty(),
         Value::Map(m) => m.is_empty(),
         Value::Duration(d) => *d == 0,
-        Value::Timestamp(t) => *t == 0,
+        // Go's zero time.Time, 0001-01-01T00:00:00Z (the epoch is not zero).
+        Value::Timestamp(t) => *t == -62_135_596_800 * NANOS_PER_SECOND,
         _ => false,
     }
 }
