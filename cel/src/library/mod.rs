@@ -206,3 +206,104 @@ pub(crate) fn no_such_overload() -> EvalError {
 pub(crate) fn err(message: impl Into<String>) -> EvalError {
     EvalError::new(message)
 }
+
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    /// The functions of cel-go itself that the table holds: the standard library
+    /// (`common/stdlib/standard.go`), the extended strings (`ext/strings.go`, version 2 as
+    /// Kubernetes configures it), sets (`ext/sets.go`) and optional types (`cel/library.go`).
+    const CEL_GO: [&str; 61] = [
+        "!_", "-_", "@in", "_!=_", "_%_", "_*_", "_+_", "_-_", "_/_", "_<=_", "_<_", "_==_",
+        "_>=_", "_>_", "bool", "bytes", "contains", "double", "duration", "dyn", "endsWith",
+        "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear", "getHours",
+        "getMilliseconds", "getMinutes", "getMonth", "getSeconds", "int", "matches", "size",
+        "startsWith", "string", "timestamp", "type", "uint", "charAt", "indexOf",
+        "lastIndexOf", "lowerAscii", "upperAscii", "replace", "split", "substring", "trim",
+        "join", "format", "strings.quote", "sets.contains", "sets.equivalent",
+        "sets.intersects", "optional.none", "optional.of", "optional.ofNonZeroValue", "or",
+        "orValue", "hasValue", "value",
+    ];
+
+    /// Upstream's named formats (`ConstantFormats` of `pkg/cel/library/format.go`): each is
+    /// a function `format.<name>()`, declared apart from the library's `declarations()`, so
+    /// upstream's list leaves them out.
+    const CONSTANT_FORMATS: [&str; 13] = [
+        "dns1123Label",
+        "dns1123Subdomain",
+        "dns1035Label",
+        "qualifiedName",
+        "dns1123LabelPrefix",
+        "dns1123SubdomainPrefix",
+        "dns1035LabelPrefix",
+        "labelValue",
+        "uri",
+        "uuid",
+        "byte",
+        "date",
+        "datetime",
+    ];
+
+    /// Functions upstream's list holds that are not in Kubernetes 1.32's CEL environment
+    /// (`staging/src/k8s.io/apiserver/pkg/cel/environment/base.go` of v0.32.0 adds neither
+    /// library), so not built here (docs/webhooks-and-cel.md).
+    const NOT_IN_THE_ENVIRONMENT: [(&str, &str); 6] = [
+        ("isSemver", "semver library: not in the 1.32 base environment"),
+        ("major", "semver library: not in the 1.32 base environment"),
+        ("minor", "semver library: not in the 1.32 base environment"),
+        ("patch", "semver library: not in the 1.32 base environment"),
+        ("semver", "semver library: not in the 1.32 base environment"),
+        (
+            "jsonpatch.escapeKey",
+            "JSONPatch library: only MutatingAdmissionPolicy's environment",
+        ),
+    ];
+
+    // Upstream: pkg/cel/library/library_compatibility_test.go `TestLibraryCompatibility`,
+    // its list ported by tests/data/port_library_functions.py. Upstream asserts that the
+    // names its libraries declare are exactly the listed ones; here, that every listed name
+    // is a function of the table (less those outside the environment, named with the
+    // reason), and that every function of the table is either listed or cel-go's own.
+    #[test]
+    fn kubernetes_functions_are_the_ones_upstream_lists() {
+        let data: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/data/library_functions.json"))
+                .expect("valid function list");
+        let listed: BTreeSet<&str> = data["known_functions"]
+            .as_object()
+            .expect("versions")
+            .values()
+            .flat_map(|names| names.as_array().into_iter().flatten())
+            .filter_map(serde_json::Value::as_str)
+            .collect();
+        assert!(listed.len() > 60, "the list is all there");
+        let not_built: BTreeSet<&str> = NOT_IN_THE_ENVIRONMENT.iter().map(|(n, _)| *n).collect();
+        let missing: Vec<_> = listed
+            .iter()
+            .filter(|n| !not_built.contains(*n) && !super::LIBRARY.has(n))
+            .collect();
+        assert!(missing.is_empty(), "upstream's functions missing: {missing:?}");
+        let stale: Vec<_> = not_built
+            .iter()
+            .filter(|n| !listed.contains(*n) || super::LIBRARY.has(n))
+            .collect();
+        assert!(stale.is_empty(), "not-built entries to revisit: {stale:?}");
+        let formats: BTreeSet<String> = CONSTANT_FORMATS
+            .iter()
+            .map(|f| format!("format.{f}"))
+            .collect();
+        let unexpected: Vec<_> = super::LIBRARY
+            .functions
+            .keys()
+            .filter(|n| {
+                !listed.contains(*n) && !CEL_GO.contains(n) && !formats.contains(**n)
+            })
+            .collect();
+        assert!(
+            unexpected.is_empty(),
+            "functions neither upstream's Kubernetes libraries nor cel-go's: {unexpected:?}"
+        );
+    }
+}
