@@ -154,3 +154,57 @@ fn map_lists_merge_by_key_and_compare_regardless_of_order() {
     assert!(run(old.clone(), changed));
     assert!(!run(old, removed));
 }
+
+/// An authorizer library value compared with `==` is cel-go's runtime `no such overload`
+/// (upstream's values compare only to the bare receiver value they embed,
+/// `pkg/cel/library/authz.go` `receiverOnlyObjectVal.Equal`), and `!=` is true, cel-go's
+/// `evalNe` being true whenever equality is not `true`. Both type-check, the operands having
+/// the same type.
+#[test]
+fn authorizer_values_do_not_compare() {
+    use kubemock_cel::authz::{
+        AUTHORIZER_TYPE, AuthzDecision, AuthzRequest, Authorize, UserInfo, Verdict,
+        authorizer_value,
+    };
+    struct Allow;
+    impl Authorize for Allow {
+        fn authorize(&self, _: &AuthzRequest) -> AuthzDecision {
+            AuthzDecision {
+                verdict: Verdict::Allow,
+                reason: String::new(),
+                error: None,
+            }
+        }
+    }
+    let env = Env::new().with_var("authorizer", Type::Opaque(AUTHORIZER_TYPE));
+    let hook: std::sync::Arc<dyn Authorize> = std::sync::Arc::new(Allow);
+    let vars = Vars::new().with(
+        "authorizer",
+        authorizer_value(Some(hook), UserInfo::service_account("ns", "sa")),
+    );
+    let run = |expr: &str| {
+        env.compile(expr)
+            .map_err(|e| e.to_string())?
+            .eval(&vars, PER_CALL_LIMIT)
+            .result
+            .map_err(|e| e.message)
+    };
+    for expr in [
+        "authorizer == authorizer",
+        "authorizer.path('/healthz') == authorizer.path('/healthz')",
+        "authorizer.path('/healthz').check('get') == authorizer.path('/healthz').check('get')",
+    ] {
+        assert!(
+            matches!(run(expr), Err(e) if e == "no such overload"),
+            "{expr}"
+        );
+    }
+    assert!(matches!(
+        run("authorizer != authorizer"),
+        Ok(Value::Bool(true))
+    ));
+    assert!(matches!(
+        run("authorizer.path('/healthz').check('get').allowed()"),
+        Ok(Value::Bool(true))
+    ));
+}

@@ -150,9 +150,17 @@ fn ge(a: &[Value]) -> R {
     ordered(a, Ordering::is_ge)
 }
 
+/// `==`. The authorizer library's values compare only to the bare receiver value upstream
+/// embeds in them, so comparing two of them is cel-go's `no such overload` at run time
+/// (`staging/src/k8s.io/apiserver/pkg/cel/library/authz.go`, `receiverOnlyObjectVal.Equal`).
 fn eq(a: &[Value]) -> R {
+    if let Value::Authz(_) = &a[0] {
+        return Err(no_such_overload());
+    }
     Ok(Value::Bool(a[0].equals(&a[1])))
 }
+/// `!=`: cel-go's `evalNe` is true whenever equality is not `true`, an error included, so an
+/// authorizer value is never equal to anything.
 fn ne(a: &[Value]) -> R {
     Ok(Value::Bool(!a[0].equals(&a[1])))
 }
