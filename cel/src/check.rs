@@ -731,7 +731,13 @@ impl Checker<'_> {
                 }
             }
             Expr::Comprehension(c) => {
-                for part in [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+                for part in [
+                    &c.iter_range,
+                    &c.accu_init,
+                    &c.loop_cond,
+                    &c.loop_step,
+                    &c.result,
+                ] {
                     self.validate_literals(part);
                 }
             }

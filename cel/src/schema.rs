@@ -121,7 +121,9 @@ fn decl_type(schema: &Json, root: bool, path: &str) -> Option<Type> {
                 .into_iter()
                 .flatten()
             {
-                if embedded && !own_meta && matches!(name.as_str(), "kind" | "apiVersion" | "metadata")
+                if embedded
+                    && !own_meta
+                    && matches!(name.as_str(), "kind" | "apiVersion" | "metadata")
                 {
                     continue;
                 }
@@ -144,7 +146,11 @@ fn decl_type(schema: &Json, root: bool, path: &str) -> Option<Type> {
         }
         "array" => {
             let items = schema.get("items").filter(|i| i.is_object())?;
-            Type::list(decl_type(items, embedded_flag(items), &format!("{path}.@idx"))?)
+            Type::list(decl_type(
+                items,
+                embedded_flag(items),
+                &format!("{path}.@idx"),
+            )?)
         }
         "string" => match schema.get("format").and_then(Json::as_str) {
             Some("byte") => Type::Bytes,

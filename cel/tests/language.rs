@@ -163,7 +163,7 @@ fn map_lists_merge_by_key_and_compare_regardless_of_order() {
 #[test]
 fn authorizer_values_do_not_compare() {
     use kubemock_cel::authz::{
-        AUTHORIZER_TYPE, AuthzDecision, AuthzRequest, Authorize, UserInfo, Verdict,
+        AUTHORIZER_TYPE, Authorize, AuthzDecision, AuthzRequest, UserInfo, Verdict,
         authorizer_value,
     };
     struct Allow;

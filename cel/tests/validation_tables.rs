@@ -24,26 +24,94 @@ const REGEX_AT_BUILD: &str = "a constant find/findAll pattern is checked when th
 
 /// (case, rule, why kubemock differs from upstream).
 const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
-    ("date-time format", "timestamp(-62135596801)", "cel-rust places a negative literal after its `-`: the issue is at column 12, cel-go's at 11"),
-    ("conversions", "string(self.val11) == self.val10", "timestamps keep no zone offset: string() prints UTC where cel-go keeps the +01:00 the value was written with"),
+    (
+        "date-time format",
+        "timestamp(-62135596801)",
+        "cel-rust places a negative literal after its `-`: the issue is at column 12, cel-go's at 11",
+    ),
+    (
+        "conversions",
+        "string(self.val11) == self.val10",
+        "timestamps keep no zone offset: string() prints UTC where cel-go keeps the +01:00 the value was written with",
+    ),
     ("map access", "self.val.all(k, v, v > 0)", TWO_VARIABLE),
     ("map access", "self.val.exists(k, v, v == 2)", TWO_VARIABLE),
-    ("map access", "self.val.existsOne(k, v, v == 2)", TWO_VARIABLE),
-    ("map access", "self.val.transformMap(k, v, v > 1, v + 1).size() == 1", TWO_VARIABLE),
-    ("map access", "self.val.transformMap(k, v, v + 1).size() == 2", TWO_VARIABLE),
-    ("map access", "self.val.transformMapEntry(k, v, v > 1, {k + '2': v + 1}).size() == 1", TWO_VARIABLE),
-    ("map access", "self.val.transformMapEntry(k, v, {k + '2': v + 1}).size() == 2", TWO_VARIABLE),
-    ("listMap access", "!self.listMap.all(i, m, has(m.v2) && m.v2 != 'z')", TWO_VARIABLE),
-    ("listMap access", "self.listMap.exists(i, m, has(m.v2) && m.v2 == 'z')", TWO_VARIABLE),
-    ("listMap access", "self.listMap.existsOne(i, m, has(m.v2) && m.v2 == 'z')", TWO_VARIABLE),
-    ("listMap access", "self.listMap.transformList(i, m, has(m.v2) && m.v2 == 'z', m.v2).size() == 1", TWO_VARIABLE),
-    ("listMap access", "self.listMap.transformList(i, m, m.v).size() == 3", TWO_VARIABLE),
+    (
+        "map access",
+        "self.val.existsOne(k, v, v == 2)",
+        TWO_VARIABLE,
+    ),
+    (
+        "map access",
+        "self.val.transformMap(k, v, v > 1, v + 1).size() == 1",
+        TWO_VARIABLE,
+    ),
+    (
+        "map access",
+        "self.val.transformMap(k, v, v + 1).size() == 2",
+        TWO_VARIABLE,
+    ),
+    (
+        "map access",
+        "self.val.transformMapEntry(k, v, v > 1, {k + '2': v + 1}).size() == 1",
+        TWO_VARIABLE,
+    ),
+    (
+        "map access",
+        "self.val.transformMapEntry(k, v, {k + '2': v + 1}).size() == 2",
+        TWO_VARIABLE,
+    ),
+    (
+        "listMap access",
+        "!self.listMap.all(i, m, has(m.v2) && m.v2 != 'z')",
+        TWO_VARIABLE,
+    ),
+    (
+        "listMap access",
+        "self.listMap.exists(i, m, has(m.v2) && m.v2 == 'z')",
+        TWO_VARIABLE,
+    ),
+    (
+        "listMap access",
+        "self.listMap.existsOne(i, m, has(m.v2) && m.v2 == 'z')",
+        TWO_VARIABLE,
+    ),
+    (
+        "listMap access",
+        "self.listMap.transformList(i, m, has(m.v2) && m.v2 == 'z', m.v2).size() == 1",
+        TWO_VARIABLE,
+    ),
+    (
+        "listMap access",
+        "self.listMap.transformList(i, m, m.v).size() == 3",
+        TWO_VARIABLE,
+    ),
     ("list access", "self.array.all(i, e, e > 0)", TWO_VARIABLE),
-    ("list access", "self.array.exists(i, e, e > 2)", TWO_VARIABLE),
-    ("list access", "self.array.existsOne(i, e, e > 4)", TWO_VARIABLE),
-    ("list access", "self.array.transformList(i, e, e > 2, e * 2).size() > 0", TWO_VARIABLE),
-    ("list access", "self.array.transformList(i, e, e * 2).size() > 0", TWO_VARIABLE),
-    ("escaping", "self.true == 1", "cel-rust's parser words this syntax error `no viable alternative at input '.true'`"),
+    (
+        "list access",
+        "self.array.exists(i, e, e > 2)",
+        TWO_VARIABLE,
+    ),
+    (
+        "list access",
+        "self.array.existsOne(i, e, e > 4)",
+        TWO_VARIABLE,
+    ),
+    (
+        "list access",
+        "self.array.transformList(i, e, e > 2, e * 2).size() > 0",
+        TWO_VARIABLE,
+    ),
+    (
+        "list access",
+        "self.array.transformList(i, e, e * 2).size() > 0",
+        TWO_VARIABLE,
+    ),
+    (
+        "escaping",
+        "self.true == 1",
+        "cel-rust's parser words this syntax error `no viable alternative at input '.true'`",
+    ),
     ("invalid data", "has(self.o)", INVALID_DATA),
     ("invalid data", "has(self.m)", INVALID_DATA),
     ("invalid data", "has(self.l)", INVALID_DATA),
@@ -51,14 +119,46 @@ const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
     ("invalid data", "has(self.lm)", INVALID_DATA),
     ("invalid data", "has(self.intorstring)", INVALID_DATA),
     ("invalid data", "self.nullable[0] == 'x'", INVALID_DATA),
-    ("stdlib regex functions", "self.str.find(')') == ''", REGEX_AT_BUILD),
-    ("stdlib regex functions", "self.str.findAll(')') == []", REGEX_AT_BUILD),
-    ("stdlib regex functions", "self.str.findAll(')', 1) == []", REGEX_AT_BUILD),
-    ("stdlib regex functions", "self.str.matches('x++')", "Rust's regex accepts the nested repetition `x++` that Go's RE2 refuses"),
-    ("optionals", "self.presentObj.?presentStr.optMap(v, v == 'value').hasValue()", OPT_MAP),
-    ("optionals", "self.?absentObj.?absentStr.optMap(v, v == 'value').hasValue() == false", OPT_MAP),
-    ("optionals", "self.m[?'k'].optMap(v, v == 'v').hasValue()", OPT_MAP),
-    ("optionals", "self.l[?0].optMap(v, v == 'a').hasValue()", OPT_MAP),
+    (
+        "stdlib regex functions",
+        "self.str.find(')') == ''",
+        REGEX_AT_BUILD,
+    ),
+    (
+        "stdlib regex functions",
+        "self.str.findAll(')') == []",
+        REGEX_AT_BUILD,
+    ),
+    (
+        "stdlib regex functions",
+        "self.str.findAll(')', 1) == []",
+        REGEX_AT_BUILD,
+    ),
+    (
+        "stdlib regex functions",
+        "self.str.matches('x++')",
+        "Rust's regex accepts the nested repetition `x++` that Go's RE2 refuses",
+    ),
+    (
+        "optionals",
+        "self.presentObj.?presentStr.optMap(v, v == 'value').hasValue()",
+        OPT_MAP,
+    ),
+    (
+        "optionals",
+        "self.?absentObj.?absentStr.optMap(v, v == 'value').hasValue() == false",
+        OPT_MAP,
+    ),
+    (
+        "optionals",
+        "self.m[?'k'].optMap(v, v == 'v').hasValue()",
+        OPT_MAP,
+    ),
+    (
+        "optionals",
+        "self.l[?0].optMap(v, v == 'a').hasValue()",
+        OPT_MAP,
+    ),
 ];
 
 /// What upstream's validator reports for a rule on the case's object: `Ok(cost)` when the rule
@@ -77,9 +177,12 @@ fn validate(case: &Json, rule: &str, root: bool) -> Result<u64, String> {
     if let Some(sizes) = schema_sizes(schema, root) {
         env = env.with_sizes(Arc::new(sizes));
     }
-    let program = env
-        .compile(rule)
-        .map_err(|e| invalid(format!("rule compile error: compilation failed: {}", e.text)))?;
+    let program = env.compile(rule).map_err(|e| {
+        invalid(format!(
+            "rule compile error: compilation failed: {}",
+            e.text
+        ))
+    })?;
     if !matches!(program.result_type, Type::Bool | Type::Dyn) {
         return Err(invalid(
             "rule compile error: cel expression must evaluate to a bool".into(),
@@ -204,7 +307,10 @@ fn upstream_validation_table_gives_upstream_results() {
         .iter()
         .filter(|k| !seen_known.contains(k))
         .collect();
-    assert!(stale.is_empty(), "known differences not in the table: {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "known differences not in the table: {stale:?}"
+    );
     assert!(
         known_passing.is_empty(),
         "these known differences pass now; remove them from KNOWN_DIFFERENCES:\n{}",

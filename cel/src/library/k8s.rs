@@ -182,9 +182,10 @@ fn parse_request_uri(raw: &str) -> Result<Url, String> {
         },
         None => host.rfind(':').map_or("", |i| &host[i..]),
     };
-    if !after_address.is_empty()
-        && !(after_address.starts_with(':') && after_address[1..].bytes().all(|b| b.is_ascii_digit()))
-    {
+    let port_ok = after_address.is_empty()
+        || (after_address.starts_with(':')
+            && after_address[1..].bytes().all(|b| b.is_ascii_digit()));
+    if !port_ok {
         return Err(format!(
             "parse {raw:?}: invalid port {after_address:?} after host"
         ));

@@ -207,7 +207,6 @@ pub(crate) fn err(message: impl Into<String>) -> EvalError {
     EvalError::new(message)
 }
 
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -216,15 +215,67 @@ mod tests {
     /// (`common/stdlib/standard.go`), the extended strings (`ext/strings.go`, version 2 as
     /// Kubernetes configures it), sets (`ext/sets.go`) and optional types (`cel/library.go`).
     const CEL_GO: [&str; 61] = [
-        "!_", "-_", "@in", "_!=_", "_%_", "_*_", "_+_", "_-_", "_/_", "_<=_", "_<_", "_==_",
-        "_>=_", "_>_", "bool", "bytes", "contains", "double", "duration", "dyn", "endsWith",
-        "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear", "getHours",
-        "getMilliseconds", "getMinutes", "getMonth", "getSeconds", "int", "matches", "size",
-        "startsWith", "string", "timestamp", "type", "uint", "charAt", "indexOf",
-        "lastIndexOf", "lowerAscii", "upperAscii", "replace", "split", "substring", "trim",
-        "join", "format", "strings.quote", "sets.contains", "sets.equivalent",
-        "sets.intersects", "optional.none", "optional.of", "optional.ofNonZeroValue", "or",
-        "orValue", "hasValue", "value",
+        "!_",
+        "-_",
+        "@in",
+        "_!=_",
+        "_%_",
+        "_*_",
+        "_+_",
+        "_-_",
+        "_/_",
+        "_<=_",
+        "_<_",
+        "_==_",
+        "_>=_",
+        "_>_",
+        "bool",
+        "bytes",
+        "contains",
+        "double",
+        "duration",
+        "dyn",
+        "endsWith",
+        "getDate",
+        "getDayOfMonth",
+        "getDayOfWeek",
+        "getDayOfYear",
+        "getFullYear",
+        "getHours",
+        "getMilliseconds",
+        "getMinutes",
+        "getMonth",
+        "getSeconds",
+        "int",
+        "matches",
+        "size",
+        "startsWith",
+        "string",
+        "timestamp",
+        "type",
+        "uint",
+        "charAt",
+        "indexOf",
+        "lastIndexOf",
+        "lowerAscii",
+        "upperAscii",
+        "replace",
+        "split",
+        "substring",
+        "trim",
+        "join",
+        "format",
+        "strings.quote",
+        "sets.contains",
+        "sets.equivalent",
+        "sets.intersects",
+        "optional.none",
+        "optional.of",
+        "optional.ofNonZeroValue",
+        "or",
+        "orValue",
+        "hasValue",
+        "value",
     ];
 
     /// Upstream's named formats (`ConstantFormats` of `pkg/cel/library/format.go`): each is
@@ -250,7 +301,10 @@ mod tests {
     /// (`staging/src/k8s.io/apiserver/pkg/cel/environment/base.go` of v0.32.0 adds neither
     /// library), so not built here (docs/webhooks-and-cel.md).
     const NOT_IN_THE_ENVIRONMENT: [(&str, &str); 6] = [
-        ("isSemver", "semver library: not in the 1.32 base environment"),
+        (
+            "isSemver",
+            "semver library: not in the 1.32 base environment",
+        ),
         ("major", "semver library: not in the 1.32 base environment"),
         ("minor", "semver library: not in the 1.32 base environment"),
         ("patch", "semver library: not in the 1.32 base environment"),
@@ -284,7 +338,10 @@ mod tests {
             .iter()
             .filter(|n| !not_built.contains(*n) && !super::LIBRARY.has(n))
             .collect();
-        assert!(missing.is_empty(), "upstream's functions missing: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "upstream's functions missing: {missing:?}"
+        );
         let stale: Vec<_> = not_built
             .iter()
             .filter(|n| !listed.contains(*n) || super::LIBRARY.has(n))
@@ -297,9 +354,7 @@ mod tests {
         let unexpected: Vec<_> = super::LIBRARY
             .functions
             .keys()
-            .filter(|n| {
-                !listed.contains(*n) && !CEL_GO.contains(n) && !formats.contains(**n)
-            })
+            .filter(|n| !listed.contains(*n) && !CEL_GO.contains(n) && !formats.contains(**n))
             .collect();
         assert!(
             unexpected.is_empty(),

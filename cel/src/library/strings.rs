@@ -269,7 +269,8 @@ fn format(a: &[Value]) -> R {
                     // cel-go prints `%e` through golang.org/x/text's printer in its default
                     // locale: `3.140000 × 10⁰⁰` (narrow no-break spaces, a superscript
                     // exponent of at least two digits, `⁻` when negative).
-                    const SUPERSCRIPT: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
+                    const SUPERSCRIPT: [char; 10] =
+                        ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
                     let t = format!("{d:.p$e}");
                     let (m, e) = t.split_once('e').unwrap_or((&t, "0"));
                     let (negative, digits) = match e.strip_prefix('-') {
@@ -526,7 +527,14 @@ pub(super) fn register(lib: &mut Library) {
     );
     m(lib, "trim", vec![st()], st(), trim);
     lib.add("join", true, vec![T::list(st())], st(), join, join_cost);
-    lib.add("join", true, vec![T::list(st()), st()], st(), join, join_cost);
+    lib.add(
+        "join",
+        true,
+        vec![T::list(st()), st()],
+        st(),
+        join,
+        join_cost,
+    );
     m(lib, "format", vec![st(), T::list(T::Dyn)], st(), format);
     lib.add(
         "strings.quote",
@@ -585,7 +593,14 @@ pub(super) fn register(lib: &mut Library) {
         (T::Duration, |a| empty_or(a, Value::Duration(0))),
     ];
     for (t, f) in sums {
-        lib.add("sum", true, vec![T::list(t.clone())], t, f, list_traversal_cost);
+        lib.add(
+            "sum",
+            true,
+            vec![T::list(t.clone())],
+            t,
+            f,
+            list_traversal_cost,
+        );
     }
     lib.add(
         "indexOf",
@@ -646,7 +661,10 @@ fn traversal(v: &Value) -> u64 {
         Value::String(s) => (s.len() as f64 * 0.1) as u64,
         Value::Bytes(b) => (b.len() as f64 * 0.1) as u64,
         Value::List(l) => l.iter().map(traversal).sum(),
-        Value::Map(m) => m.iter().map(|(k, v)| traversal(&k.to_value()) + traversal(v)).sum(),
+        Value::Map(m) => m
+            .iter()
+            .map(|(k, v)| traversal(&k.to_value()) + traversal(v))
+            .sum(),
         _ => 1,
     }
 }
