@@ -208,3 +208,30 @@ fn authorizer_values_do_not_compare() {
         Ok(Value::Bool(true))
     ));
 }
+
+/// Patterns are read as Go's RE2 reads them: a repeated repetition operator is refused
+/// (`invalid nested repetition operator`, when a literal pattern compiles), while a
+/// non-greedy one, flags and operators inside a class are not repetitions.
+#[test]
+fn patterns_refuse_what_re2_refuses() {
+    for pattern in ["x++", "x**", "x*+", "x{2}*", "x*??"] {
+        let err = Env::new()
+            .compile(&format!("'x'.matches('{pattern}')"))
+            .map(|_| ())
+            .expect_err(pattern);
+        assert_eq!(err.messages, ["invalid matches argument"], "{pattern}");
+        let dynamic = eval(&format!(
+            "'x'.matches(self.name.substring(0, 0) + '{pattern}')"
+        ));
+        assert!(
+            matches!(&dynamic, Err(e) if e.contains("invalid nested repetition operator")),
+            "{pattern}: {dynamic:?}"
+        );
+    }
+    for pattern in ["x*?", "x+?", "(?i)X", "[+*?]+", "x{2,}", "[[:alpha:]]*"] {
+        assert!(
+            eval(&format!("'x'.matches('{pattern}') || true")).is_ok(),
+            "{pattern}"
+        );
+    }
+}

@@ -135,11 +135,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
         REGEX_AT_BUILD,
     ),
     (
-        "stdlib regex functions",
-        "self.str.matches('x++')",
-        "Rust's regex accepts the nested repetition `x++` that Go's RE2 refuses",
-    ),
-    (
         "optionals",
         "self.presentObj.?presentStr.optMap(v, v == 'value').hasValue()",
         OPT_MAP,

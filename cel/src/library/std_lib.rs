@@ -396,12 +396,96 @@ fn ends_with(a: &[Value]) -> R {
 /// A RE2 pattern compiled by the regex crate (the same syntax, linear time), as cel-go's
 /// `matches` and the regex library use it; the error reads as Go's `regexp` error.
 pub(crate) fn compile_regex(pattern: &str) -> Result<regex::Regex, EvalError> {
+    if let Some(ops) = nested_repetition(pattern) {
+        return Err(err(format!(
+            "error parsing regexp: invalid nested repetition operator: `{ops}`"
+        )));
+    }
     regex::Regex::new(pattern).map_err(|e| {
         err(format!(
             "error parsing regexp: {}",
             e.to_string().lines().last().unwrap_or_default().trim()
         ))
     })
+}
+
+/// A repetition operator repeated (`a**`, `a++`, `a*+`, `a{2}*`, `a*??`), which Go's RE2
+/// parser refuses (`regexp/syntax/parse.go`, `repeat`: Perl does not stack repetitions) and
+/// Rust's regex takes: the operators, as Go quotes them.
+fn nested_repetition(pattern: &str) -> Option<String> {
+    let b: Vec<char> = pattern.chars().collect();
+    let mut i = 0;
+    // Where the repetition operator that ends at `i` starts.
+    let mut last_repeat: Option<usize> = None;
+    while i < b.len() {
+        let op_len = match b[i] {
+            '*' | '+' | '?' => Some(1),
+            '{' => brace_repeat_len(&b[i..]),
+            _ => None,
+        };
+        if let Some(n) = op_len {
+            let mut end = i + n;
+            if b.get(end) == Some(&'?') {
+                end += 1;
+            }
+            if let Some(start) = last_repeat {
+                return Some(b[start..end].iter().collect());
+            }
+            // `(?` opens flags or a named group: not a repetition.
+            last_repeat = (i == 0 || b[i - 1] != '(').then_some(i);
+            i = end;
+            continue;
+        }
+        last_repeat = None;
+        match b[i] {
+            '\\' => i += 2,
+            '[' => {
+                i += 1;
+                if b.get(i) == Some(&'^') {
+                    i += 1;
+                }
+                if b.get(i) == Some(&']') {
+                    i += 1;
+                }
+                while i < b.len() && b[i] != ']' {
+                    if b[i] == '\\' {
+                        i += 1;
+                    } else if b[i] == '[' && b.get(i + 1) == Some(&':') {
+                        // `[:alpha:]`
+                        while i + 1 < b.len() && !(b[i] == ':' && b[i + 1] == ']') {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The length of a counted repetition `{n}`, `{n,}`, `{n,m}` at the start of `b`; `None`
+/// where the brace is a literal.
+fn brace_repeat_len(b: &[char]) -> Option<usize> {
+    let mut i = 1;
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while b.get(*i).is_some_and(char::is_ascii_digit) {
+            *i += 1;
+        }
+        *i > start
+    };
+    if !digits(&mut i) {
+        return None;
+    }
+    if b.get(i) == Some(&',') {
+        i += 1;
+        digits(&mut i);
+    }
+    (b.get(i) == Some(&'}')).then_some(i + 1)
 }
 
 fn matches(a: &[Value]) -> R {
