@@ -40,7 +40,6 @@ TOKEN = re.compile(r"""
 def go_unquote(s):
     """An interpreted Go string literal's value."""
     body = s[1:-1]
-    out = []
     i = 0
     simple = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "a": "\a",
               "b": "\b", "f": "\f", "v": "\v"}
@@ -69,8 +68,7 @@ def go_unquote(s):
             i += 4
         else:
             raise Untranslatable(f"string escape \\{d}")
-    out.append(raw.decode())
-    return "".join(out)
+    return raw.decode()
 
 
 def tokenize(text):
@@ -393,7 +391,7 @@ class Parser:
             if re.fullmatch(r"\d+", text):
                 return int(text)
             return Float(float(text))
-        if text in ("map", "[", "interface") or (text == "*" and False):
+        if text in ("map", "[", "interface"):
             typ = self.parse_type()
             return self.composite(typ)
         if kind == "ident":
