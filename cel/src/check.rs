@@ -55,6 +55,8 @@ pub(crate) enum Node {
         entries: Vec<(Node, Node, bool)>,
     },
     Comprehension(Box<Comprehension>),
+    /// A two-variable comprehension (`l.all(i, v, p)`, `m.transformMap(k, v, e)`).
+    TwoVar(Box<TwoVar>),
     /// `variables.<name>` of an admission policy: evaluated lazily, once per request, by the
     /// activation ([`crate::Activation::variable`]).
     Variable(Arc<str>),
@@ -69,6 +71,46 @@ pub(crate) struct Comprehension {
     pub(crate) cond: Node,
     pub(crate) step: Node,
     pub(crate) result: Node,
+}
+
+/// The two-variable comprehensions of cel-go's `ext.TwoVarComprehensions` (in Kubernetes'
+/// environment since 1.32, `staging/src/k8s.io/apiserver/pkg/cel/environment/base.go`),
+/// which cel-rust's parser leaves as calls: over a list the variables are the index and the
+/// item, over a map the key and the value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum TwoVarKind {
+    All,
+    Exists,
+    ExistsOne,
+    TransformList,
+    TransformMap,
+    TransformMapEntry,
+}
+
+impl TwoVarKind {
+    /// The comprehension a member call `name` with `args` arguments is.
+    fn of(name: &str, args: usize) -> Option<TwoVarKind> {
+        Some(match (name, args) {
+            ("all", 3) => TwoVarKind::All,
+            ("exists", 3) => TwoVarKind::Exists,
+            ("existsOne", 3) => TwoVarKind::ExistsOne,
+            ("transformList", 3 | 4) => TwoVarKind::TransformList,
+            ("transformMap", 3 | 4) => TwoVarKind::TransformMap,
+            ("transformMapEntry", 3 | 4) => TwoVarKind::TransformMapEntry,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct TwoVar {
+    pub(crate) kind: TwoVarKind,
+    pub(crate) range: Node,
+    pub(crate) first: Arc<str>,
+    pub(crate) second: Arc<str>,
+    /// The optional filter of the transforms.
+    pub(crate) filter: Option<Node>,
+    pub(crate) body: Node,
 }
 
 /// The variable holding an admission policy's composited variables (upstream's
@@ -567,6 +609,13 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        if let Some(target) = &call.target
+            && let Some(kind) = TwoVarKind::of(name, call.args.len())
+            && let (Expr::Ident(first), Expr::Ident(second)) =
+                (&call.args[0].expr, &call.args[1].expr)
+        {
+            return self.two_var(id, kind, target, first, second, &call.args[2..]);
+        }
         match &call.target {
             Some(target) => {
                 let (t, tt) = self.check(target);
@@ -574,6 +623,85 @@ impl<'a> Checker<'a> {
             }
             None => self.resolve_call(id, name.into(), false, &call.args, None),
         }
+    }
+
+    /// Checks a two-variable comprehension over `target`; `rest` is the optional filter and
+    /// the body.
+    fn two_var(
+        &mut self,
+        id: u64,
+        kind: TwoVarKind,
+        target: &IdedExpr,
+        first: &str,
+        second: &str,
+        rest: &[IdedExpr],
+    ) -> (Node, Type) {
+        let (range, range_t) = self.check(target);
+        let (first_t, second_t) = match &range_t {
+            Type::List(t) => (Type::Int, (**t).clone()),
+            Type::Map(k, v) => ((**k).clone(), (**v).clone()),
+            Type::Dyn => (Type::Dyn, Type::Dyn),
+            other => {
+                self.issue(
+                    target.id,
+                    format!(
+                        "expression of type '{other}' cannot be range of a comprehension (must be list, map, or dynamic)"
+                    ),
+                );
+                (Type::Dyn, Type::Dyn)
+            }
+        };
+        self.scopes.push((first.to_string(), first_t.clone()));
+        self.scopes.push((second.to_string(), second_t));
+        let filter = match rest {
+            [filter, _] => {
+                let (node, t) = self.check(filter);
+                if !matches!(t, Type::Bool | Type::Dyn) {
+                    self.issue(filter.id, format!("expected type 'bool' but found '{t}'"));
+                }
+                Some(node)
+            }
+            _ => None,
+        };
+        let body_expr = &rest[rest.len() - 1];
+        let (body, body_t) = self.check(body_expr);
+        self.scopes.pop();
+        self.scopes.pop();
+        let result_t = match kind {
+            TwoVarKind::All | TwoVarKind::Exists | TwoVarKind::ExistsOne => {
+                if !matches!(body_t, Type::Bool | Type::Dyn) {
+                    self.issue(
+                        body_expr.id,
+                        format!("expected type 'bool' but found '{body_t}'"),
+                    );
+                }
+                Type::Bool
+            }
+            TwoVarKind::TransformList => Type::list(body_t),
+            TwoVarKind::TransformMap => Type::map(first_t, body_t),
+            TwoVarKind::TransformMapEntry => match body_t {
+                t @ (Type::Map(..) | Type::Dyn) => t,
+                other => {
+                    self.issue(
+                        body_expr.id,
+                        format!("expected type 'map' but found '{other}'"),
+                    );
+                    Type::Dyn
+                }
+            },
+        };
+        self.types.insert(id, result_t.clone());
+        (
+            Node::TwoVar(Box::new(TwoVar {
+                kind,
+                range,
+                first: first.into(),
+                second: second.into(),
+                filter,
+                body,
+            })),
+            result_t,
+        )
     }
 
     fn expect_bool(&mut self, name: &str, id: u64, types: &[Type]) {

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::check::Node;
+use crate::check::{Node, TwoVar, TwoVarKind};
 use crate::error::EvalError;
 use crate::library::{LIBRARY, no_such_overload, value_matches};
 use crate::value::{Key, MapValue, Value};
@@ -292,6 +292,7 @@ impl<'a> Interpreter<'a> {
                     .variable(name)
                     .unwrap_or_else(|| Err(EvalError::new(format!("no such key: {name}"))))
             }
+            Node::TwoVar(c) => self.two_var(c),
             Node::Comprehension(c) => {
                 let range = self.eval(&c.range)?;
                 let items: Vec<Value> = match &range {
@@ -337,6 +338,99 @@ impl<'a> Interpreter<'a> {
                 result
             }
         }
+    }
+}
+
+impl Interpreter<'_> {
+    /// A two-variable comprehension, with the error handling of the fold cel-go expands it
+    /// to (`ext/comprehensions.go`): `all` is false and `exists` true as soon as an element
+    /// decides it, whatever errors other elements gave; otherwise an error is the result.
+    fn two_var(&mut self, c: &TwoVar) -> R {
+        let range = self.eval(&c.range)?;
+        let pairs: Vec<(Value, Value)> = match &range {
+            Value::List(l) => l
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (Value::Int(i as i64), v.clone()))
+                .collect(),
+            Value::Map(m) => m.iter().map(|(k, v)| (k.to_value(), v.clone())).collect(),
+            _ => return Err(no_such_overload()),
+        };
+        let mut error: Option<EvalError> = None;
+        let mut count = 0;
+        let mut list = Vec::new();
+        let mut map = MapValue::new();
+        for (first, second) in pairs {
+            self.locals.push((c.first.clone(), Ok(first.clone())));
+            self.locals.push((c.second.clone(), Ok(second)));
+            let outcome = self.two_var_element(c);
+            self.locals.truncate(self.locals.len() - 2);
+            let value = match outcome {
+                Ok(Some(v)) => v,
+                Ok(None) => continue,
+                Err(e) if e.cost_exceeded => return Err(e),
+                Err(e) => {
+                    if matches!(
+                        c.kind,
+                        TwoVarKind::All | TwoVarKind::Exists | TwoVarKind::ExistsOne
+                    ) {
+                        error.get_or_insert(e);
+                        continue;
+                    }
+                    return Err(e);
+                }
+            };
+            match (c.kind, value) {
+                (TwoVarKind::All, Value::Bool(false)) => return Ok(Value::Bool(false)),
+                (TwoVarKind::Exists, Value::Bool(true)) => return Ok(Value::Bool(true)),
+                (TwoVarKind::All | TwoVarKind::Exists, Value::Bool(_)) => {}
+                (TwoVarKind::ExistsOne, Value::Bool(b)) => count += usize::from(b),
+                (TwoVarKind::TransformList, v) => list.push(v),
+                (TwoVarKind::TransformMap, v) => {
+                    let key = Key::from_value(&first).ok_or_else(no_such_overload)?;
+                    map.insert(key, v);
+                }
+                (TwoVarKind::TransformMapEntry, Value::Map(entries)) => {
+                    for (k, v) in entries.iter() {
+                        if map.insert(k.clone(), v.clone()).is_some() {
+                            // cel-go's `mutableMap.Insert`, the key printed with Go's `%v`.
+                            let key = match k.to_value() {
+                                Value::String(s) => s.to_string(),
+                                other => other.to_string(),
+                            };
+                            return Err(EvalError::new(format!(
+                                "insert failed: key {key} already exists"
+                            )));
+                        }
+                    }
+                }
+                _ => {
+                    error.get_or_insert_with(no_such_overload);
+                }
+            }
+        }
+        if let Some(e) = error {
+            return Err(e);
+        }
+        Ok(match c.kind {
+            TwoVarKind::All => Value::Bool(true),
+            TwoVarKind::Exists => Value::Bool(false),
+            TwoVarKind::ExistsOne => Value::Bool(count == 1),
+            TwoVarKind::TransformList => Value::list(list),
+            TwoVarKind::TransformMap | TwoVarKind::TransformMapEntry => Value::Map(Arc::new(map)),
+        })
+    }
+
+    /// The body's value for the element the variables hold; `None` when the filter drops it.
+    fn two_var_element(&mut self, c: &TwoVar) -> Result<Option<Value>, EvalError> {
+        if let Some(filter) = &c.filter {
+            match self.eval(filter)? {
+                Value::Bool(true) => {}
+                Value::Bool(false) => return Ok(None),
+                _ => return Err(no_such_overload()),
+            }
+        }
+        self.eval(&c.body).map(Some)
     }
 }
 

@@ -235,3 +235,40 @@ fn patterns_refuse_what_re2_refuses() {
         );
     }
 }
+
+/// cel-go's two-variable comprehensions (`ext/comprehensions.go`): index and item over a
+/// list, key and value over a map; errors fold as in the one-variable macros.
+#[test]
+fn two_variable_comprehensions() {
+    let truths = [
+        "[10, 20].all(i, v, v == (i + 1) * 10)",
+        "{'a': 1, 'b': 2}.exists(k, v, k == 'b' && v == 2)",
+        "[0, 5, 6].existsOne(i, v, i == v)",
+        "[1, 2].transformList(i, v, i + v) == [1, 3]",
+        "[1, 2, 3].transformList(i, v, v > 1, v * 10) == [20, 30]",
+        "{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}",
+        "{'a': 1, 'b': 2}.transformMapEntry(k, v, v > 1, {k + k: v}) == {'bb': 2}",
+        "self.labels.exists(k, v, v == 'b')",
+        // an error on one element does not decide `exists` when another is true
+        "[0, 1].exists(i, v, 1 / v == 1)",
+    ];
+    for t in truths {
+        assert!(
+            matches!(eval(t), Ok(Value::Bool(true))),
+            "{t}: {:?}",
+            eval(t)
+        );
+    }
+    let all = eval("[0, 1].all(i, v, 1 / v == 1)");
+    assert!(matches!(&all, Err(e) if e == "division by zero"), "{all:?}");
+    let duplicate = eval("{'a': 1, 'b': 2}.transformMapEntry(k, v, {'x': v})");
+    assert!(
+        matches!(&duplicate, Err(e) if e == "insert failed: key x already exists"),
+        "{duplicate:?}"
+    );
+    let issue = Env::new()
+        .compile("[1].transformMapEntry(i, v, v)")
+        .map(|_| ())
+        .expect_err("not a map");
+    assert_eq!(issue.messages, ["expected type 'map' but found 'int'"]);
+}

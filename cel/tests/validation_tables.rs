@@ -17,7 +17,6 @@ use kubemock_cel::schema::{schema_sizes, schema_type, to_value};
 use kubemock_cel::{COST_LIMIT_MESSAGE, Env, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, Type, Value};
 use serde_json::Value as Json;
 
-const TWO_VARIABLE: &str = "two-variable comprehensions (cel-go ext.TwoVarComprehensions, in the 1.32 environment) are not built: cel-rust's parser does not expand them";
 const OPT_MAP: &str = "the optMap macro is not built: cel-rust's parser does not expand it";
 const INVALID_DATA: &str = "values are not checked against the schema as they are read: kubemock's CRD layer validates the object before its rules run, so no `invalid data` error";
 const REGEX_AT_BUILD: &str = "a constant find/findAll pattern is checked when the rule runs, not when the program is built, and Rust's regex words its errors differently from Go's";
@@ -33,79 +32,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
         "conversions",
         "string(self.val11) == self.val10",
         "timestamps keep no zone offset: string() prints UTC where cel-go keeps the +01:00 the value was written with",
-    ),
-    ("map access", "self.val.all(k, v, v > 0)", TWO_VARIABLE),
-    ("map access", "self.val.exists(k, v, v == 2)", TWO_VARIABLE),
-    (
-        "map access",
-        "self.val.existsOne(k, v, v == 2)",
-        TWO_VARIABLE,
-    ),
-    (
-        "map access",
-        "self.val.transformMap(k, v, v > 1, v + 1).size() == 1",
-        TWO_VARIABLE,
-    ),
-    (
-        "map access",
-        "self.val.transformMap(k, v, v + 1).size() == 2",
-        TWO_VARIABLE,
-    ),
-    (
-        "map access",
-        "self.val.transformMapEntry(k, v, v > 1, {k + '2': v + 1}).size() == 1",
-        TWO_VARIABLE,
-    ),
-    (
-        "map access",
-        "self.val.transformMapEntry(k, v, {k + '2': v + 1}).size() == 2",
-        TWO_VARIABLE,
-    ),
-    (
-        "listMap access",
-        "!self.listMap.all(i, m, has(m.v2) && m.v2 != 'z')",
-        TWO_VARIABLE,
-    ),
-    (
-        "listMap access",
-        "self.listMap.exists(i, m, has(m.v2) && m.v2 == 'z')",
-        TWO_VARIABLE,
-    ),
-    (
-        "listMap access",
-        "self.listMap.existsOne(i, m, has(m.v2) && m.v2 == 'z')",
-        TWO_VARIABLE,
-    ),
-    (
-        "listMap access",
-        "self.listMap.transformList(i, m, has(m.v2) && m.v2 == 'z', m.v2).size() == 1",
-        TWO_VARIABLE,
-    ),
-    (
-        "listMap access",
-        "self.listMap.transformList(i, m, m.v).size() == 3",
-        TWO_VARIABLE,
-    ),
-    ("list access", "self.array.all(i, e, e > 0)", TWO_VARIABLE),
-    (
-        "list access",
-        "self.array.exists(i, e, e > 2)",
-        TWO_VARIABLE,
-    ),
-    (
-        "list access",
-        "self.array.existsOne(i, e, e > 4)",
-        TWO_VARIABLE,
-    ),
-    (
-        "list access",
-        "self.array.transformList(i, e, e > 2, e * 2).size() > 0",
-        TWO_VARIABLE,
-    ),
-    (
-        "list access",
-        "self.array.transformList(i, e, e * 2).size() > 0",
-        TWO_VARIABLE,
     ),
     (
         "escaping",
