@@ -57,6 +57,14 @@ pub(crate) enum Node {
     Comprehension(Box<Comprehension>),
     /// A two-variable comprehension (`l.all(i, v, p)`, `m.transformMap(k, v, e)`).
     TwoVar(Box<TwoVar>),
+    /// `o.optMap(v, e)` (`flat`: `o.optFlatMap(v, e)`, `e` being optional itself): cel-go's
+    /// optional macros, which cel-rust's parser leaves as calls.
+    OptMap {
+        target: Box<Node>,
+        var: Arc<str>,
+        body: Box<Node>,
+        flat: bool,
+    },
     /// `variables.<name>` of an admission policy: evaluated lazily, once per request, by the
     /// activation ([`crate::Activation::variable`]).
     Variable(Arc<str>),
@@ -610,6 +618,13 @@ impl<'a> Checker<'a> {
             }
         }
         if let Some(target) = &call.target
+            && matches!(name, "optMap" | "optFlatMap")
+            && let [var, body] = call.args.as_slice()
+            && let Expr::Ident(var) = &var.expr
+        {
+            return self.opt_map(id, name == "optFlatMap", target, var, body);
+        }
+        if let Some(target) = &call.target
             && let Some(kind) = TwoVarKind::of(name, call.args.len())
             && let (Expr::Ident(first), Expr::Ident(second)) =
                 (&call.args[0].expr, &call.args[1].expr)
@@ -623,6 +638,60 @@ impl<'a> Checker<'a> {
             }
             None => self.resolve_call(id, name.into(), false, &call.args, None),
         }
+    }
+
+    /// Checks `target.optMap(var, body)` (`flat`: `optFlatMap`, cel-go's `cel/macro.go`
+    /// optional macros).
+    fn opt_map(
+        &mut self,
+        id: u64,
+        flat: bool,
+        target: &IdedExpr,
+        var: &str,
+        body: &IdedExpr,
+    ) -> (Node, Type) {
+        let (target_node, target_t) = self.check(target);
+        let inner = match target_t {
+            Type::Optional(t) => *t,
+            Type::Dyn => Type::Dyn,
+            other => {
+                let name = if flat { "optFlatMap" } else { "optMap" };
+                self.issue(
+                    id,
+                    format!(
+                        "found no matching overload for '{name}' applied to '{other}.(dyn, dyn)'"
+                    ),
+                );
+                Type::Dyn
+            }
+        };
+        self.scopes.push((var.to_string(), inner));
+        let (body_node, body_t) = self.check(body);
+        self.scopes.pop();
+        let result_t = if flat {
+            match body_t {
+                t @ (Type::Optional(_) | Type::Dyn) => t,
+                other => {
+                    self.issue(
+                        body.id,
+                        format!("expected type 'optional_type' but found '{other}'"),
+                    );
+                    Type::Dyn
+                }
+            }
+        } else {
+            Type::optional(body_t)
+        };
+        self.types.insert(id, result_t.clone());
+        (
+            Node::OptMap {
+                target: Box::new(target_node),
+                var: var.into(),
+                body: Box::new(body_node),
+                flat,
+            },
+            result_t,
+        )
     }
 
     /// Checks a two-variable comprehension over `target`; `rest` is the optional filter and

@@ -293,6 +293,25 @@ impl<'a> Interpreter<'a> {
                     .unwrap_or_else(|| Err(EvalError::new(format!("no such key: {name}"))))
             }
             Node::TwoVar(c) => self.two_var(c),
+            Node::OptMap {
+                target,
+                var,
+                body,
+                flat,
+            } => match self.eval(target)? {
+                Value::Optional(None) => Ok(Value::Optional(None)),
+                Value::Optional(Some(v)) => {
+                    self.locals.push((var.clone(), Ok(v.as_ref().clone())));
+                    let result = self.eval(body);
+                    self.locals.pop();
+                    match (result?, flat) {
+                        (v @ Value::Optional(_), true) => Ok(v),
+                        (_, true) => Err(no_such_overload()),
+                        (v, false) => Ok(Value::Optional(Some(Arc::new(v)))),
+                    }
+                }
+                _ => Err(no_such_overload()),
+            },
             Node::Comprehension(c) => {
                 let range = self.eval(&c.range)?;
                 let items: Vec<Value> = match &range {

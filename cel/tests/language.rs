@@ -272,3 +272,31 @@ fn two_variable_comprehensions() {
         .expect_err("not a map");
     assert_eq!(issue.messages, ["expected type 'map' but found 'int'"]);
 }
+
+/// cel-go's optional macros (`cel/macro.go`): `optMap` maps a present value, `optFlatMap`
+/// maps it to an optional; an absent value stays absent.
+#[test]
+fn optional_macros() {
+    let truths = [
+        "optional.of(2).optMap(v, v * 2) == optional.of(4)",
+        "optional.none().optMap(v, v * 2) == optional.none()",
+        "self.?name.optMap(n, n.size()).value() == 5",
+        "optional.of(2).optFlatMap(v, v > 1 ? optional.of(v) : optional.none()) == optional.of(2)",
+        "optional.of(0).optFlatMap(v, v > 1 ? optional.of(v) : optional.none()) == optional.none()",
+    ];
+    for t in truths {
+        assert!(
+            matches!(eval(t), Ok(Value::Bool(true))),
+            "{t}: {:?}",
+            eval(t)
+        );
+    }
+    let issue = Env::new()
+        .compile("optional.of(1).optFlatMap(v, v)")
+        .map(|_| ())
+        .expect_err("not optional");
+    assert_eq!(
+        issue.messages,
+        ["expected type 'optional_type' but found 'int'"]
+    );
+}

@@ -17,7 +17,6 @@ use kubemock_cel::schema::{schema_sizes, schema_type, to_value};
 use kubemock_cel::{COST_LIMIT_MESSAGE, Env, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, Type, Value};
 use serde_json::Value as Json;
 
-const OPT_MAP: &str = "the optMap macro is not built: cel-rust's parser does not expand it";
 const INVALID_DATA: &str = "values are not checked against the schema as they are read: kubemock's CRD layer validates the object before its rules run, so no `invalid data` error";
 const REGEX_AT_BUILD: &str = "a constant find/findAll pattern is checked when the rule runs, not when the program is built, and Rust's regex words its errors differently from Go's";
 
@@ -59,26 +58,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
         "stdlib regex functions",
         "self.str.findAll(')', 1) == []",
         REGEX_AT_BUILD,
-    ),
-    (
-        "optionals",
-        "self.presentObj.?presentStr.optMap(v, v == 'value').hasValue()",
-        OPT_MAP,
-    ),
-    (
-        "optionals",
-        "self.?absentObj.?absentStr.optMap(v, v == 'value').hasValue() == false",
-        OPT_MAP,
-    ),
-    (
-        "optionals",
-        "self.m[?'k'].optMap(v, v == 'v').hasValue()",
-        OPT_MAP,
-    ),
-    (
-        "optionals",
-        "self.l[?0].optMap(v, v == 'a').hasValue()",
-        OPT_MAP,
     ),
 ];
 
