@@ -91,6 +91,12 @@ pub struct Compiler {
     composition: bool,
     variables: Vec<Variable>,
     variable_types: BTreeMap<String, Type>,
+    /// The type of `object` and `oldObject`; `None` is `dyn` (admission at run time, as
+    /// upstream's `compile.go`; a schema's type only for status type checking,
+    /// [`crate::typecheck`]).
+    object_type: Option<Type>,
+    /// The type of `params` (when declared); `None` is `dyn`.
+    params_type: Option<Type>,
 }
 
 /// `kubernetes.AdmissionRequest` (`BuildRequestType`).
@@ -215,19 +221,32 @@ impl Compiler {
             composition,
             variables: Vec::new(),
             variable_types: BTreeMap::new(),
+            object_type: None,
+            params_type: None,
         }
+    }
+
+    /// Types `object` and `oldObject` as `object`, and `params` (when declared) as `params`,
+    /// instead of `dyn`: upstream's `typeCheckingCompiler` (`policy/validating/
+    /// typechecking.go`), for the warnings of a policy's `status.typeChecking`.
+    #[must_use]
+    pub fn with_types(mut self, object: Option<Type>, params: Option<Type>) -> Compiler {
+        self.object_type = object;
+        self.params_type = params;
+        self
     }
 
     /// The environment; `authorizer` is declared when the configuration declares it and
     /// the expression may see it (`authorizer`: message expressions may not).
     fn env(&self, authorizer: bool) -> Env {
+        let object = self.object_type.clone().unwrap_or(Type::Dyn);
         let mut env = Env::new()
-            .with_var("object", Type::Dyn)
-            .with_var("oldObject", Type::Dyn)
+            .with_var("object", object.clone())
+            .with_var("oldObject", object)
             .with_var("namespaceObject", namespace_type())
             .with_var("request", request_type());
         if self.declarations.params {
-            env = env.with_var("params", Type::Dyn);
+            env = env.with_var("params", self.params_type.clone().unwrap_or(Type::Dyn));
         }
         if self.declarations.authorizer && authorizer {
             env = env
@@ -284,6 +303,14 @@ impl Compiler {
             return Err(format!("must evaluate to {wanted} but got {t}"));
         }
         Ok(program)
+    }
+
+    /// The type checker's issues with `source` (cel-go's `issues.String()`: the
+    /// `ERROR: <input>:1:6: ...` lines with their carets), `None` when it checks; any
+    /// result type is accepted, and `authorizer` is declared, as upstream's
+    /// `typeCheckingCompiler` does.
+    pub fn issues(&self, source: &str) -> Option<String> {
+        self.env(true).compile(source).err().map(|err| err.text)
     }
 
     /// Compiles a variable and adds it to those later expressions may read

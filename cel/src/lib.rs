@@ -23,6 +23,8 @@
 //! - `formats`: the schema `format`s upstream validates.
 //! - `admission`: admission expressions (webhooks' matchConditions, ValidatingAdmissionPolicy
 //!   variables, validations, messages, audit annotations), their variables and budget.
+//! - `typecheck`: a ValidatingAdmissionPolicy's expressions checked against the schemas of
+//!   the kinds it matches (the warnings of its `status.typeChecking`).
 
 pub mod admission;
 pub mod authz;
@@ -31,6 +33,7 @@ pub mod env;
 pub mod error;
 pub mod formats;
 pub mod schema;
+pub mod typecheck;
 pub mod types;
 pub mod value;
 

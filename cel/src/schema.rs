@@ -387,6 +387,150 @@ pub fn schema_sizes(schema: &Json, root: bool) -> Option<DeclSize> {
     }
 }
 
+/// The CEL type upstream's `SchemaDeclType` gives a resolved OpenAPI schema (a built-in
+/// kind's, or a custom resource's as `/openapi/v3` serves it, references populated by
+/// [`populate_refs`]): what a ValidatingAdmissionPolicy's `object` is type-checked against
+/// (`staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating/typechecking.go`).
+///
+/// Unlike [`schema_type`] (a CRD's own structural schema, where kubemock is lenient), it
+/// follows upstream to the letter: a node without a type, an array without items and a map
+/// whose values are not declared are not declared at all (`None`; their field is left
+/// out); `x-kubernetes-preserve-unknown-fields` is ignored, so an object without
+/// properties has no fields; the root (`root`) and embedded resources keep their own
+/// `metadata` when it declares `name` and `generateName` (`WithTypeAndObjectMeta`).
+/// `name` names the root object type in messages (`Deployment`; its fields
+/// `Deployment.spec`, ...).
+pub fn resolved_type(schema: &Json, root: bool, name: &str) -> Option<Type> {
+    if flag(schema, "x-kubernetes-int-or-string") {
+        return Some(Type::Dyn);
+    }
+    let embedded = |s: &Json| flag(s, "x-kubernetes-embedded-resource");
+    match schema.get("type").and_then(Json::as_str) {
+        Some("array") => {
+            let items = schema.get("items").filter(|i| i.is_object())?;
+            Some(Type::list(resolved_type(
+                items,
+                embedded(items),
+                &format!("{name}.@idx"),
+            )?))
+        }
+        Some("object") => {
+            if let Some(values) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                return Some(Type::map(
+                    Type::String,
+                    resolved_type(values, embedded(values), &format!("{name}.@"))?,
+                ));
+            }
+            let meta = root && !has_type_and_object_meta(schema);
+            let mut fields = BTreeMap::new();
+            for (property, child) in schema
+                .get("properties")
+                .and_then(Json::as_object)
+                .into_iter()
+                .flatten()
+            {
+                if meta && matches!(property.as_str(), "kind" | "apiVersion" | "metadata") {
+                    continue;
+                }
+                let child_name = format!("{name}.{property}");
+                if let (Some(t), Some(escaped)) = (
+                    resolved_type(child, embedded(child), &child_name),
+                    escape(property),
+                ) {
+                    fields.insert(escaped, t);
+                }
+            }
+            if meta {
+                fields.insert("apiVersion".into(), Type::String);
+                fields.insert("kind".into(), Type::String);
+                fields.insert("metadata".into(), metadata_type());
+            }
+            Some(Type::Object(Arc::new(ObjectType {
+                name: name.to_owned(),
+                fields,
+            })))
+        }
+        Some("string") => Some(match schema.get("format").and_then(Json::as_str) {
+            Some("byte") => Type::Bytes,
+            Some("duration") => Type::Duration,
+            Some("date" | "date-time") => Type::Timestamp,
+            _ => Type::String,
+        }),
+        Some("integer") => Some(Type::Int),
+        Some("number") => Some(Type::Double),
+        Some("boolean") => Some(Type::Bool),
+        _ => None,
+    }
+}
+
+/// The component `root` (a name under `#/components/schemas/`) with every reference replaced
+/// by what it refers to, as upstream's `PopulateRefs` does
+/// (`staging/src/k8s.io/apiserver/pkg/cel/openapi/resolver/refs.go`): a `$ref`, alone or
+/// wrapped in `allOf` (to keep a description), becomes the referred schema, in properties,
+/// `additionalProperties` and `items`; a reference back into its own chain (a recursive
+/// type: `JSONSchemaProps`) becomes an empty object. `None` when `root` is not found.
+pub fn populate_refs<'a>(root: &str, component: &dyn Fn(&str) -> Option<&'a Json>) -> Option<Json> {
+    let schema = component(root)?;
+    let mut visiting = vec![root.to_owned()];
+    populate(schema, component, &mut visiting)
+}
+
+/// Where component references point.
+const REF_PREFIX: &str = "#/components/schemas/";
+
+/// The reference a schema node is (`$ref`, or one inside `allOf`: upstream's `refOf`).
+fn reference_of(schema: &Json) -> Option<&str> {
+    if let Some(r) = schema.get("$ref").and_then(Json::as_str) {
+        return Some(r);
+    }
+    schema
+        .get("allOf")
+        .and_then(Json::as_array)?
+        .iter()
+        .find_map(reference_of)
+}
+
+fn populate<'a>(
+    schema: &'a Json,
+    component: &dyn Fn(&str) -> Option<&'a Json>,
+    visiting: &mut Vec<String>,
+) -> Option<Json> {
+    let mut pushed = false;
+    let mut node = schema;
+    if let Some(reference) = reference_of(schema) {
+        let name = reference.strip_prefix(REF_PREFIX).unwrap_or(reference);
+        if visiting.iter().any(|v| v == name) {
+            return Some(serde_json::json!({"type": "object"}));
+        }
+        node = component(name)?;
+        visiting.push(name.to_owned());
+        pushed = true;
+    }
+    let result = (|| {
+        let Json::Object(map) = node else {
+            return Some(node.clone());
+        };
+        let mut out = map.clone();
+        if let Some(Json::Object(properties)) = map.get("properties") {
+            let mut populated = serde_json::Map::new();
+            for (name, child) in properties {
+                populated.insert(name.clone(), populate(child, component, visiting)?);
+            }
+            out.insert("properties".to_owned(), Json::Object(populated));
+        }
+        for key in ["additionalProperties", "items"] {
+            if let Some(child) = map.get(key).filter(|c| c.is_object()) {
+                out.insert(key.to_owned(), populate(child, component, visiting)?);
+            }
+        }
+        Some(Json::Object(out))
+    })();
+    if pushed {
+        visiting.pop();
+    }
+    result
+}
+
 /// The CEL value of `json` under `schema` (property names escaped as [`schema_type`]
 /// declares them; a string that does not parse as its format stays a string, the schema
 /// validator reports it).
@@ -494,6 +638,72 @@ mod tests {
         assert_eq!(escape("namespace").as_deref(), Some("__namespace__"));
         assert_eq!(escape("1abc"), None);
         assert_eq!(escape("a b"), None);
+    }
+
+    #[test]
+    fn resolved_types_follow_upstreams_schema_decl_type() {
+        let components = serde_json::json!({
+            "Root": {"type": "object", "properties": {
+                "kind": {"type": "string"}, "apiVersion": {"type": "string"},
+                "metadata": {"$ref": "#/components/schemas/Meta"},
+                "spec": {"allOf": [{"$ref": "#/components/schemas/Spec"}], "description": "d"},
+            }},
+            "Meta": {"type": "object", "properties": {
+                "name": {"type": "string"}, "generateName": {"type": "string"},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}}}},
+            "Spec": {"type": "object", "properties": {
+                "n": {"type": "integer"},
+                "untyped": {"description": "no type"},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                "port": {"x-kubernetes-int-or-string": true},
+                "self": {"$ref": "#/components/schemas/Spec"},
+                "items": {"type": "array", "items": {"$ref": "#/components/schemas/Missing"}},
+            }},
+        });
+        let lookup = |name: &str| components.get(name);
+        // A reference that does not resolve fails the whole, as upstream's resolver.
+        assert_eq!(populate_refs("Root", &lookup), None);
+        let mut components = components.clone();
+        if let Some(Json::Object(spec)) = components.pointer_mut("/Spec/properties") {
+            spec.shift_remove("items");
+        }
+        let lookup = |name: &str| components.get(name);
+        let schema = populate_refs("Root", &lookup).expect("resolves");
+        // The recursive reference is an empty object.
+        assert_eq!(
+            schema.pointer("/properties/spec/properties/self"),
+            Some(&serde_json::json!({"type": "object"}))
+        );
+        let Some(Type::Object(root)) = resolved_type(&schema, true, "Root") else {
+            panic!("an object");
+        };
+        // The metadata declares name and generateName: kept whole.
+        let Some(Type::Object(meta)) = root.fields.get("metadata") else {
+            panic!("metadata is an object");
+        };
+        assert_eq!(
+            meta.fields.get("labels"),
+            Some(&Type::map(Type::String, Type::String))
+        );
+        let Some(Type::Object(spec)) = root.fields.get("spec") else {
+            panic!("spec is an object");
+        };
+        assert_eq!(spec.name, "Root.spec");
+        assert_eq!(spec.fields.get("n"), Some(&Type::Int));
+        assert_eq!(spec.fields.get("port"), Some(&Type::Dyn));
+        assert_eq!(spec.fields.get("untyped"), None);
+        let Some(Type::Object(free)) = spec.fields.get("free") else {
+            panic!("a preserve-unknown object is an object without fields");
+        };
+        assert!(free.fields.is_empty());
+        // A root without metadata gets upstream's kind, apiVersion and metadata.name.
+        let Some(Type::Object(bare)) =
+            resolved_type(&serde_json::json!({"type": "object"}), true, "X")
+        else {
+            panic!("an object");
+        };
+        let names: Vec<&str> = bare.fields.keys().map(String::as_str).collect();
+        assert_eq!(names, ["apiVersion", "kind", "metadata"]);
     }
 
     fn list_schemas() -> (Json, Json, Json, Json) {

@@ -686,3 +686,175 @@ async fn a_policy_asks_rbac_through_the_authorizer_library() {
     let allowed = alice.post(&path, &configmap("two", json!({}))).await;
     assert_eq!(allowed.status, 201, "{}", allowed.body);
 }
+
+/// kubemock's controller manager with only the ValidatingAdmissionPolicy status controller
+/// (kube-controller-manager's, upstream `pkg/controller/validatingadmissionpolicystatus/`),
+/// against the in-process server; `None` against an external server, whose own controller
+/// manager writes the status.
+fn status_controller(h: &Harness) -> Option<tokio_util::sync::CancellationToken> {
+    h.in_process()?;
+    let token = tokio_util::sync::CancellationToken::new();
+    let client =
+        kubemock_client::Client::new(kubemock_client::Config::new(h.url())).expect("a client");
+    let config = kubemock_controllers::ManagerConfig::from_list(
+        "validatingadmissionpolicy-status-controller",
+    )
+    .expect("a known controller");
+    tokio::spawn(kubemock_controllers::run(client, config, token.clone()));
+    Some(token)
+}
+
+/// How long the status controller may take to write a status.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// GETs the policy until its `status.observedGeneration` is `generation` (or panics after
+/// [`SETTLE`]); its status then.
+async fn status_at(h: &Harness, name: &str, generation: i64) -> Value {
+    let deadline = std::time::Instant::now() + SETTLE;
+    loop {
+        let reply = h.get(&format!("{POLICIES}/{name}")).await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        if reply.body["status"]["observedGeneration"] == generation {
+            return reply.body["status"].clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "policy {name} not observed at generation {generation}: {}",
+            reply.body
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Issue 20: a typo in a policy's expression shows in `status.typeChecking` with upstream's
+/// text and fieldRef (`policy/validating/typechecking.go`), written by the status
+/// controller's field manager; a correct policy gets an empty typeChecking; fixing the
+/// expression clears the warning at the next generation.
+#[tokio::test]
+async fn type_checking_reports_a_misspelt_field_and_clears_when_fixed() {
+    let h = Harness::start().await;
+    let Some(_manager) = status_controller(&h) else {
+        eprintln!("SKIPPED: needs the in-process server to run the status controller");
+        return;
+    };
+    let typo = policy(
+        "typo",
+        json!({"validations": [
+            {"expression": "object.spec.replica > 1", "messageExpression": "'too few: ' + string(object.spec.replicas)"}]}),
+    );
+    let created = h.post(POLICIES, &typo).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let correct = policy(
+        "correct",
+        json!({"validations": [{"expression": "object.spec.replicas > 1 && object.metadata.labels['app'] != ''"}]}),
+    );
+    let created = h.post(POLICIES, &correct).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+
+    let status = status_at(&h, "typo", 1).await;
+    assert_eq!(
+        status["typeChecking"],
+        json!({"expressionWarnings": [{
+            "fieldRef": "spec.validations[0].expression",
+            "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replica'\n | object.spec.replica > 1\n | ...........^\n",
+        }]})
+    );
+    let status = status_at(&h, "correct", 1).await;
+    assert_eq!(status, json!({"observedGeneration": 1, "typeChecking": {}}));
+
+    let stored = h.get(&format!("{POLICIES}/typo")).await.body;
+    let status_manager = stored["metadata"]["managedFields"]
+        .as_array()
+        .and_then(|m| {
+            m.iter()
+                .find(|e| e["manager"] == "validatingadmissionpolicy-status")
+        })
+        .unwrap_or_else(|| panic!("no status manager in {stored}"));
+    assert_eq!(status_manager["operation"], "Apply");
+    assert_eq!(status_manager["subresource"], "status");
+
+    // The fix is a new generation: checked again, the warning gone.
+    let mut fixed = stored.clone();
+    fixed["spec"]["validations"][0]["expression"] = json!("object.spec.replicas > 1");
+    let updated = h.put(&format!("{POLICIES}/typo"), &fixed).await;
+    assert_eq!(updated.status, 200, "{}", updated.body);
+    assert_eq!(updated.body["metadata"]["generation"], 2);
+    let status = status_at(&h, "typo", 2).await;
+    assert_eq!(status["typeChecking"], json!({}));
+}
+
+/// A policy on a custom resource is checked against the definition's schema, read from the
+/// server's `/openapi/v3`; one created before its definition is checked, as upstream, at its
+/// next generation (a new definition does not bump it).
+#[tokio::test]
+async fn type_checking_reads_custom_resources_schemas() {
+    let h = Harness::start().await;
+    let Some(_manager) = status_controller(&h) else {
+        eprintln!("SKIPPED: needs the in-process server to run the status controller");
+        return;
+    };
+    let on_gadgets = |name: &str, expression: &str| {
+        let mut p = policy(name, json!({"validations": [{"expression": expression}]}));
+        p["spec"]["matchConstraints"]["resourceRules"] = json!([{"apiGroups": ["tc.example.com"],
+            "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["gadgets"]}]);
+        p
+    };
+    let early = h
+        .post(POLICIES, &on_gadgets("early", "object.spec.sise > 1"))
+        .await;
+    assert_eq!(early.status, 201, "{}", early.body);
+    // No such resource yet: nothing to check against.
+    assert_eq!(status_at(&h, "early", 1).await["typeChecking"], json!({}));
+
+    let definition = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.tc.example.com"},
+        "spec": {"group": "tc.example.com", "scope": "Namespaced",
+            "names": {"plural": "gadgets", "kind": "Gadget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "size": {"type": "integer"}, "color": {"type": "string"}}}}}}}]}});
+    let created = h
+        .post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &definition,
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+
+    let late = h
+        .post(
+            POLICIES,
+            &on_gadgets("late", "object.spec.sise > 1 && object.metadata.name != ''"),
+        )
+        .await;
+    assert_eq!(late.status, 201, "{}", late.body);
+    let status = status_at(&h, "late", 1).await;
+    assert_eq!(
+        status["typeChecking"],
+        json!({"expressionWarnings": [{
+            "fieldRef": "spec.validations[0].expression",
+            "warning": "tc.example.com/v1, Kind=Gadget: ERROR: <input>:1:12: undefined field 'sise'\n | object.spec.sise > 1 && object.metadata.name != ''\n | ...........^\n",
+        }]})
+    );
+
+    // The early policy's next generation sees the definition.
+    let mut early = h.get(&format!("{POLICIES}/early")).await.body;
+    early["spec"]["validations"] = json!([{"expression": "object.spec.size > 1"},
+                                         {"expression": "object.spec.color > 1"}]);
+    let updated = h.put(&format!("{POLICIES}/early"), &early).await;
+    assert_eq!(updated.status, 200, "{}", updated.body);
+    let status = status_at(&h, "early", 2).await;
+    let warnings = status["typeChecking"]["expressionWarnings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("warnings in {status}"));
+    assert_eq!(warnings.len(), 1, "{status}");
+    assert_eq!(warnings[0]["fieldRef"], "spec.validations[1].expression");
+    let warning = warnings[0]["warning"].as_str().unwrap_or_default();
+    assert!(
+        warning.starts_with(
+            "tc.example.com/v1, Kind=Gadget: ERROR: <input>:1:19: found no matching overload for '_>_' applied to '(string, int)'"
+        ),
+        "{warning}"
+    );
+}

@@ -23,7 +23,7 @@ use crate::manager::{
     CLUSTERROLE_AGGREGATION, CRONJOB, DAEMONSET, DEPLOYMENT, DISRUPTION, ENDPOINTS, ENDPOINTSLICE,
     GARBAGE_COLLECTOR, HORIZONTAL_POD_AUTOSCALER, JOB, NAMESPACE, NODE_LIFECYCLE,
     PERSISTENTVOLUME_BINDER, PV_PROTECTION, PVC_PROTECTION, REPLICASET, RESOURCEQUOTA,
-    ROOT_CA_PUBLISHER, STATEFULSET, TAINT_EVICTION,
+    ROOT_CA_PUBLISHER, STATEFULSET, TAINT_EVICTION, VALIDATING_ADMISSION_POLICY_STATUS,
 };
 
 /// Where the controllers' ServiceAccounts live (`metav1.NamespaceSystem`).
@@ -57,6 +57,10 @@ pub const SERVICE_ACCOUNTS: &[(&str, &str)] = &[
     (ROOT_CA_PUBLISHER, "root-ca-cert-publisher"),
     (STATEFULSET, "statefulset-controller"),
     (TAINT_EVICTION, "node-controller"),
+    (
+        VALIDATING_ADMISSION_POLICY_STATUS,
+        "validatingadmissionpolicy-status-controller",
+    ),
 ];
 
 /// The account of the TTL-after-finished controller, whose work the Job controller does here

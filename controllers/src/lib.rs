@@ -35,6 +35,8 @@
 //!   deletion (docs/api-behaviour.md#propagation-policy).
 //! - [`volume`]: the PersistentVolume binder, the volume protection controllers, and a
 //!   simulated provisioner with the default StorageClass.
+//! - [`validatingadmissionpolicystatus`]: ValidatingAdmissionPolicies' `status.typeChecking`
+//!   (their expressions type-checked against the schemas of the kinds they match).
 //! - [`error`]: the one error type; a failed sync is retried rate-limited by its worker.
 //!
 //! # Invariants
@@ -66,6 +68,7 @@ pub mod rootca;
 pub mod scheduler;
 pub mod statefulset;
 pub mod tainteviction;
+pub mod validatingadmissionpolicystatus;
 pub mod volume;
 
 pub use credentials::Credentials;

@@ -38,6 +38,7 @@ use crate::rootca::RootCaPublisher;
 use crate::scheduler::Scheduler;
 use crate::statefulset::StatefulSetController;
 use crate::tainteviction::TaintEvictionController;
+use crate::validatingadmissionpolicystatus::ValidatingAdmissionPolicyStatusController;
 use crate::volume::binder::VolumeBinder;
 use crate::volume::protection::{ClaimProtectionController, VolumeProtectionController};
 use crate::volume::provisioner::Provisioner;
@@ -110,6 +111,10 @@ pub const TAINT_EVICTION: &str = "taint-eviction-controller";
 /// The resource quota controller's name (kube-controller-manager's, with its old alias).
 pub const RESOURCEQUOTA: &str = "resourcequota-controller";
 
+/// The ValidatingAdmissionPolicy status controller's name (kube-controller-manager's; it has
+/// no alias).
+pub const VALIDATING_ADMISSION_POLICY_STATUS: &str = "validatingadmissionpolicy-status-controller";
+
 /// kubemock's simulated dynamic provisioner and default StorageClass (an add-on on a real
 /// cluster, as kind's local-path provisioner; not a kube-controller-manager controller).
 pub const STORAGE_PROVISIONER: &str = "storage-provisioner";
@@ -140,6 +145,10 @@ pub const CONTROLLERS: &[(&str, &str)] = &[
     (STATEFULSET, "statefulset"),
     (STORAGE_PROVISIONER, STORAGE_PROVISIONER),
     (TAINT_EVICTION, TAINT_EVICTION),
+    (
+        VALIDATING_ADMISSION_POLICY_STATUS,
+        VALIDATING_ADMISSION_POLICY_STATUS,
+    ),
 ];
 
 /// Which controllers run, and how the simulated nodes behave.
@@ -402,6 +411,11 @@ async fn start(
     if config.is_enabled(PVC_PROTECTION) {
         let client = clients.client(PVC_PROTECTION).await?;
         let controller = ClaimProtectionController::new(client, &factory);
+        controllers.spawn(controller.run(token.child_token()));
+    }
+    if config.is_enabled(VALIDATING_ADMISSION_POLICY_STATUS) {
+        let client = clients.client(VALIDATING_ADMISSION_POLICY_STATUS).await?;
+        let controller = ValidatingAdmissionPolicyStatusController::new(client, &factory);
         controllers.spawn(controller.run(token.child_token()));
     }
     if config.is_enabled(PV_PROTECTION) {
