@@ -4,6 +4,11 @@
 //! owner's reference removed); matching orphans are adopted (a controller reference added),
 //! after checking the owner afresh once, since a cached owner may already be gone. The
 //! ReplicaSet controller claims pods with it, the Deployment controller ReplicaSets.
+//! Candidates are the informer's shared objects (`Arc`), never copies: a sync of a controller
+//! with many pods reads them all, and copying each one per sync made that quadratic in pods.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use kubemock_client::controller::{controller_of, controller_reference};
 use kubemock_client::{Api, Client, Patch, PatchParams, Selector, TypedResource};
@@ -16,8 +21,9 @@ pub(crate) async fn claim<O: TypedResource, D: TypedResource>(
     client: &Client,
     owner: &O,
     selector: &Selector,
-    candidates: Vec<D>,
-) -> Result<Vec<D>> {
+    candidates: Vec<Arc<D>>,
+) -> Result<Vec<Arc<D>>> {
+    static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
     let meta = owner.meta();
     let uid = meta.uid.clone().unwrap_or_default();
     let namespace = meta.namespace.clone().unwrap_or_default();
@@ -27,8 +33,7 @@ pub(crate) async fn claim<O: TypedResource, D: TypedResource>(
     // Adoption checks the owner afresh once (it may be being deleted already).
     let mut may_adopt: Option<bool> = None;
     for candidate in candidates {
-        let labels = candidate.meta().labels.clone().unwrap_or_default();
-        let matches = selector.matches(&labels);
+        let matches = selector.matches(candidate.meta().labels.as_ref().unwrap_or(&NO_LABELS));
         let name = candidate.meta().name.clone().unwrap_or_default();
         match controller_of(candidate.meta()) {
             Some(reference) if reference.uid == uid => {
@@ -83,7 +88,7 @@ pub(crate) async fn claim<O: TypedResource, D: TypedResource>(
                 {
                     Ok(adopted) => {
                         tracing::info!(object = %name, "adopted an orphan");
-                        owned.push(adopted);
+                        owned.push(Arc::new(adopted));
                     }
                     Err(err) if err.is_not_found() => {}
                     Err(err) => return Err(err.into()),

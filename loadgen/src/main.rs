@@ -11,6 +11,8 @@
 //! - `load --url URL --scenario S`: one load run against a server that is already running
 //!   (`--kubeconfig K` for a secure one).
 //! - `startup --kubemock BIN --mode M`: the startup series alone.
+//! - `controllers-scale --kubemock BIN --nodes N --deployments D --replicas R`: issue 23's
+//!   controller benchmark (`bench/controllers-scale.sh` runs the 10k and 100k shapes).
 //! - `watchcheck --kubemock BIN` (or `--url URL`): writers and watchers, then a check that every
 //!   watcher saw exactly the acknowledged history (the library's `watchcheck`).
 //!
@@ -22,12 +24,14 @@
 //! - `server`: a server under test as a child process (ready line, SIGTERM).
 //! - `startup`: spawn to first 200 on `/readyz`.
 //! - `suite`: the driver, the targets and the table.
+//! - `scale`: `controllers-scale`, Deployments to Ready on one kubemock process.
 //! - `sidebyside`: `etcd-vs-kubemock`, etcd's gateway and kubemock with the same load.
 
 mod cpu;
 mod etcd;
 mod http;
 mod load;
+mod scale;
 mod server;
 mod sidebyside;
 mod startup;
@@ -75,6 +79,38 @@ enum Command {
     /// etcd (HTTP/JSON gateway) and kubemock side by side with the same load: creates, GET,
     /// a page of 500 and a full LIST, with the ratios and issue 23's goals.
     EtcdVsKubemock(EtcdVsKubemockArgs),
+    /// One `kubemock serve` (server, controllers, simulated nodes) runs Deployments to Ready:
+    /// time to Ready, pods/s and the server's RSS per pod.
+    ControllersScale(ControllersScaleArgs),
+}
+
+#[derive(Debug, Args)]
+struct ControllersScaleArgs {
+    /// The kubemock binary (a release build, for meaningful figures).
+    #[arg(long)]
+    kubemock: PathBuf,
+    /// Simulated nodes (each takes up to 110 pods).
+    #[arg(long, default_value_t = 100)]
+    nodes: usize,
+    /// Deployments created.
+    #[arg(long, default_value_t = 1)]
+    deployments: usize,
+    /// Replicas of each Deployment.
+    #[arg(long, default_value_t = 10_000)]
+    replicas: usize,
+    /// Run issue 23's two shapes instead (10,000 pods: 1 Deployment on 100 nodes; 100,000
+    /// pods: 100 Deployments of 1,000 on 1,000 nodes) and check its goals.
+    #[arg(long, conflicts_with_all = ["nodes", "deployments", "replicas"])]
+    issue23: bool,
+    /// Seconds the pods may take to become Ready before the run fails.
+    #[arg(long, default_value_t = 900)]
+    timeout: u64,
+    /// An extra argument for `kubemock serve` (repeatable).
+    #[arg(long = "serve-arg", allow_hyphen_values = true)]
+    serve_args: Vec<String>,
+    /// Also write the report as JSON to this file (`-` for stdout, after the text).
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -318,6 +354,32 @@ async fn run(command: Command, client_threads: usize) -> anyhow::Result<()> {
             drop(stdout);
             if let Some(path) = args.json {
                 suite::write_json(&path, &report)?;
+            }
+        }
+        Command::ControllersScale(args) => {
+            let config = scale::ScaleConfig {
+                kubemock: args.kubemock,
+                nodes: args.nodes,
+                deployments: args.deployments,
+                replicas: args.replicas,
+                timeout: Duration::from_secs(args.timeout),
+                serve_args: args.serve_args,
+            };
+            let reports = if args.issue23 {
+                scale::run_issue23(&config).await?
+            } else {
+                vec![scale::run(&config).await?]
+            };
+            let mut stdout = std::io::stdout().lock();
+            for report in &reports {
+                scale::write_report(&mut stdout, report)?;
+            }
+            if args.issue23 {
+                scale::write_goals(&mut stdout, &reports)?;
+            }
+            drop(stdout);
+            if let Some(path) = args.json {
+                suite::write_json(&path, &reports)?;
             }
         }
         Command::Load(args) => {

@@ -71,10 +71,13 @@ struct State<K> {
     objects: HashMap<ObjectKey, Arc<K>>,
     /// Indexes by name.
     indexes: HashMap<String, Index<K>>,
+    /// Changes applied so far (inserts and removals): see [`Store::generation`].
+    generation: u64,
 }
 
 impl<K: Resource> State<K> {
     fn insert(&mut self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
+        self.generation += 1;
         let old = self.objects.insert(key.clone(), obj.clone());
         for index in self.indexes.values_mut() {
             if let Some(old) = &old {
@@ -87,6 +90,7 @@ impl<K: Resource> State<K> {
 
     fn remove(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
         let old = self.objects.remove(key)?;
+        self.generation += 1;
         for index in self.indexes.values_mut() {
             index.remove(key, &old);
         }
@@ -138,6 +142,7 @@ impl<K: Resource> Store<K> {
                 state: RwLock::new(State {
                     objects: HashMap::new(),
                     indexes,
+                    generation: 0,
                 }),
                 synced: watch::channel(false).0,
             }),
@@ -170,6 +175,20 @@ impl<K: Resource> Store<K> {
     /// Every cached object.
     pub fn list(&self) -> Vec<Arc<K>> {
         self.shared.state.read().objects.values().cloned().collect()
+    }
+
+    /// Every cached object, and the [`generation`](Self::generation) they are of.
+    pub fn list_with_generation(&self) -> (Vec<Arc<K>>, u64) {
+        let state = self.shared.state.read();
+        (state.objects.values().cloned().collect(), state.generation)
+    }
+
+    /// A number that changes whenever the cache does (an object added, changed or removed),
+    /// and only then: what a reader that keeps something made from the whole cache (the
+    /// scheduler's sorted nodes) compares to know it is stale. It moves with the cache itself,
+    /// before any handler hears of the change.
+    pub fn generation(&self) -> u64 {
+        self.shared.state.read().generation
     }
 
     /// The number of cached objects.

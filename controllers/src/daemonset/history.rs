@@ -4,6 +4,7 @@
 //! so `kubectl rollout history` and `undo` work and a rollout knows old pods from new.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::Pod;
@@ -36,13 +37,9 @@ pub(crate) async fn construct(
 ) -> Result<(ControllerRevision, Vec<ControllerRevision>)> {
     let namespace = ds.metadata.namespace.clone().unwrap_or_default();
     let api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &namespace);
-    let candidates: Vec<ControllerRevision> = ctx
-        .revisions
-        .list_namespace(&namespace)
-        .iter()
-        .map(|r| (**r).clone())
-        .collect();
+    let candidates = ctx.revisions.list_namespace(&namespace);
     let owned = crate::claim::claim(&ctx.client, ds, selector, candidates).await?;
+    let owned = owned.into_iter().map(Arc::unwrap_or_clone);
     let (mut current, mut old) = (Vec::new(), Vec::new());
     for mut revision in owned {
         if hash_of(&revision).is_none() {

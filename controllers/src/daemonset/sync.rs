@@ -120,10 +120,10 @@ fn ds_namespace(ds: &DaemonSet) -> String {
 /// Upstream `getDaemonPods`: the pods `ds` controls after adopting matching orphans and
 /// releasing owned pods that no longer match (deleted pods that finished are left out).
 async fn claim_pods(ctx: &Context, ds: &DaemonSet, selector: &Selector) -> Result<Vec<Pod>> {
-    let candidates: Vec<Pod> = ctx
+    let candidates: Vec<Arc<Pod>> = ctx
         .pods
         .list_namespace(&ds_namespace(ds))
-        .iter()
+        .into_iter()
         .filter(|p| {
             let finished = matches!(
                 p.status.as_ref().and_then(|s| s.phase.as_deref()),
@@ -131,9 +131,9 @@ async fn claim_pods(ctx: &Context, ds: &DaemonSet, selector: &Selector) -> Resul
             );
             !(finished && p.metadata.deletion_timestamp.is_some())
         })
-        .map(|p| (**p).clone())
         .collect();
-    crate::claim::claim(&ctx.client, ds, selector, candidates).await
+    let owned = crate::claim::claim(&ctx.client, ds, selector, candidates).await?;
+    Ok(owned.into_iter().map(Arc::unwrap_or_clone).collect())
 }
 
 /// The daemon pods by the node they are for (pods for no node are left out).

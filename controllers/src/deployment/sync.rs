@@ -100,13 +100,9 @@ async fn claim_replicasets(
     selector: &Selector,
 ) -> Result<Vec<ReplicaSet>> {
     let namespace = d.metadata.namespace.clone().unwrap_or_default();
-    let candidates: Vec<ReplicaSet> = ctx
-        .replicasets
-        .list_namespace(&namespace)
-        .iter()
-        .map(|rs| (**rs).clone())
-        .collect();
-    crate::claim::claim(&ctx.client, d, selector, candidates).await
+    let candidates = ctx.replicasets.list_namespace(&namespace);
+    let owned = crate::claim::claim(&ctx.client, d, selector, candidates).await?;
+    Ok(owned.into_iter().map(Arc::unwrap_or_clone).collect())
 }
 
 /// Upstream `getAllReplicaSetsAndSyncRevision`: the new ReplicaSet (created when asked and

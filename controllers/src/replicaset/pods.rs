@@ -3,6 +3,7 @@
 //! the status a set of pods adds up to (upstream `controller_utils.go`, `replica_set.go`,
 //! `replica_set_utils.go`).
 
+use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 
@@ -142,10 +143,15 @@ fn delete_first(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize) -> bool {
 
 /// The `count` pods to delete first among `pods` (upstream `getPodsToDelete`); `related`:
 /// every active pod of the owner's family, to rank pods by how many share their node.
-pub fn pods_to_delete<'a>(pods: &'a [Pod], related: &[Pod], count: usize) -> Vec<&'a Pod> {
+pub fn pods_to_delete<'a, P: Borrow<Pod>>(
+    pods: &'a [P],
+    related: &[P],
+    count: usize,
+) -> Vec<&'a P> {
     let mut per_node: HashMap<String, usize> = HashMap::new();
     for pod in related {
         if let Some(node) = pod
+            .borrow()
             .spec
             .as_ref()
             .and_then(|s| s.node_name.clone())
@@ -161,8 +167,9 @@ pub fn pods_to_delete<'a>(pods: &'a [Pod], related: &[Pod], count: usize) -> Vec
             .and_then(|n| per_node.get(n).copied())
             .unwrap_or(0)
     };
-    let mut ranked: Vec<(&Pod, usize)> = pods.iter().map(|p| (p, rank(p))).collect();
+    let mut ranked: Vec<(&P, usize)> = pods.iter().map(|p| (p, rank(p.borrow()))).collect();
     ranked.sort_by(|(a, ra), (b, rb)| {
+        let (a, b): (&Pod, &Pod) = ((*a).borrow(), (*b).borrow());
         if delete_first(a, *ra, b, *rb) {
             Ordering::Less
         } else if delete_first(b, *rb, a, *ra) {
@@ -234,9 +241,9 @@ pub struct ManageFailure {
 
 /// The status `pods` (the owned, active pods) add up to (upstream `calculateStatus`, plus the
 /// observed generation).
-pub fn compute_status(
+pub fn compute_status<P: Borrow<Pod>>(
     rs: &ReplicaSet,
-    pods: &[Pod],
+    pods: &[P],
     failure: Option<&ManageFailure>,
     now: Timestamp,
 ) -> ReplicaSetStatus {
@@ -249,7 +256,7 @@ pub fn compute_status(
         .and_then(|m| m.labels.as_ref());
     let min_ready = spec.min_ready_seconds.unwrap_or(0);
     let count = |f: &dyn Fn(&Pod) -> bool| {
-        i32::try_from(pods.iter().filter(|p| f(p)).count()).unwrap_or(i32::MAX)
+        i32::try_from(pods.iter().filter(|p| f((*p).borrow())).count()).unwrap_or(i32::MAX)
     };
     status.replicas = i32::try_from(pods.len()).unwrap_or(i32::MAX);
     status.fully_labeled_replicas = Some(count(&|p| {
@@ -413,7 +420,7 @@ mod tests {
             reason: "FailedCreate",
             message: "quota".into(),
         };
-        let status = compute_status(&rs, &[], Some(&failure), at(100));
+        let status = compute_status::<Pod>(&rs, &[], Some(&failure), at(100));
         let condition = &status.conditions.as_ref().expect("set")[0];
         assert_eq!(
             (condition.type_.as_str(), condition.reason.as_deref()),
@@ -421,7 +428,7 @@ mod tests {
         );
         rs.status = Some(status);
         assert_eq!(
-            compute_status(&rs, &[], None, at(101)).conditions,
+            compute_status::<Pod>(&rs, &[], None, at(101)).conditions,
             None,
             "cleared on success"
         );

@@ -34,12 +34,11 @@ pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     };
     // Before reading the pods: expectations met now stay met for what is read next.
     let satisfied = ctx.expectations.satisfied(&key);
-    let active: Vec<Pod> = ctx
+    let active: Vec<Arc<Pod>> = ctx
         .pods
         .list_namespace(&namespace)
-        .iter()
+        .into_iter()
         .filter(|p| pods::is_active(p))
-        .map(|p| (**p).clone())
         .collect();
     let owned = claim_pods(&ctx, &rs, &selector, active).await?;
 
@@ -87,8 +86,8 @@ async fn claim_pods(
     ctx: &Context,
     rs: &ReplicaSet,
     selector: &Selector,
-    active: Vec<Pod>,
-) -> Result<Vec<Pod>> {
+    active: Vec<Arc<Pod>>,
+) -> Result<Vec<Arc<Pod>>> {
     crate::claim::claim(&ctx.client, rs, selector, active).await
 }
 
@@ -98,7 +97,7 @@ async fn manage_replicas(
     ctx: &Context,
     rs: &ReplicaSet,
     key: &ObjectKey,
-    owned: &[Pod],
+    owned: &[Arc<Pod>],
     wanted: usize,
 ) -> Result<(), String> {
     let namespace = key.namespace.clone().unwrap_or_default();
@@ -158,12 +157,12 @@ async fn manage_replicas(
     }
     if owned.len() > wanted {
         let excess = (owned.len() - wanted).min(BURST_REPLICAS);
-        let victims: Vec<Pod> = pods::pods_to_delete(owned, owned, excess)
+        let victims: Vec<Arc<Pod>> = pods::pods_to_delete(owned, owned, excess)
             .into_iter()
             .cloned()
             .collect();
         ctx.expectations
-            .expect_deletions(key, victims.iter().map(Resource::key));
+            .expect_deletions(key, victims.iter().map(|p| p.key()));
         let results = futures_util::future::join_all(victims.iter().map(|pod| {
             let name = pod.metadata.name.clone().unwrap_or_default();
             let api = api.clone();

@@ -3,9 +3,14 @@
 //! and NoExecute taints are tolerated, and the pod's requests fit its allocatable resources
 //! next to the pods already there. Then the least loaded fitting node wins (spreading), and a
 //! pod that fits nowhere gets upstream's explanation. Pure, tested without a server.
+//!
+//! As kube-scheduler, a decision among many nodes stops looking once it has found enough that
+//! fit ([`feasible_nodes_to_find`]), starting where the last decision stopped, and reads each
+//! node's allocatable resources as parsed once per change of the node ([`NodeInfo`]), so that
+//! it costs a bounded share of the nodes, not a parse of every node's quantities.
 
-use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, NodeSelectorTerm, Pod, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -54,6 +59,93 @@ pub fn parse_quantity(quantity: &Quantity, milli: bool) -> Option<i128> {
     } else {
         quantity.value()
     }))
+}
+
+/// A node as a decision reads it: the node, and its allocatable resources parsed as
+/// [`parse_quantity`] reads them (kube-scheduler's `NodeInfo.Allocatable`), made once per
+/// change of the node.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    node: Arc<Node>,
+    allocatable: BTreeMap<String, i128>,
+}
+
+impl NodeInfo {
+    /// `node`, its allocatable resources parsed (an unparsable one is left out, as if the node
+    /// did not declare it).
+    pub fn new(node: Arc<Node>) -> Self {
+        let allocatable = node
+            .status
+            .as_ref()
+            .and_then(|s| s.allocatable.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|(name, q)| Some((name.clone(), parse_quantity(q, name == "cpu")?)))
+            .collect();
+        NodeInfo { node, allocatable }
+    }
+
+    /// The node.
+    pub fn node(&self) -> &Arc<Node> {
+        &self.node
+    }
+}
+
+/// What [`choose`] reads of a node: a `Node` (its quantities parsed on each read) or a
+/// [`NodeInfo`] (parsed once).
+pub trait Candidate {
+    /// The node.
+    fn node(&self) -> &Node;
+    /// The node's allocatable `resource` in milli-cpu or units; `None` when it declares none.
+    fn allocatable(&self, resource: &str) -> Option<i128>;
+}
+
+impl Candidate for Node {
+    fn node(&self) -> &Node {
+        self
+    }
+
+    fn allocatable(&self, resource: &str) -> Option<i128> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.allocatable.as_ref())
+            .and_then(|a| a.get(resource))
+            .and_then(|q| parse_quantity(q, resource == "cpu"))
+    }
+}
+
+impl Candidate for Arc<Node> {
+    fn node(&self) -> &Node {
+        self
+    }
+
+    fn allocatable(&self, resource: &str) -> Option<i128> {
+        Candidate::allocatable(&**self, resource)
+    }
+}
+
+impl Candidate for NodeInfo {
+    fn node(&self) -> &Node {
+        &self.node
+    }
+
+    fn allocatable(&self, resource: &str) -> Option<i128> {
+        self.allocatable.get(resource).copied()
+    }
+}
+
+/// How many fitting nodes a decision looks for among `nodes` before it stops looking
+/// (kube-scheduler's `numFeasibleNodesToFind` with the default `percentageOfNodesToScore`,
+/// `pkg/scheduler/schedule_one.go`): every node below 100 nodes; else 50 % less one point per
+/// 125 nodes, at least 5 %, and at least 100 nodes.
+pub fn feasible_nodes_to_find(nodes: usize) -> usize {
+    const MIN_NODES: usize = 100;
+    const MIN_PERCENTAGE: usize = 5;
+    if nodes < MIN_NODES {
+        return nodes;
+    }
+    let percentage = 50usize.saturating_sub(nodes / 125).max(MIN_PERCENTAGE);
+    (nodes * percentage / 100).max(MIN_NODES)
 }
 
 /// The requests of a pod: the sum over its containers, at least each init container's
@@ -221,9 +313,10 @@ pub fn fits(pod: &Pod, node: &Node, used: &BTreeMap<String, i128>) -> Result<(),
 fn fits_requests(
     pod: &Pod,
     requests: &BTreeMap<String, i128>,
-    node: &Node,
+    candidate: &impl Candidate,
     used: &BTreeMap<String, i128>,
 ) -> Result<(), Misfit> {
+    let node = candidate.node();
     if !node_ready(node) {
         return Err(Misfit::NotReady);
     }
@@ -241,15 +334,11 @@ fn fits_requests(
         let value = taint.value.as_deref().unwrap_or_default();
         return Err(Misfit::Taint(format!("{{{}: {value}}}", taint.key)));
     }
-    let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
     for (resource, &wanted) in requests {
         if wanted == 0 {
             continue;
         }
-        let Some(available) = allocatable
-            .and_then(|a| a.get(resource))
-            .and_then(|q| parse_quantity(q, resource == "cpu"))
-        else {
+        let Some(available) = candidate.allocatable(resource) else {
             if resource == "pods" {
                 continue; // no pod limit declared
             }
@@ -272,39 +361,57 @@ pub fn prefilter_message(total: usize, reason: &str) -> String {
 
 /// The node for `pod` among `nodes` (with what each has in use): the fitting node with the
 /// fewest pods, then the lowest name; or the reasons, counted, as kube-scheduler reports them.
-/// `nodes` are `Node`s or shared ones (`Arc<Node>`, as the cache holds them).
-pub fn choose<'a, N: Borrow<Node>>(
+/// `nodes` are `Node`s, shared ones (`Arc<Node>`) or [`NodeInfo`]s, as the scheduler holds
+/// them. Looks at every node from the first; see [`choose_with`].
+pub fn choose<'a, N: Candidate>(
     pod: &Pod,
     nodes: &'a [N],
     used: &HashMap<String, BTreeMap<String, i128>>,
 ) -> Result<&'a N, String> {
-    choose_with(pod, nodes, used, &|_| Ok(()))
+    choose_with(pod, nodes, used, &|_| Ok(()), 0).0
 }
 
 /// [`choose`] with one more filter, run on the nodes that pass the others (kube-scheduler's
-/// later filter plugins): its error is the node's reason.
-pub fn choose_with<'a, N: Borrow<Node>>(
+/// later filter plugins): its error is the node's reason. The search starts at node `start`
+/// (modulo their number) and stops once [`feasible_nodes_to_find`] nodes fit, as
+/// kube-scheduler's `findNodesThatPassFilters` does; the second value is how many nodes it
+/// looked at, to add to the next decision's start (`nextStartNodeIndex`).
+pub fn choose_with<'a, N: Candidate>(
     pod: &Pod,
     nodes: &'a [N],
     used: &HashMap<String, BTreeMap<String, i128>>,
     extra: &dyn Fn(&Node) -> Result<(), String>,
-) -> Result<&'a N, String> {
+    start: usize,
+) -> (Result<&'a N, String>, usize) {
     let empty = BTreeMap::new();
     let requests = pod_requests(pod);
     let mut best: Option<(&N, i128)> = None;
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let mut resource_misfit = false;
-    for entry in nodes {
-        let node: &Node = entry.borrow();
+    let total = nodes.len();
+    if total == 0 {
+        return (Err("no nodes available to schedule pods".to_owned()), 0);
+    }
+    let to_find = feasible_nodes_to_find(total);
+    let mut feasible = 0;
+    let mut examined = 0;
+    for offset in 0..total {
+        if feasible >= to_find {
+            break;
+        }
+        let entry = &nodes[(start + offset) % total];
+        examined += 1;
+        let node = entry.node();
         let name = node.metadata.name.as_deref().unwrap_or_default();
         let node_used = used.get(name).unwrap_or(&empty);
-        match fits_requests(pod, &requests, node, node_used)
+        match fits_requests(pod, &requests, entry, node_used)
             .and_then(|()| extra(node).map_err(Misfit::Other))
         {
             Ok(()) => {
+                feasible += 1;
                 let load = node_used.get("pods").copied().unwrap_or(0);
                 if best.is_none_or(|(b, l)| {
-                    load < l || (load == l && node.metadata.name < b.borrow().metadata.name)
+                    load < l || (load == l && node.metadata.name < b.node().metadata.name)
                 }) {
                     best = Some((entry, load));
                 }
@@ -316,11 +423,7 @@ pub fn choose_with<'a, N: Borrow<Node>>(
         }
     }
     if let Some((node, _)) = best {
-        return Ok(node);
-    }
-    let total = nodes.len();
-    if total == 0 {
-        return Err("no nodes available to schedule pods".to_owned());
+        return (Ok(node), examined);
     }
     let mut parts: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
     parts.sort();
@@ -331,10 +434,13 @@ pub fn choose_with<'a, N: Borrow<Node>>(
     } else {
         format!("0/{total} nodes are available: {total} Preemption is not helpful for scheduling.")
     };
-    Err(format!(
-        "0/{total} nodes are available: {}. preemption: {preemption}",
-        parts.join(", ")
-    ))
+    (
+        Err(format!(
+            "0/{total} nodes are available: {}. preemption: {preemption}",
+            parts.join(", ")
+        )),
+        examined,
+    )
 }
 
 #[cfg(test)]
@@ -449,6 +555,54 @@ mod tests {
         tolerant["tolerations"] = json!([{"key": "node.kubernetes.io/unschedulable",
             "operator": "Exists", "effect": "NoSchedule"}]);
         assert_eq!(chosen(&pod(tolerant)), Ok("a".into()));
+    }
+
+    #[test]
+    fn many_nodes_are_searched_in_part_from_where_the_last_decision_stopped() {
+        // kube-scheduler's figures (schedule_one_test.go `TestNumFeasibleNodesToFind` has 10, 1,000
+        // and 6,000; the others follow from its rule).
+        assert_eq!(feasible_nodes_to_find(10), 10);
+        assert_eq!(feasible_nodes_to_find(99), 99);
+        assert_eq!(feasible_nodes_to_find(100), 100);
+        assert_eq!(feasible_nodes_to_find(1_000), 420);
+        assert_eq!(feasible_nodes_to_find(6_000), 300);
+        assert_eq!(feasible_nodes_to_find(10_000), 500);
+        let nodes: Vec<NodeInfo> = (0..1_000)
+            .map(|i| {
+                NodeInfo::new(Arc::new(node(
+                    &format!("n{i:04}"),
+                    json!({}),
+                    json!([]),
+                    "1",
+                )))
+            })
+            .collect();
+        let mut used: HashMap<String, BTreeMap<String, i128>> = HashMap::new();
+        for (i, info) in nodes.iter().enumerate() {
+            let name = info.node().metadata.name.clone().unwrap_or_default();
+            let load = if i == 700 { 0 } else { 1 };
+            used.insert(name, [("pods".into(), load)].into());
+        }
+        let p = pod(json!({}));
+        let name = |r: Result<&NodeInfo, String>| r.map(|n| n.node().metadata.name.clone());
+        // From node 0, 420 nodes fit and the search stops: n0700, the least loaded, is not
+        // among them.
+        let (chosen, examined) = choose_with(&p, &nodes, &used, &|_| Ok(()), 0);
+        assert_eq!((name(chosen), examined), (Ok(Some("n0000".into())), 420));
+        // From where it stopped, the next search reaches it.
+        let (chosen, examined) = choose_with(&p, &nodes, &used, &|_| Ok(()), 420);
+        assert_eq!((name(chosen), examined), (Ok(Some("n0700".into())), 420));
+        // The search wraps around the end.
+        let (chosen, _) = choose_with(&p, &nodes, &used, &|_| Ok(()), 990);
+        assert_eq!(name(chosen), Ok(Some("n0990".into())));
+        // Nodes that do not fit do not count: every node is looked at before giving up.
+        let (chosen, examined) = choose_with(&p, &nodes, &used, &|_| Err("no room".to_owned()), 5);
+        assert!(chosen.is_err_and(|e| e.starts_with("0/1000 nodes are available: 1000 no room.")));
+        assert_eq!(examined, 1_000);
+        // A node's parsed allocatable is what the node says.
+        assert_eq!(Candidate::allocatable(&nodes[0], "cpu"), Some(1_000));
+        assert_eq!(Candidate::allocatable(&nodes[0], "memory"), Some(1 << 30));
+        assert_eq!(Candidate::allocatable(&nodes[0], "gpu"), None);
     }
 
     #[test]

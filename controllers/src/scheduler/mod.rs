@@ -9,7 +9,11 @@
 //!
 //! What is in use on each node is kept by [`usage`] from the pod informer's events, so that a
 //! decision costs O(nodes), not O(pods); the pending pods are an index of the pod cache, so
-//! that a node's or a claim's change and a pod's deletion queue only them.
+//! that a node's or a claim's change and a pod's deletion queue only them. The nodes a decision
+//! reads are a snapshot sorted by name with their allocatable resources parsed
+//! ([`fit::NodeInfo`]), remade only when a node changes, and a decision among more than 100
+//! nodes looks at only as many as kube-scheduler would ([`fit::feasible_nodes_to_find`]),
+//! from where the last one stopped.
 
 pub mod fit;
 pub mod usage;
@@ -17,6 +21,7 @@ pub mod volumes;
 
 use crate::clock::Clock;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{
@@ -66,6 +71,36 @@ struct Context {
     /// The time of the `PodScheduled` condition.
     clock: Clock,
     volumes: volumes::VolumeCaches,
+    /// The nodes as decisions read them; remade when a node changed.
+    node_snapshot: Mutex<NodeSnapshot>,
+    /// Where the next decision starts looking (kube-scheduler's `nextStartNodeIndex`).
+    next_start: AtomicUsize,
+}
+
+/// The node cache as of one generation: sorted by name, allocatable resources parsed.
+struct NodeSnapshot {
+    generation: Option<u64>,
+    nodes: Arc<Vec<fit::NodeInfo>>,
+}
+
+impl Context {
+    /// The nodes, sorted by name, as of the node cache now: the snapshot, remade if the cache
+    /// changed since it was made (its generation moves with the cache, before the handlers
+    /// that queue pods on a node's change run, so a pod queued by a change sees it).
+    fn nodes(&self) -> Arc<Vec<fit::NodeInfo>> {
+        let generation = self.nodes.generation();
+        let mut snapshot = self.node_snapshot.lock();
+        if snapshot.generation != Some(generation) {
+            let (nodes, generation) = self.nodes.list_with_generation();
+            let mut nodes: Vec<fit::NodeInfo> = nodes.into_iter().map(fit::NodeInfo::new).collect();
+            nodes.sort_by(|a, b| a.node().metadata.name.cmp(&b.node().metadata.name));
+            *snapshot = NodeSnapshot {
+                generation: Some(generation),
+                nodes: Arc::new(nodes),
+            };
+        }
+        snapshot.nodes.clone()
+    }
 }
 
 /// The scheduler.
@@ -131,6 +166,11 @@ impl Scheduler {
                 volumes: self.volumes.store(),
                 classes: self.classes.store(),
             },
+            node_snapshot: Mutex::new(NodeSnapshot {
+                generation: None,
+                nodes: Arc::new(Vec::new()),
+            }),
+            next_start: AtomicUsize::new(0),
         });
         self.pods.store().add_index(PENDING_INDEX, |pod: &Pod| {
             if pending(pod) {
@@ -217,8 +257,7 @@ async fn schedule(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     if !pending(&pod) || ctx.usage.lock().is_assumed(&key) {
         return Ok(Action::AwaitChange);
     }
-    let mut nodes: Vec<Arc<Node>> = ctx.nodes.list();
-    nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let nodes = ctx.nodes();
     // PreFilter: the pod's claims.
     let claims = match volumes::pod_claims(&pod, &ctx.volumes) {
         Ok(claims) => claims,
@@ -236,8 +275,8 @@ async fn schedule(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         }
         let fits = nodes
             .iter()
-            .find(|n| n.metadata.name.as_deref() == Some(&node_name))
-            .is_some_and(|node| volumes::plan_for_node(&claims, node, &ctx.volumes).is_ok());
+            .find(|n| n.node().metadata.name.as_deref() == Some(&node_name))
+            .is_some_and(|node| volumes::plan_for_node(&claims, node.node(), &ctx.volumes).is_ok());
         {
             let mut usage = ctx.usage.lock();
             usage.stop_waiting(&key);
@@ -256,10 +295,19 @@ async fn schedule(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         }
         // Assumed and waiting pods the cache no longer has are gone.
         usage.sweep(|key| ctx.pods.get(key).is_some());
-        let decision = fit::choose_with(&pod, &nodes, usage.used(), &|node| {
-            volumes::plan_for_node(&claims, node, &ctx.volumes).map(drop)
-        })
-        .cloned();
+        let start = ctx.next_start.load(Ordering::Relaxed);
+        let (decision, examined) = fit::choose_with(
+            &pod,
+            &nodes,
+            usage.used(),
+            &|node| volumes::plan_for_node(&claims, node, &ctx.volumes).map(drop),
+            start,
+        );
+        let decision = decision.map(|info| info.node().clone());
+        if !nodes.is_empty() {
+            ctx.next_start
+                .store((start + examined) % nodes.len(), Ordering::Relaxed);
+        }
         if let Ok(node) = &decision {
             let name = node.metadata.name.clone().unwrap_or_default();
             if claims.all_bound() {

@@ -49,27 +49,21 @@ pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         return Ok(Action::AwaitChange);
     };
 
-    let revisions: Vec<ControllerRevision> = ctx
-        .revisions
-        .list_namespace(&namespace)
-        .iter()
-        .map(|r| (**r).clone())
-        .collect();
-    let mut revisions =
-        crate::claim::claim(&ctx.client, set.as_ref(), &selector, revisions).await?;
+    let revisions = ctx.revisions.list_namespace(&namespace);
+    let mut revisions: Vec<ControllerRevision> =
+        crate::claim::claim(&ctx.client, set.as_ref(), &selector, revisions)
+            .await?
+            .into_iter()
+            .map(Arc::unwrap_or_clone)
+            .collect();
     history::sort(&mut revisions);
-    let candidates: Vec<Pod> = ctx
+    let candidates: Vec<Arc<Pod>> = ctx
         .pods
         .list_namespace(&namespace)
-        .iter()
-        .filter(|p| is_member_of(&set, p))
-        .map(|p| (**p).clone())
-        .collect();
-    let pods: Vec<Arc<Pod>> = crate::claim::claim(&ctx.client, set.as_ref(), &selector, candidates)
-        .await?
         .into_iter()
-        .map(Arc::new)
+        .filter(|p| is_member_of(&set, p))
         .collect();
+    let pods = crate::claim::claim(&ctx.client, set.as_ref(), &selector, candidates).await?;
 
     let mut collision_count = set
         .status

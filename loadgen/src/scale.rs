@@ -1,0 +1,410 @@
+//! `controllers-scale`: issue 23's controller benchmarks. One `kubemock serve` process (API
+//! server, controllers and simulated nodes together, as a user runs it) is started with N
+//! nodes; D Deployments of R replicas are created at once; the run ends when every Deployment
+//! reports all its replicas updated and Ready. It prints the time until every pod existed, the
+//! time until every pod was Ready, pods per second, and the server's resident memory: before
+//! the Deployments, at Ready, its peak, and the growth per pod.
+//!
+//! Progress is read from the Deployments' own status (what `kubectl rollout status` reads), so
+//! the observer costs a few small requests per poll, not a list of every pod.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::cpu::process_cpu;
+use crate::server::ServerProcess;
+
+/// How often the Deployments' status is read.
+const POLL: Duration = Duration::from_millis(200);
+/// The namespace the Deployments are created in.
+const NAMESPACE: &str = "default";
+
+/// One run's shape.
+#[derive(Debug, Clone)]
+pub(crate) struct ScaleConfig {
+    /// The kubemock binary.
+    pub(crate) kubemock: PathBuf,
+    /// Simulated nodes.
+    pub(crate) nodes: usize,
+    /// Deployments created.
+    pub(crate) deployments: usize,
+    /// Replicas of each.
+    pub(crate) replicas: usize,
+    /// How long the pods may take to become Ready before the run fails.
+    pub(crate) timeout: Duration,
+    /// Extra arguments for `kubemock serve`.
+    pub(crate) serve_args: Vec<String>,
+}
+
+/// What one run measured.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ScaleReport {
+    pub(crate) nodes: usize,
+    pub(crate) deployments: usize,
+    pub(crate) replicas: usize,
+    pub(crate) pods: usize,
+    /// Seconds from the first create until the Deployments counted every pod created.
+    pub(crate) created_seconds: f64,
+    /// Seconds from the first create until every pod was Ready.
+    pub(crate) ready_seconds: f64,
+    /// Pods made Ready per second over the whole run.
+    pub(crate) pods_per_second: f64,
+    /// The server's resident set before the Deployments were created, in KiB.
+    pub(crate) rss_before_kib: u64,
+    /// Its resident set when every pod was Ready, in KiB.
+    pub(crate) rss_ready_kib: u64,
+    /// Its peak resident set (`VmHWM`) over the whole run, in KiB.
+    pub(crate) rss_peak_kib: u64,
+    /// Resident set at Ready divided by the pods, in KiB (what issue 23's goal measures).
+    pub(crate) rss_per_pod_kib: f64,
+    /// Growth of the resident set from before the Deployments to Ready, per pod, in KiB.
+    pub(crate) rss_growth_per_pod_kib: f64,
+    /// CPU seconds the server used from the first create until Ready.
+    pub(crate) server_cpu_seconds: Option<f64>,
+}
+
+/// Issue 23's two shapes, each on a fresh server: 10,000 pods (one Deployment on 100 nodes),
+/// then 100,000 pods (100 Deployments of 1,000 on 1,000 nodes).
+pub(crate) async fn run_issue23(config: &ScaleConfig) -> anyhow::Result<Vec<ScaleReport>> {
+    let mut reports = Vec::new();
+    for (nodes, deployments, replicas) in [(100, 1, 10_000), (1_000, 100, 1_000)] {
+        let shape = ScaleConfig {
+            nodes,
+            deployments,
+            replicas,
+            ..config.clone()
+        };
+        eprintln!("controllers-scale: {deployments} x {replicas} pods on {nodes} nodes ...");
+        reports.push(run(&shape).await?);
+    }
+    Ok(reports)
+}
+
+/// Issue 23's goals for the two shapes of [`run_issue23`], each PASS or FAIL.
+pub(crate) fn write_goals(
+    out: &mut impl std::io::Write,
+    reports: &[ScaleReport],
+) -> std::io::Result<()> {
+    let [small, large] = reports else {
+        return writeln!(out, "goals: need the two shapes' reports");
+    };
+    let verdict = |ok: bool| if ok { "PASS" } else { "FAIL" };
+    let ratio = large.ready_seconds / small.ready_seconds.max(f64::EPSILON);
+    writeln!(out, "goals (issue 23):")?;
+    writeln!(
+        out,
+        "  {} 10k pods Ready in <= 10 s: {:.2} s",
+        verdict(small.ready_seconds <= 10.0),
+        small.ready_seconds
+    )?;
+    writeln!(
+        out,
+        "  {} 100k pods Ready in <= 120 s: {:.2} s",
+        verdict(large.ready_seconds <= 120.0),
+        large.ready_seconds
+    )?;
+    writeln!(
+        out,
+        "  {} 100k run <= 12x the 10k run: {ratio:.1}x",
+        verdict(ratio <= 12.0)
+    )?;
+    writeln!(
+        out,
+        "  {} RSS <= 25 KiB per pod at 100k: {:.1} KiB",
+        verdict(large.rss_per_pod_kib <= 25.0),
+        large.rss_per_pod_kib
+    )
+}
+
+/// Starts a server, runs the Deployments to Ready, stops the server.
+pub(crate) async fn run(config: &ScaleConfig) -> anyhow::Result<ScaleReport> {
+    if config.nodes == 0 || config.deployments == 0 || config.replicas == 0 {
+        bail!("--nodes, --deployments and --replicas must be at least 1");
+    }
+    let mut args: Vec<OsString> = [
+        "serve",
+        "--port",
+        "0",
+        "--nodes",
+        &config.nodes.to_string(),
+        // The creates come all at once, as from a controller's burst; kube-apiserver's
+        // in-flight limits would answer some 429 and measure the client's retries.
+        "--max-requests-inflight",
+        "0",
+        "--max-mutating-requests-inflight",
+        "0",
+    ]
+    .iter()
+    .map(OsString::from)
+    .collect();
+    args.extend(config.serve_args.iter().map(OsString::from));
+    let mut server = ServerProcess::start(&config.kubemock, &args).await?;
+    let result = measure(config, &server).await;
+    let result = match result {
+        Ok(report) => Ok(report),
+        Err(err) => Err(err.context(server.diagnose())),
+    };
+    server.stop().await?;
+    result
+}
+
+async fn measure(config: &ScaleConfig, server: &ServerProcess) -> anyhow::Result<ScaleReport> {
+    let pid = server
+        .pid()
+        .ok_or_else(|| anyhow!("the server has no process id"))?;
+    let base = format!("http://{}", server.addr());
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(4)
+        .build()
+        .context("building the HTTP client")?;
+    wait_for_nodes(&client, &base, config.nodes, config.timeout).await?;
+    let rss_before_kib = memory(pid)?.rss_kib;
+    let cpu_before = process_cpu(Some(pid));
+
+    let pods = config.deployments * config.replicas;
+    let deployments_url = format!("{base}/apis/apps/v1/namespaces/{NAMESPACE}/deployments");
+    let start = Instant::now();
+    for index in 0..config.deployments {
+        let body = deployment(index, config.replicas);
+        let response = client
+            .post(&deployments_url)
+            .json(&body)
+            .send()
+            .await
+            .context("creating a Deployment")?;
+        let status = response.status();
+        if !status.is_success() {
+            let text = response.text().await.unwrap_or_default();
+            bail!("creating Deployment {index}: {status}: {text}");
+        }
+    }
+    let deadline = start + config.timeout;
+    let mut created_at = None;
+    let ready_at = loop {
+        let (created, ready) = progress(&client, &deployments_url).await?;
+        if created_at.is_none() && created >= pods {
+            created_at = Some(start.elapsed());
+        }
+        if ready >= pods {
+            break start.elapsed();
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "after {:?}: {created} of {pods} pods created, {ready} Ready",
+                config.timeout
+            );
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    let cpu_after = process_cpu(Some(pid));
+    let memory = memory(pid)?;
+    let ready_seconds = ready_at.as_secs_f64();
+    let pods_f = pods as f64;
+    Ok(ScaleReport {
+        nodes: config.nodes,
+        deployments: config.deployments,
+        replicas: config.replicas,
+        pods,
+        created_seconds: created_at.unwrap_or(ready_at).as_secs_f64(),
+        ready_seconds,
+        pods_per_second: pods_f / ready_seconds.max(f64::EPSILON),
+        rss_before_kib,
+        rss_ready_kib: memory.rss_kib,
+        rss_peak_kib: memory.peak_kib,
+        rss_per_pod_kib: memory.rss_kib as f64 / pods_f,
+        rss_growth_per_pod_kib: memory.rss_kib.saturating_sub(rss_before_kib) as f64 / pods_f,
+        server_cpu_seconds: match (cpu_before, cpu_after) {
+            (Some(before), Some(after)) => Some(after.saturating_sub(before).as_secs_f64()),
+            _ => None,
+        },
+    })
+}
+
+/// Deployment `scale-N`: one container with a small request, so that 110 pods fit a node as
+/// the simulated nodes' pod capacity allows.
+fn deployment(index: usize, replicas: usize) -> Value {
+    let name = format!("scale-{index}");
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx",
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}
+            }
+        }
+    })
+}
+
+/// Waits until `nodes` Nodes exist and say Ready.
+async fn wait_for_nodes(
+    client: &reqwest::Client,
+    base: &str,
+    nodes: usize,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let list: Value = client
+            .get(format!("{base}/api/v1/nodes"))
+            .send()
+            .await
+            .context("listing nodes")?
+            .error_for_status()
+            .context("listing nodes")?
+            .json()
+            .await
+            .context("decoding the node list")?;
+        let ready = list["items"]
+            .as_array()
+            .map_or(0, |items| items.iter().filter(|n| node_ready(n)).count());
+        if ready >= nodes {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!("only {ready} of {nodes} nodes Ready after {timeout:?}");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+fn node_ready(node: &Value) -> bool {
+    node["status"]["conditions"].as_array().is_some_and(|c| {
+        c.iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    })
+}
+
+/// Pods created and pods Ready (updated and Ready), summed over the Deployments' status.
+async fn progress(client: &reqwest::Client, url: &str) -> anyhow::Result<(usize, usize)> {
+    let list: Value = client
+        .get(url)
+        .send()
+        .await
+        .context("listing Deployments")?
+        .error_for_status()
+        .context("listing Deployments")?
+        .json()
+        .await
+        .context("decoding the Deployment list")?;
+    let items = list["items"].as_array().map_or(&[][..], Vec::as_slice);
+    Ok(tally(items))
+}
+
+/// Pods created and pods Ready in a list of Deployments: a pod counts as Ready only when it is
+/// also of the latest template (`min(readyReplicas, updatedReplicas)`).
+fn tally(deployments: &[Value]) -> (usize, usize) {
+    let count = |status: &Value, field: &str| {
+        status[field]
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0)
+    };
+    let mut created = 0;
+    let mut ready = 0;
+    for item in deployments {
+        let status = &item["status"];
+        created += count(status, "replicas");
+        ready += count(status, "readyReplicas").min(count(status, "updatedReplicas"));
+    }
+    (created, ready)
+}
+
+/// A process's resident set now and at its peak, in KiB.
+struct Memory {
+    rss_kib: u64,
+    peak_kib: u64,
+}
+
+fn memory(pid: u32) -> anyhow::Result<Memory> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("reading /proc/{pid}/status"))?;
+    parse_memory(&status).ok_or_else(|| anyhow!("no VmRSS/VmHWM in /proc/{pid}/status"))
+}
+
+/// `VmRSS` and `VmHWM` from the contents of `/proc/PID/status` (`VmRSS:\t  1234 kB`).
+fn parse_memory(status: &str) -> Option<Memory> {
+    let field = |name: &str| {
+        status.lines().find_map(|line| {
+            let rest = line.strip_prefix(name)?.strip_prefix(':')?;
+            rest.split_ascii_whitespace().next()?.parse::<u64>().ok()
+        })
+    };
+    Some(Memory {
+        rss_kib: field("VmRSS")?,
+        peak_kib: field("VmHWM")?,
+    })
+}
+
+/// The report as a few lines of text.
+pub(crate) fn write_report(
+    out: &mut impl std::io::Write,
+    report: &ScaleReport,
+) -> std::io::Result<()> {
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    writeln!(
+        out,
+        "{} pods ({} Deployments of {}) on {} nodes:",
+        report.pods, report.deployments, report.replicas, report.nodes
+    )?;
+    writeln!(
+        out,
+        "  all created in {:.2} s, all Ready in {:.2} s: {:.0} pods/s",
+        report.created_seconds, report.ready_seconds, report.pods_per_second
+    )?;
+    writeln!(
+        out,
+        "  server RSS: {:.0} MiB before, {:.0} MiB at Ready ({:.1} KiB per pod; growth {:.1} KiB \
+         per pod), peak {:.0} MiB",
+        mib(report.rss_before_kib),
+        mib(report.rss_ready_kib),
+        report.rss_per_pod_kib,
+        report.rss_growth_per_pod_kib,
+        mib(report.rss_peak_kib)
+    )?;
+    if let Some(cpu) = report.server_cpu_seconds {
+        writeln!(out, "  server CPU until Ready: {cpu:.1} s")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_is_read_from_proc_status() {
+        let status =
+            "Name:\tkubemock\nVmPeak:\t  900 kB\nVmHWM:\t    2048 kB\nVmRSS:\t    1024 kB\n";
+        let memory = parse_memory(status).expect("both fields");
+        assert_eq!((memory.rss_kib, memory.peak_kib), (1024, 2048));
+        assert!(parse_memory("Name:\tx\nVmRSS:\t 1 kB\n").is_none());
+    }
+
+    #[test]
+    fn progress_counts_only_updated_ready_replicas() {
+        let deployments = [
+            json!({"status": {"replicas": 10, "readyReplicas": 10, "updatedReplicas": 4}}),
+            json!({"status": {"replicas": 5, "readyReplicas": 2, "updatedReplicas": 5}}),
+            json!({"metadata": {"name": "no-status-yet"}}),
+        ];
+        assert_eq!(tally(&deployments), (15, 6));
+    }
+
+    #[test]
+    fn a_node_is_ready_by_its_condition() {
+        let node = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        assert!(node_ready(&node));
+        assert!(!node_ready(&json!({"status": {}})));
+    }
+}
