@@ -592,9 +592,12 @@ mod tests {
         // From where it stopped, the next search reaches it.
         let (chosen, examined) = choose_with(&p, &nodes, &used, &|_| Ok(()), 420);
         assert_eq!((name(chosen), examined), (Ok(Some("n0700".into())), 420));
-        // The search wraps around the end.
-        let (chosen, _) = choose_with(&p, &nodes, &used, &|_| Ok(()), 990);
-        assert_eq!(name(chosen), Ok(Some("n0990".into())));
+        // The search wraps around the end: from n0990 it reaches n0000 after n0999, and
+        // among equally loaded nodes the lowest name wins.
+        let (chosen, examined) = choose_with(&p, &nodes, &used, &|_| Ok(()), 990);
+        assert_eq!((name(chosen), examined), (Ok(Some("n0000".into())), 420));
+        let (chosen, _) = choose_with(&p, &nodes, &used, &|_| Ok(()), 500);
+        assert_eq!(name(chosen), Ok(Some("n0700".into())));
         // Nodes that do not fit do not count: every node is looked at before giving up.
         let (chosen, examined) = choose_with(&p, &nodes, &used, &|_| Err("no room".to_owned()), 5);
         assert!(chosen.is_err_and(|e| e.starts_with("0/1000 nodes are available: 1000 no room.")));
