@@ -161,29 +161,8 @@ pub async fn preferred_resources(client: &Client) -> Result<Discovered, Discover
         } else {
             format!("{group}/{version}")
         };
-        let path = if group.is_empty() {
-            format!("/api/{version}")
-        } else {
-            format!("/apis/{group}/{version}")
-        };
-        match get::<ResourceList>(client, &path).await {
-            Ok(list) => {
-                for entry in list.resources {
-                    if entry.name.contains('/') {
-                        continue; // a subresource
-                    }
-                    discovered.resources.push(ServedResource {
-                        resource: ApiResource::new(
-                            &group,
-                            &version,
-                            &entry.kind,
-                            &entry.name,
-                            entry.namespaced,
-                        ),
-                        verbs: entry.verbs,
-                    });
-                }
-            }
+        match group_version_resources(client, &group, &version).await {
+            Ok(resources) => discovered.resources.extend(resources),
             Err(err) => {
                 discovered
                     .failed
@@ -192,4 +171,28 @@ pub async fn preferred_resources(client: &Client) -> Result<Discovered, Discover
         }
     }
     Ok(discovered)
+}
+
+/// The resources (subresources excluded) that `/api/{version}` (the core group, `group`
+/// empty) or `/apis/{group}/{version}` lists.
+pub async fn group_version_resources(
+    client: &Client,
+    group: &str,
+    version: &str,
+) -> Result<Vec<ServedResource>, DiscoveryError> {
+    let path = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
+    let list: ResourceList = get(client, &path).await?;
+    Ok(list
+        .resources
+        .into_iter()
+        .filter(|entry| !entry.name.contains('/'))
+        .map(|entry| ServedResource {
+            resource: ApiResource::new(group, version, &entry.kind, &entry.name, entry.namespaced),
+            verbs: entry.verbs,
+        })
+        .collect())
 }

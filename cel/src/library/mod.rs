@@ -278,25 +278,6 @@ mod tests {
         "value",
     ];
 
-    /// Upstream's named formats (`ConstantFormats` of `pkg/cel/library/format.go`): each is
-    /// a function `format.<name>()`, declared apart from the library's `declarations()`, so
-    /// upstream's list leaves them out.
-    const CONSTANT_FORMATS: [&str; 13] = [
-        "dns1123Label",
-        "dns1123Subdomain",
-        "dns1035Label",
-        "qualifiedName",
-        "dns1123LabelPrefix",
-        "dns1123SubdomainPrefix",
-        "dns1035LabelPrefix",
-        "labelValue",
-        "uri",
-        "uuid",
-        "byte",
-        "date",
-        "datetime",
-    ];
-
     /// Functions upstream's list holds that are not in Kubernetes 1.32's CEL environment
     /// (`staging/src/k8s.io/apiserver/pkg/cel/environment/base.go` of v0.32.0 adds neither
     /// library), so not built here (docs/webhooks-and-cel.md).
@@ -347,7 +328,10 @@ mod tests {
             .filter(|n| !listed.contains(*n) || super::LIBRARY.has(n))
             .collect();
         assert!(stale.is_empty(), "not-built entries to revisit: {stale:?}");
-        let formats: BTreeSet<String> = CONSTANT_FORMATS
+        // Upstream's named formats (`ConstantFormats` of `pkg/cel/library/format.go`): each
+        // is a function `format.<name>()`, declared apart from the library's `declarations()`,
+        // so upstream's list leaves them out.
+        let formats: BTreeSet<String> = super::k8s::FORMAT_NAMES
             .iter()
             .map(|f| format!("format.{f}"))
             .collect();

@@ -82,6 +82,7 @@ impl ReplicaSetController {
                 .with_clock(self.clock.clone()),
             clock: self.clock.clone(),
         });
+        crate::podindex::index_by_controller(&ctx.pods);
         let replicasets = self.replicasets.store();
         // Pods map to their controller, or (orphans) to every ReplicaSet that selects them.
         let controller = Controller::new("replicaset", self.replicasets).workers(WORKERS);

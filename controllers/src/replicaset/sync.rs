@@ -34,9 +34,9 @@ pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     };
     // Before reading the pods: expectations met now stay met for what is read next.
     let satisfied = ctx.expectations.satisfied(&key);
-    let active: Vec<Arc<Pod>> = ctx
-        .pods
-        .list_namespace(&namespace)
+    // Its own pods and the orphans: the only pods a claim can keep or adopt.
+    let uid = rs.metadata.uid.as_deref().unwrap_or_default();
+    let active: Vec<Arc<Pod>> = crate::podindex::claimable(&ctx.pods, &namespace, uid)
         .into_iter()
         .filter(|p| pods::is_active(p))
         .collect();

@@ -37,7 +37,6 @@ use kubemock_client::{
     Api, Client, Controller, InformerFactory, ListParams, ObjectKey, Patch, PatchParams,
     SharedInformer, Store,
 };
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -181,19 +180,6 @@ fn group_version_path(group: &str, version: &str) -> String {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct ResourceList {
-    #[serde(default)]
-    resources: Vec<ResourceEntry>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ResourceEntry {
-    name: String,
-    #[serde(default)]
-    kind: String,
-}
-
 /// The resources of the group-versions a policy names, from discovery, as a [`RestMapper`]
 /// (upstream's deferred discovery mapper, read afresh for every sync).
 struct Discovery {
@@ -207,14 +193,21 @@ impl Discovery {
     async fn read(client: &Client, group_versions: &[(String, String)]) -> Discovery {
         let mut kinds = BTreeMap::new();
         for (group, version) in group_versions {
-            let path = format!("/{}", group_version_path(group, version));
-            let Some(list) = get::<ResourceList>(client, &path).await else {
-                continue;
-            };
-            for entry in list.resources {
-                if !entry.name.contains('/') {
-                    kinds.insert((group.clone(), version.clone(), entry.name), entry.kind);
+            let resources = match crate::discovery::group_version_resources(client, group, version)
+                .await
+            {
+                Ok(resources) => resources,
+                Err(err) => {
+                    tracing::debug!(%group, %version, error = %err, "type checking: no discovery");
+                    continue;
                 }
+            };
+            for served in resources {
+                let resource = served.resource;
+                kinds.insert(
+                    (group.clone(), version.clone(), resource.plural),
+                    resource.kind,
+                );
             }
         }
         Discovery { kinds }
