@@ -16,7 +16,7 @@
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tracing::warn;
 
 use crate::accept::{self, MediaRange};
@@ -381,9 +381,18 @@ impl Encoding {
                 }
             }
         }
-        let mut line =
-            serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
-        line.push(b'\n');
+        // Written in place: `json!` would copy the whole object into a new tree first.
+        let mut line = b"{\"type\":".to_vec();
+        let written = serde_json::to_writer(&mut line, kind)
+            .and_then(|()| {
+                line.extend_from_slice(b",\"object\":");
+                serde_json::to_writer(&mut line, &object)
+            })
+            .is_ok();
+        if !written {
+            return Bytes::new();
+        }
+        line.extend_from_slice(b"}\n");
         Bytes::from(line)
     }
 }
@@ -414,6 +423,7 @@ fn with_type(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> R
 mod tests {
     use super::*;
     use crate::registry::Registry;
+    use serde_json::json;
 
     const KUBECTL_TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
     /// client-go's metadata client, for lists.

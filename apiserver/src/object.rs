@@ -182,6 +182,21 @@ pub(crate) fn answer_bytes(kv: &KeyValue) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// A JSON watch event line (`{"type":KIND,"object":...}` and a newline) of a stored object,
+/// straight from its bytes like [`answer_bytes`]: what every watcher of a kind without
+/// selectors gets, without building the object tree per watcher and per event. `None` when
+/// the bytes are not in `to_stored`'s form.
+pub(crate) fn watch_event_bytes(kind: &str, kv: &KeyValue) -> Option<Vec<u8>> {
+    let object = splice_resource_version(kv, true)?;
+    let mut line = Vec::with_capacity(object.len() + kind.len() + 24);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(&object);
+    line.extend_from_slice(b"}\n");
+    Some(line)
+}
+
 /// A stored object as a built-in list item (docs/api-behaviour.md#list-shape: without kind and apiVersion), straight from
 /// its bytes like [`answer_bytes`]; `None` when the bytes are not in `to_stored`'s form.
 pub(crate) fn list_item_bytes(kv: &KeyValue) -> Option<Vec<u8>> {
@@ -342,6 +357,17 @@ mod tests {
                 String::from_utf8_lossy(&slow),
                 "{value}"
             );
+            // As a watch event: the line the general path writes for the parsed object.
+            for kind in ["ADDED", "MODIFIED"] {
+                let line = watch_event_bytes(kind, &kv).expect("the fast form applies");
+                let general = crate::negotiate::Encoding::Json
+                    .watch_event(kind, Value::Object(from_stored(&kv).expect("parses")));
+                assert_eq!(
+                    String::from_utf8_lossy(&line),
+                    String::from_utf8_lossy(&general),
+                    "{value}"
+                );
+            }
             // As a list item: the same without kind and apiVersion.
             let item = list_item_bytes(&kv).expect("the fast form applies");
             let mut parsed = from_stored(&kv).expect("parses");
@@ -362,5 +388,6 @@ mod tests {
             version: 1,
         };
         assert!(answer_bytes(&odd).is_none());
+        assert!(watch_event_bytes("ADDED", &odd).is_none());
     }
 }

@@ -16,7 +16,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kubemock_client::{Api, ListParams, Patch, PatchParams, PostParams};
+use kubemock_client::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kubemock_controllers::ManagerConfig;
 use kubemock_controllers::clock::FakeClock;
 use kubemock_controllers::kubelet::node::DOWN_ANNOTATION;
@@ -200,6 +200,39 @@ async fn a_node_that_goes_down_is_tainted_its_pods_evicted_and_replaced_and_it_c
         })
         .await;
     }
+    // A pod bound to the node while it is not Ready is marked not Ready too (upstream's
+    // `processPod`): here one whose status says Ready, written after it was bound.
+    let late: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "late"},
+        "spec": {"nodeName": victim, "containers": [{"name": "c", "image": "nginx:1.27"}]}
+    }))
+    .expect("a pod");
+    pods.create(&PostParams::default(), &late)
+        .await
+        .expect("create the late pod");
+    let mut late = pods.get("late").await.expect("the late pod");
+    late.status = Some(
+        serde_json::from_value(json!({
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}]
+        }))
+        .expect("a status"),
+    );
+    pods.replace_status("late", &PostParams::default(), &late)
+        .await
+        .expect("write the late pod's status");
+    wait_for("the late pod not Ready", || async {
+        let pod = pods.get("late").await.expect("pod");
+        (pod_condition(&pod, "Ready")?.0 == "False").then_some(())
+    })
+    .await;
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    pods.delete("late", &now)
+        .await
+        .expect("delete the late pod");
     // Before their tolerations run out, the pods stay.
     clock.advance(Duration::from_secs(200));
     for name in &victims {

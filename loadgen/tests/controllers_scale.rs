@@ -52,6 +52,8 @@ fn a_tiny_scale_run_reports_time_to_ready_and_memory() {
         report["rss_peak_kib"].as_u64().unwrap() >= report["rss_ready_kib"].as_u64().unwrap(),
         "{report}"
     );
+    // Both nodes were checked, and stayed Ready.
+    assert_eq!(report["nodes_not_ready_max"], 0, "{report}");
     assert!(
         stdout.contains("10 pods (2 Deployments of 5) on 2 nodes"),
         "{stdout}"

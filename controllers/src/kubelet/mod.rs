@@ -57,6 +57,12 @@ pub const SIMULATED_ANNOTATION: &str = "kubemock.dev/simulated";
 const REGISTER_RETRY: Duration = Duration::from_millis(500);
 /// Concurrent pod syncs.
 const WORKERS: usize = 4;
+/// Concurrent node heartbeats. Each real kubelet renews its own Lease, so a thousand nodes
+/// renew a hundred Leases a second whatever the load; two workers (the runtime's default)
+/// doing that one request after the other fell behind once a busy server answered in more
+/// than 20 ms, and the node lifecycle controller found the nodes silent (issue 23's 100k
+/// run). Idle workers cost nothing.
+const NODE_WORKERS: usize = 32;
 
 /// How the simulated nodes behave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,6 +153,25 @@ impl Context {
     }
 }
 
+/// What a pod's sync reads of its node ([`sync_pod`]): the node object it is (its uid), and
+/// whether it is simulated and stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct NodeFacts {
+    uid: Option<String>,
+    simulated: bool,
+    stopped: bool,
+}
+
+impl NodeFacts {
+    fn of(node: &Node) -> Self {
+        NodeFacts {
+            uid: node.metadata.uid.clone(),
+            simulated: is_simulated(node),
+            stopped: node::is_stopped(node),
+        }
+    }
+}
+
 /// Whether a Node object asks to be simulated.
 pub fn is_simulated(node: &Node) -> bool {
     node.metadata
@@ -224,7 +249,8 @@ impl Kubelet {
         // (sync_node requeues itself), and at once when a fake clock moves.
         let node_ctx = ctx.clone();
         let node_store = self.nodes.store();
-        let mut node_controller = Controller::new("kubelet-nodes", self.nodes.clone());
+        let mut node_controller =
+            Controller::new("kubelet-nodes", self.nodes.clone()).workers(NODE_WORKERS);
         if stages_served {
             node_controller = node_controller.watches(&self.stages, move |_| {
                 node_store.list().iter().map(|n| n.key()).collect()
@@ -268,8 +294,17 @@ impl Kubelet {
             });
         }
         crate::podindex::index_by_node(&pods);
+        // Only what a pod's sync reads of its node concerns its pods: which node it is, whether
+        // it is simulated, and whether it is stopped. A heartbeat (a status posted, or a Stage
+        // for Node moving it) changes none of that; queuing every pod of the node on each one
+        // made a sync per pod per heartbeat.
+        let seen: Mutex<HashMap<String, NodeFacts>> = Mutex::new(HashMap::new());
         let controller = controller.watches(&self.nodes, move |node: &Node| {
             let name = node.metadata.name.as_deref().unwrap_or_default();
+            let facts = NodeFacts::of(node);
+            if seen.lock().insert(name.to_owned(), facts.clone()) == Some(facts) {
+                return Vec::new();
+            }
             crate::podindex::keys_on_node(&pods, name)
         });
         // A fake clock's move wakes the pods whose time it reached.

@@ -19,7 +19,7 @@
 
 pub mod health;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -68,13 +68,44 @@ struct Context {
     pods: Store<Pod>,
     recorder: Recorder,
     clock: Clock,
-    /// Per node name: its observed health, and the uids of its pods already marked not Ready
-    /// in its current not-Ready spell (so each pod is marked once, as upstream does on the
-    /// transition and on a pod's assignment). Written by the sync worker.
-    health: Mutex<HashMap<String, (NodeHealth, HashSet<String>)>>,
+    /// Per node name: its observed health, and its pods already looked at in its current
+    /// not-Ready spell, by uid, with the resourceVersion they were left at (so each pod is
+    /// marked once, and again only once it changed, as upstream marks them on the node's
+    /// transition and on each change of a pod, `processPod`). Written by the sync worker.
+    health: Mutex<HashMap<String, (NodeHealth, Marked)>>,
     /// Whether every zone was fully disrupted at the last sync: leaving that state restarts
     /// every node's grace period (upstream `handleDisruption`). Written by the sync worker.
     all_disrupted: Mutex<bool>,
+    /// The zones' states, made from the node cache of the generation they are kept with:
+    /// every sync needs them, and making them reads every node, so a sync per node made a
+    /// pass over all nodes quadratic (a thousand nodes took a million reads every period).
+    zones: Mutex<Option<(u64, Arc<Zones>)>>,
+}
+
+/// The pods of a node looked at in its not-Ready spell: uid to the resourceVersion it was
+/// left at (a pod written since, its status set Ready again, is looked at again).
+type Marked = HashMap<String, String>;
+
+/// Each zone's state and its number of nodes ([`health::zones`]).
+type Zones = std::collections::BTreeMap<String, (health::ZoneState, usize)>;
+
+impl Context {
+    /// The zones as the node cache has them now: kept until the cache changes.
+    fn zones(&self) -> Arc<Zones> {
+        let mut cached = self.zones.lock();
+        let generation = self.nodes.generation();
+        if let Some((at, zones)) = cached.as_ref()
+            && *at == generation
+        {
+            return zones.clone();
+        }
+        let (nodes, generation) = self.nodes.list_with_generation();
+        let zones = Arc::new(health::zones(
+            &nodes.iter().map(AsRef::as_ref).collect::<Vec<_>>(),
+        ));
+        *cached = Some((generation, zones.clone()));
+        zones
+    }
 }
 
 /// The node lifecycle controller.
@@ -112,8 +143,10 @@ impl NodeLifecycleController {
             clock: self.clock.clone(),
             health: Mutex::new(HashMap::new()),
             all_disrupted: Mutex::new(false),
+            zones: Mutex::new(None),
         });
         crate::podindex::index_by_node(&ctx.pods);
+        let pod_nodes = ctx.nodes.clone();
         let controller = Controller::new("node-lifecycle", self.nodes)
             .workers(WORKERS)
             .watches(&self.leases, |lease: &Lease| {
@@ -128,10 +161,19 @@ impl NodeLifecycleController {
                     Vec::new()
                 }
             })
-            .watches(&self.pods, |pod: &Pod| {
+            .watches(&self.pods, move |pod: &Pod| {
+                // A pod concerns its node's sync only while that node is not Ready: then the
+                // pod is marked not Ready too (upstream's `podUpdated`/`processPod`, which
+                // look at a pod only when its node is not Ready). Queuing the node on every
+                // pod change made a sync, and a pass over the zones, per pod write.
                 pod.spec
                     .as_ref()
                     .and_then(|s| s.node_name.as_deref())
+                    .filter(|name| {
+                        pod_nodes.get_by(None, name).is_some_and(
+                            |node| matches!(health::ready_status(&node), Some(s) if s != "True"),
+                        )
+                    })
                     .map(|n| ObjectKey::new(None, n))
                     .into_iter()
                     .collect()
@@ -164,8 +206,7 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     let lease = ctx
         .leases
         .get(&ObjectKey::new(Some(NODE_LEASE_NAMESPACE), &key.name));
-    let all_nodes = ctx.nodes.list();
-    let zones = health::zones(&all_nodes.iter().map(AsRef::as_ref).collect::<Vec<_>>());
+    let zones = ctx.zones();
     let all_disrupted = health::all_disrupted(&zones);
     let leaving_disruption = {
         let mut was = ctx.all_disrupted.lock();
@@ -242,7 +283,7 @@ async fn retaint(
     ctx: &Context,
     node: &Node,
     ready: Option<&str>,
-    zones: &std::collections::BTreeMap<String, (health::ZoneState, usize)>,
+    zones: &Zones,
     all_disrupted: bool,
     now: jiff::Timestamp,
 ) -> Result<()> {
@@ -281,12 +322,12 @@ async fn retaint(
 
 /// Sets the Ready condition of the node's pods False while the node is not Ready, each pod
 /// once per not-Ready spell (upstream `MarkPodsNotReady`, with its `NodeNotReady` event).
-/// `marked`: the pods already marked in this spell.
+/// `marked`: the pods already looked at in this spell, unchanged since.
 async fn mark_pods(
     ctx: &Context,
     node_name: &str,
     ready: Option<&str>,
-    mut marked: HashSet<String>,
+    mut marked: Marked,
 ) -> Result<()> {
     if ready == Some("True") || ready.is_none() {
         // Ready (or not yet reporting): a later spell starts afresh.
@@ -300,7 +341,8 @@ async fn mark_pods(
     let now = ctx.clock.now();
     for pod in pods {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
-        if marked.contains(&uid) {
+        let mut version = pod.metadata.resource_version.clone().unwrap_or_default();
+        if marked.get(&uid) == Some(&version) {
             continue;
         }
         let mut updated = (*pod).clone();
@@ -325,6 +367,11 @@ async fn mark_pods(
                 .await
             {
                 Ok(written) => {
+                    version = written
+                        .metadata
+                        .resource_version
+                        .clone()
+                        .unwrap_or_default();
                     let reference = object_reference(&written, &ApiResource::of::<Pod>());
                     ctx.recorder
                         .publish(
@@ -342,14 +389,14 @@ async fn mark_pods(
                 }
             }
         }
-        marked.insert(uid);
+        marked.insert(uid, version);
     }
     store_marked(ctx, node_name, marked);
     Ok(())
 }
 
 /// Records the pods marked not Ready in the node's current spell.
-fn store_marked(ctx: &Context, node_name: &str, marked: HashSet<String>) {
+fn store_marked(ctx: &Context, node_name: &str, marked: Marked) {
     if let Some((_, current)) = ctx.health.lock().get_mut(node_name) {
         *current = marked;
     }
