@@ -295,16 +295,7 @@ async fn wait_for_nodes(
 
 /// The number of Nodes that say Ready.
 async fn ready_nodes(client: &reqwest::Client, base: &str) -> anyhow::Result<usize> {
-    let list: Value = client
-        .get(format!("{base}/api/v1/nodes"))
-        .send()
-        .await
-        .context("listing nodes")?
-        .error_for_status()
-        .context("listing nodes")?
-        .json()
-        .await
-        .context("decoding the node list")?;
+    let list = list(client, &format!("{base}/api/v1/nodes"), "nodes").await?;
     Ok(list["items"]
         .as_array()
         .map_or(0, |items| items.iter().filter(|n| node_ready(n)).count()))
@@ -319,18 +310,23 @@ fn node_ready(node: &Value) -> bool {
 
 /// Pods created and pods Ready (updated and Ready), summed over the Deployments' status.
 async fn progress(client: &reqwest::Client, url: &str) -> anyhow::Result<(usize, usize)> {
-    let list: Value = client
+    let list = list(client, url, "Deployments").await?;
+    let items = list["items"].as_array().map_or(&[][..], Vec::as_slice);
+    Ok(tally(items))
+}
+
+/// The list at `url` (of `what`, for the errors), as JSON.
+async fn list(client: &reqwest::Client, url: &str, what: &str) -> anyhow::Result<Value> {
+    client
         .get(url)
         .send()
         .await
-        .context("listing Deployments")?
+        .with_context(|| format!("listing {what}"))?
         .error_for_status()
-        .context("listing Deployments")?
+        .with_context(|| format!("listing {what}"))?
         .json()
         .await
-        .context("decoding the Deployment list")?;
-    let items = list["items"].as_array().map_or(&[][..], Vec::as_slice);
-    Ok(tally(items))
+        .with_context(|| format!("decoding the list of {what}"))
 }
 
 /// Pods created and pods Ready in a list of Deployments: a pod counts as Ready only when it is

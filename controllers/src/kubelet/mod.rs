@@ -297,7 +297,8 @@ impl Kubelet {
         // Only what a pod's sync reads of its node concerns its pods: which node it is, whether
         // it is simulated, and whether it is stopped. A heartbeat (a status posted, or a Stage
         // for Node moving it) changes none of that; queuing every pod of the node on each one
-        // made a sync per pod per heartbeat.
+        // made a sync per pod per heartbeat. One entry per node name ever seen (a deleted
+        // node's stays; a node made again under its name has a new uid).
         let seen: Mutex<HashMap<String, NodeFacts>> = Mutex::new(HashMap::new());
         let controller = controller.watches(&self.nodes, move |node: &Node| {
             let name = node.metadata.name.as_deref().unwrap_or_default();
