@@ -352,3 +352,58 @@ async fn the_event_recorder_aggregates_repeats() {
     assert_eq!(failed.count, Some(1));
     assert_eq!(failed.type_.as_deref(), Some("Warning"));
 }
+
+/// client-go's correlator (`tools/record/events_cache.go`): ten different messages of one
+/// reason about one object, then one combined event; 25 events about an object, then none.
+#[tokio::test]
+async fn the_event_recorder_combines_similar_events_and_drops_spam() {
+    let (_server, client) = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cm = api
+        .create(&PostParams::default(), &configmap("busy", "1"))
+        .await
+        .expect("create");
+    let recorder = Recorder::new(client.clone(), "tester");
+    let reference = object_reference(&cm, &ApiResource::of::<ConfigMap>());
+    let mut written = 0;
+    for i in 0..30 {
+        let event = recorder
+            .try_publish(
+                &reference,
+                EventType::Normal,
+                "Created",
+                &format!("item {i}"),
+            )
+            .await
+            .expect("publish");
+        written += usize::from(event.is_some());
+    }
+    assert_eq!(written, 25, "the object's burst of 25, then nothing");
+    let events: Api<Event> = Api::namespaced(client, "default");
+    let list = events
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items;
+    let list: Vec<&Event> = list
+        .iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some("busy"))
+        .collect();
+    assert_eq!(list.len(), 10, "nine events and the combined one: {list:?}");
+    let combined: Vec<&&Event> = list
+        .iter()
+        .filter(|e| {
+            e.message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("(combined"))
+        })
+        .collect();
+    assert_eq!(combined.len(), 1);
+    // The 10th to the 25th: the last written message.
+    assert_eq!(combined[0].count, Some(16));
+    assert_eq!(
+        combined[0].message.as_deref(),
+        Some("(combined from similar events): item 24")
+    );
+    assert!(list.iter().all(|e| e.reason.as_deref() == Some("Created")));
+}
