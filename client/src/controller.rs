@@ -127,19 +127,45 @@ impl<K: Resource> Controller<K> {
     /// Watches objects of kind `C`: a change to one queues the keys `map` returns.
     #[must_use]
     pub fn watches<C: Resource>(
-        mut self,
+        self,
         informer: &SharedInformer<C>,
         map: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
     ) -> Self {
+        self.watches_with(informer, map, |queue, key| queue.add(key))
+    }
+
+    /// Watches objects of kind `C` whose changes come in bursts: a change to one queues the
+    /// keys `map` returns once `window` has passed, together with the changes made meanwhile
+    /// ([`WorkQueue::add_batched`]).
+    #[must_use]
+    pub fn watches_batched<C: Resource>(
+        self,
+        informer: &SharedInformer<C>,
+        map: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
+        window: Duration,
+    ) -> Self {
+        self.watches_with(informer, map, move |queue, key| {
+            queue.add_batched(key, window);
+        })
+    }
+
+    fn watches_with<C: Resource>(
+        mut self,
+        informer: &SharedInformer<C>,
+        map: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
+        enqueue: impl Fn(&WorkQueue<ObjectKey>, ObjectKey) + Send + Sync + 'static,
+    ) -> Self {
         let map = Arc::new(map);
+        let enqueue = Arc::new(enqueue);
         let source = informer.clone();
         self.sources
             .push(Box::new(move |queue: &WorkQueue<ObjectKey>| {
                 let (q1, q2, q3) = (queue.clone(), queue.clone(), queue.clone());
                 let (m1, m2, m3) = (map.clone(), map.clone(), map);
+                let (e1, e2, e3) = (enqueue.clone(), enqueue.clone(), enqueue);
                 source.add_handler(
                     Handlers::new()
-                        .on_add(move |obj: &Arc<C>| m1(obj).into_iter().for_each(|k| q1.add(k)))
+                        .on_add(move |obj: &Arc<C>| m1(obj).into_iter().for_each(|k| e1(&q1, k)))
                         .on_update(move |old: &Arc<C>, new: &Arc<C>| {
                             if old.resource_version() == new.resource_version() {
                                 return; // a resync of a secondary object changes nothing
@@ -147,9 +173,11 @@ impl<K: Resource> Controller<K> {
                             let mut keys = m2(old);
                             keys.extend(m2(new));
                             keys.dedup();
-                            keys.into_iter().for_each(|k| q2.add(k));
+                            keys.into_iter().for_each(|k| e2(&q2, k));
                         })
-                        .on_delete(move |obj: &Arc<C>| m3(obj).into_iter().for_each(|k| q3.add(k))),
+                        .on_delete(move |obj: &Arc<C>| {
+                            m3(obj).into_iter().for_each(|k| e3(&q3, k))
+                        }),
                 );
             }));
         let sync = informer.clone();

@@ -12,6 +12,9 @@
 //!   (client-go's handlers are fed from unbounded ring buffers instead.)
 //! - with a resync period, `on_update(obj, obj)` is delivered for every cached object
 //!   periodically.
+//! - with [`Transform::DropManagedFields`], objects are cached and handed out without
+//!   `metadata.managedFields`, as kube-controller-manager's and kube-scheduler's informers keep
+//!   them (issue 23: the field sets are a good part of a pod's size, in every cache).
 
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
@@ -209,6 +212,35 @@ impl<K: Resource> HandlerRegistration<K> {
     }
 }
 
+/// What an informer does to each object before caching it (client-go's `TransformFunc`, in
+/// the form kubemock's controllers use).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Transform {
+    /// Objects are cached as received.
+    #[default]
+    None,
+    /// `metadata.managedFields` is dropped: the `trim` transform of kube-controller-manager's
+    /// shared informers (`cmd/kube-controller-manager/app/controllermanager.go`) and of
+    /// kube-scheduler's pod informer (`pkg/scheduler/scheduler.go`). An update written from
+    /// such a cached object keeps the server's managed fields (an update without them keeps
+    /// the live object's).
+    DropManagedFields,
+}
+
+impl Transform {
+    fn apply<K: Resource>(self, event: &mut watcher::Event<K>) {
+        match (self, event) {
+            (Transform::None, _) | (_, watcher::Event::Init) | (_, watcher::Event::InitDone) => {}
+            (
+                Transform::DropManagedFields,
+                watcher::Event::InitApply(obj)
+                | watcher::Event::Apply(obj)
+                | watcher::Event::Delete(obj),
+            ) => obj.meta_mut().managed_fields = None,
+        }
+    }
+}
+
 struct Inner<K> {
     /// The cache.
     store: Store<K>,
@@ -219,6 +251,8 @@ struct Inner<K> {
     /// Where lists and watches come from, and how.
     source: Arc<dyn ListerWatcher<K>>,
     config: watcher::Config,
+    /// Applied to each object before it is cached.
+    transform: Transform,
     /// Set by the first `run`: an informer runs once.
     started: AtomicBool,
     /// Cancelled when the informer stops; ends handler and resync tasks.
@@ -243,12 +277,22 @@ impl<K> Clone for SharedInformer<K> {
 impl<K: Resource> SharedInformer<K> {
     /// An informer over `source` (an [`Api`], or any lister-watcher).
     pub fn new(source: impl ListerWatcher<K>, config: watcher::Config) -> Self {
+        Self::with_transform(source, config, Transform::None)
+    }
+
+    /// An informer over `source` that applies `transform` to each object before caching it.
+    pub fn with_transform(
+        source: impl ListerWatcher<K>,
+        config: watcher::Config,
+        transform: Transform,
+    ) -> Self {
         SharedInformer {
             inner: Arc::new(Inner {
                 store: Store::new(),
                 handlers: Mutex::new(Vec::new()),
                 source: Arc::new(source),
                 config,
+                transform,
                 started: AtomicBool::new(false),
                 stopped: CancellationToken::new(),
                 tasks: TaskTracker::new(),
@@ -355,7 +399,8 @@ impl<K: Resource> SharedInformer<K> {
             writer,
             watcher.into_stream(),
             token,
-            move |writer, event| {
+            move |writer, mut event| {
+                inner.transform.apply(&mut event);
                 let handlers = inner.handlers.lock();
                 for change in writer.apply(event) {
                     for handler in handlers.iter() {
@@ -411,6 +456,8 @@ pub struct InformerFactory {
     /// Namespace to watch (`None`: all).
     namespace: Option<String>,
     config: watcher::Config,
+    /// Applied by informers created from now on.
+    transform: Transform,
     /// Informers by resource; `Box<SharedInformer<K>>` as `Any`.
     informers: Mutex<HashMap<ApiResource, Box<dyn Any + Send + Sync>>>,
     /// Runs of started informers.
@@ -436,6 +483,7 @@ impl InformerFactory {
             client,
             namespace,
             config: watcher::Config::default(),
+            transform: Transform::None,
             informers: Mutex::new(HashMap::new()),
             starters: Mutex::new(Vec::new()),
             synced: Mutex::new(Vec::new()),
@@ -447,6 +495,14 @@ impl InformerFactory {
     #[must_use]
     pub fn with_config(mut self, config: watcher::Config) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Sets what informers created from now on do to each object before caching it
+    /// (client-go's `informers.WithTransform`).
+    #[must_use]
+    pub fn with_transform(mut self, transform: Transform) -> Self {
+        self.transform = transform;
         self
     }
 
@@ -472,7 +528,7 @@ impl InformerFactory {
             Some(ns) => Api::namespaced_with(self.client.clone(), ns, resource),
             None => Api::all_with(self.client.clone(), resource),
         };
-        let informer = SharedInformer::new(api, self.config.clone());
+        let informer = SharedInformer::with_transform(api, self.config.clone(), self.transform);
         informers.insert(resource.clone(), Box::new(informer.clone()));
         let runner = informer.clone();
         self.starters

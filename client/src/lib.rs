@@ -51,7 +51,7 @@ pub use api::{Api, Deleted};
 pub use config::{Config, Kubeconfig};
 pub use controller::{Action, Controller};
 pub use error::{Error, Result};
-pub use informer::{EventHandler, InformerFactory, SharedInformer};
+pub use informer::{EventHandler, InformerFactory, SharedInformer, Transform};
 pub use reflector::Store;
 pub use request::{DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchParams};
 pub use resource::{ApiResource, DynamicObject, ObjectKey, ObjectList, Resource, TypedResource};

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kubemock_client::informer::Handlers;
 use kubemock_client::watcher::{self, InitialList};
 use kubemock_client::{
-    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, SharedInformer,
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, SharedInformer, Transform,
 };
 use kubemock_storage::Kv;
 use parking_lot::Mutex;
@@ -111,6 +111,83 @@ async fn a_streaming_list_informer_syncs_and_follows_changes() {
         informer.store().get_by(Some("default"), "late").is_some()
     })
     .await;
+    token.cancel();
+    run.await.expect("informer stops");
+}
+
+/// `Transform::DropManagedFields` (kube-controller-manager's `trim`): the listed objects, the
+/// watched ones and what handlers get come without managed fields; the server keeps them, also
+/// through an update written from the trimmed copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_informer_can_cache_objects_without_managed_fields() {
+    let (_server, client) = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    api.create(&PostParams::default(), &configmap("listed", "1"))
+        .await
+        .expect("create");
+    let informer = SharedInformer::with_transform(
+        api.clone(),
+        watcher::Config::default(),
+        Transform::DropManagedFields,
+    );
+    let handed: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let seen = handed.clone();
+    informer.add_handler(Handlers::new().on_add(move |cm: &Arc<ConfigMap>| {
+        seen.lock().push(cm.metadata.managed_fields.is_some());
+    }));
+    let token = CancellationToken::new();
+    let run = start(&informer, &token);
+    tokio::time::timeout(Duration::from_secs(30), informer.wait_for_sync())
+        .await
+        .expect("synced");
+    api.create(&PostParams::default(), &configmap("watched", "1"))
+        .await
+        .expect("create");
+    wait_until(Duration::from_secs(10), "the watched object", || async {
+        informer
+            .store()
+            .get_by(Some("default"), "watched")
+            .is_some()
+    })
+    .await;
+    wait_until(Duration::from_secs(10), "both handed out", || async {
+        handed.lock().len() == 2
+    })
+    .await;
+    assert_eq!(
+        *handed.lock(),
+        vec![false, false],
+        "handlers get trimmed objects"
+    );
+    for name in ["listed", "watched"] {
+        let cached = informer
+            .store()
+            .get_by(Some("default"), name)
+            .expect("cached");
+        assert!(cached.metadata.managed_fields.is_none(), "{name} trimmed");
+        let stored = api.get(name).await.expect("get");
+        assert!(
+            stored.metadata.managed_fields.is_some(),
+            "{name} on the server"
+        );
+    }
+    // An update from the trimmed copy leaves the server's managed fields in place.
+    let mut update = (*informer
+        .store()
+        .get_by(Some("default"), "watched")
+        .expect("cached"))
+    .clone();
+    update.data = Some(BTreeMap::from([("k".to_owned(), "2".to_owned())]));
+    let written = api
+        .replace("watched", &PostParams::default(), &update)
+        .await
+        .expect("replace");
+    assert!(
+        written
+            .metadata
+            .managed_fields
+            .is_some_and(|m| !m.is_empty())
+    );
     token.cancel();
     run.await.expect("informer stops");
 }

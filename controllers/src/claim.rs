@@ -34,7 +34,8 @@ pub(crate) async fn claim<O: TypedResource, D: TypedResource>(
     let mut may_adopt: Option<bool> = None;
     for candidate in candidates {
         let matches = selector.matches(candidate.meta().labels.as_ref().unwrap_or(&NO_LABELS));
-        let name = candidate.meta().name.clone().unwrap_or_default();
+        // Named only where a patch needs it: most candidates are kept as they are.
+        let name = || candidate.meta().name.clone().unwrap_or_default();
         match controller_of(candidate.meta()) {
             Some(reference) if reference.uid == uid => {
                 if matches || deleting {
@@ -45,6 +46,7 @@ pub(crate) async fn claim<O: TypedResource, D: TypedResource>(
                     "ownerReferences": [{"$patch": "delete", "uid": uid}],
                     "uid": candidate.meta().uid,
                 }});
+                let name = name();
                 match api
                     .patch(&name, &PatchParams::default(), &Patch::Strategic(patch))
                     .await
@@ -82,6 +84,7 @@ pub(crate) async fn claim<O: TypedResource, D: TypedResource>(
                     "ownerReferences": [reference],
                     "uid": candidate.meta().uid,
                 }});
+                let name = name();
                 match api
                     .patch(&name, &PatchParams::default(), &Patch::Strategic(patch))
                     .await

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kubemock_client::leader::{LeaderElectionConfig, LeaderElector, LeaderEvent};
-use kubemock_client::{Api, Client, InformerFactory};
+use kubemock_client::{Api, Client, InformerFactory, Transform};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -264,7 +264,7 @@ pub async fn run(client: Client, config: ManagerConfig, token: CancellationToken
 /// [`Credentials::service_accounts`]), the scheduler and the simulated kubelets as theirs,
 /// on informers of their own when their client is.
 pub async fn run_as(credentials: Credentials, config: ManagerConfig, token: CancellationToken) {
-    let factory = Arc::new(InformerFactory::new(as_component(
+    let factory = Arc::new(informer_factory(as_component(
         &credentials.root,
         CONTROLLER_MANAGER_COMMAND,
         Some(SHARED_INFORMERS_AGENT),
@@ -458,6 +458,12 @@ async fn start(
     Some(())
 }
 
+/// Informers as kube-controller-manager's and kube-scheduler's: without managed fields,
+/// which no controller reads (the simulated kubelets share the choice: theirs never do).
+fn informer_factory(client: Client) -> InformerFactory {
+    InformerFactory::new(client).with_transform(Transform::DropManagedFields)
+}
+
 /// A component's own client with informers of its own (added to `factories`), or `None` and
 /// the shared informers.
 fn own_or_shared(
@@ -466,7 +472,7 @@ fn own_or_shared(
 ) -> (Option<Client>, Arc<InformerFactory>) {
     match own {
         Some(client) => {
-            let factory = Arc::new(InformerFactory::new(client.clone()));
+            let factory = Arc::new(informer_factory(client.clone()));
             factories.push(factory.clone());
             (Some(client.clone()), factory)
         }

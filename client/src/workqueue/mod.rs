@@ -212,6 +212,19 @@ impl<T: QueueItem> WorkQueue<T> {
         self.inner.ready.notify_waiters();
     }
 
+    /// Queues `item` to be handed out once `window` has passed, unless it is queued already
+    /// and not yet handed out: adds during the window join it. For sources whose changes
+    /// come in bursts and each cost a whole reconcile (the pods of one ReplicaSet).
+    pub fn add_batched(&self, item: T, window: Duration) {
+        {
+            let state = self.inner.state.lock();
+            if state.dirty.contains(&item) && !state.processing.contains_key(&item) {
+                return;
+            }
+        }
+        self.add_after(item, window);
+    }
+
     /// Queues `item` after the rate limiter's delay (a retry).
     pub fn add_rate_limited(&self, item: T) {
         let delay = self.inner.limiter.when(&item);
@@ -409,6 +422,32 @@ mod tests {
         assert_eq!(next(&queue).await, Some("b"));
         assert_eq!(start.elapsed(), Duration::from_secs(7));
         assert_eq!(queue.metrics().waiting, 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn batched_adds_within_the_window_are_handed_out_once() {
+        let queue = WorkQueue::new();
+        let window = Duration::from_millis(50);
+        let start = Instant::now();
+        queue.add_batched("a", window);
+        tokio::time::advance(Duration::from_millis(20)).await;
+        queue.add_batched("a", window); // joins the first: due at 50 ms, not 70
+        assert_eq!(next(&queue).await, Some("a"));
+        assert_eq!(start.elapsed(), window);
+        // While "a" is processed, a batched add waits for the window, then it runs again.
+        queue.add_batched("a", window);
+        queue.done(&"a");
+        assert_eq!(queue.len(), 0, "waiting, not queued");
+        assert_eq!(next(&queue).await, Some("a"));
+        assert_eq!(start.elapsed(), window * 2);
+        queue.done(&"a");
+        // An item already queued (not handed out) takes a batched add as done.
+        queue.add("b");
+        queue.add_batched("b", window);
+        assert_eq!(queue.metrics().waiting, 0);
+        assert_eq!(next(&queue).await, Some("b"));
+        queue.done(&"b");
+        assert_eq!(queue.len(), 0);
     }
 
     #[tokio::test(start_paused = true)]

@@ -12,6 +12,7 @@ mod sync;
 pub use expectations::{EXPECTATIONS_TTL, Expectations};
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
@@ -31,6 +32,13 @@ const WORKERS: usize = 5;
 
 /// At most this many pods are created or deleted in one sync (upstream `BurstReplicas`).
 pub const BURST_REPLICAS: usize = 500;
+
+/// Changes of a ReplicaSet's pods within this window are synced together. A sync reads every
+/// pod of the ReplicaSet, so one sync per pod change costs pods² over a rollout (10,000 pods
+/// becoming Ready: 10⁸ pod reads); kube-controller-manager enqueues at once, but is held
+/// back by its client's QPS limit, which it writes each status under. Changes that complete
+/// the expected creations or deletions of a step sync at once: the next step never waits.
+pub const POD_BATCH: Duration = Duration::from_millis(50);
 
 /// What a sync needs.
 pub(crate) struct Context {
@@ -86,8 +94,11 @@ impl ReplicaSetController {
         let replicasets = self.replicasets.store();
         // Pods map to their controller, or (orphans) to every ReplicaSet that selects them.
         let controller = Controller::new("replicaset", self.replicasets).workers(WORKERS);
-        let controller =
-            controller.watches(&self.pods, move |pod: &Pod| owners_of(&replicasets, pod));
+        let controller = controller.watches_batched(
+            &self.pods,
+            move |pod: &Pod| owners_of(&replicasets, pod),
+            POD_BATCH,
+        );
         observe_expectations(
             &self.pods,
             controller.queue(),
@@ -183,12 +194,13 @@ fn observe_expectations(
                 let Some(owner) = controlling_replicaset(&r1, pod) else {
                     return;
                 };
+                let waited = !e1.satisfied(&owner);
                 if pod.metadata.deletion_timestamp.is_some() {
                     e1.deletion_observed(&owner, &pod.key());
                 } else {
                     e1.creation_observed(&owner);
                 }
-                q1.add(owner);
+                queue_observed(&q1, &e1, owner, waited);
             })
             .on_update(move |old: &Arc<Pod>, new: &Arc<Pod>| {
                 // A graceful deletion counts when it starts, not when the kubelet ends it.
@@ -196,16 +208,34 @@ fn observe_expectations(
                     && new.metadata.deletion_timestamp.is_some()
                     && let Some(owner) = controlling_replicaset(&r2, new)
                 {
+                    let waited = !e2.satisfied(&owner);
                     e2.deletion_observed(&owner, &new.key());
-                    q2.add(owner);
+                    queue_observed(&q2, &e2, owner, waited);
                 }
             })
             .on_delete(move |pod: &Arc<Pod>| {
                 let Some(owner) = controlling_replicaset(&r3, pod) else {
                     return;
                 };
+                let waited = !e3.satisfied(&owner);
                 e3.deletion_observed(&owner, &pod.key());
-                q3.add(owner);
+                queue_observed(&q3, &e3, owner, waited);
             }),
     );
+}
+
+/// Queues `owner` after an observed creation or deletion: at once when that met the
+/// expectations it `waited` on (the next step of a slow start goes now), else with its other
+/// pod changes.
+fn queue_observed(
+    queue: &WorkQueue<ObjectKey>,
+    expectations: &Expectations,
+    owner: ObjectKey,
+    waited: bool,
+) {
+    if waited && expectations.satisfied(&owner) {
+        queue.add(owner);
+    } else {
+        queue.add_batched(owner, POD_BATCH);
+    }
 }

@@ -46,11 +46,15 @@ pub fn is_ready(pod: &Pod) -> bool {
 /// Whether the pod has been Ready for `min_ready_seconds` at `now` (upstream
 /// `IsPodAvailable`).
 pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
-    match ready_since(pod) {
+    ready_since(pod).is_some_and(|since| ready_long_enough(since, min_ready_seconds, now))
+}
+
+/// Whether a pod Ready since `since` (its Ready condition's transition time) is available.
+fn ready_long_enough(since: Option<Timestamp>, min_ready_seconds: i32, now: Timestamp) -> bool {
+    match since {
+        _ if min_ready_seconds <= 0 => true,
         None => false,
-        Some(_) if min_ready_seconds <= 0 => true,
-        Some(None) => false,
-        Some(Some(since)) => {
+        Some(since) => {
             kubemock_apimachinery::time::shift_seconds(since, i64::from(min_ready_seconds)) <= now
         }
     }
@@ -248,22 +252,27 @@ pub fn compute_status<P: Borrow<Pod>>(
     now: Timestamp,
 ) -> ReplicaSetStatus {
     let mut status = rs.status.clone().unwrap_or_default();
-    let spec = rs.spec.clone().unwrap_or_default();
+    let spec = rs.spec.as_ref();
     let template_labels = spec
-        .template
-        .as_ref()
+        .and_then(|s| s.template.as_ref())
         .and_then(|t| t.metadata.as_ref())
         .and_then(|m| m.labels.as_ref());
-    let min_ready = spec.min_ready_seconds.unwrap_or(0);
-    let count = |f: &dyn Fn(&Pod) -> bool| {
-        i32::try_from(pods.iter().filter(|p| f((*p).borrow())).count()).unwrap_or(i32::MAX)
-    };
-    status.replicas = i32::try_from(pods.len()).unwrap_or(i32::MAX);
-    status.fully_labeled_replicas = Some(count(&|p| {
-        has_all(p.metadata.labels.as_ref(), template_labels)
-    }));
-    status.ready_replicas = Some(count(&is_ready));
-    status.available_replicas = Some(count(&|p| is_available(p, min_ready, now)));
+    let min_ready = spec.and_then(|s| s.min_ready_seconds).unwrap_or(0);
+    // One pass over the pods (a ReplicaSet may have thousands, read on every change of one).
+    let (mut fully_labeled, mut ready, mut available) = (0_usize, 0_usize, 0_usize);
+    for pod in pods {
+        let pod: &Pod = pod.borrow();
+        fully_labeled += usize::from(has_all(pod.metadata.labels.as_ref(), template_labels));
+        if let Some(since) = ready_since(pod) {
+            ready += 1;
+            available += usize::from(ready_long_enough(since, min_ready, now));
+        }
+    }
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    status.replicas = count(pods.len());
+    status.fully_labeled_replicas = Some(count(fully_labeled));
+    status.ready_replicas = Some(count(ready));
+    status.available_replicas = Some(count(available));
     status.observed_generation = rs.metadata.generation;
     let conditions = status.conditions.get_or_insert_with(Vec::new);
     let has_failure = conditions.iter().any(|c| c.type_ == "ReplicaFailure");

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::api::core::v1::Pod;
 use kubemock_client::controller::controller_reference;
 use kubemock_client::events::{EventType, object_reference};
@@ -23,7 +23,8 @@ pub(crate) async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         return Ok(Action::AwaitChange);
     };
     let namespace = key.namespace.clone().unwrap_or_default();
-    let spec = rs.spec.clone().unwrap_or_default();
+    let no_spec = ReplicaSetSpec::default();
+    let spec = rs.spec.as_ref().unwrap_or(&no_spec);
     let selector = match Selector::from_label_selector(&spec.selector) {
         Ok(selector) => selector,
         Err(err) => {
