@@ -62,6 +62,9 @@ pub struct Controller<K> {
     queue: WorkQueue<ObjectKey>,
     workers: usize,
     resync: Option<Duration>,
+    /// Window within which updates of a primary object are synced together (`None`: each
+    /// at once).
+    batch_updates: Option<Duration>,
     /// Handler registrations of secondary sources, run at `run`.
     sources: Vec<Register>,
     /// Sync waits of every informer the controller reads.
@@ -78,6 +81,7 @@ impl<K: Resource> Controller<K> {
             queue: WorkQueue::new(),
             workers: DEFAULT_WORKERS,
             resync: None,
+            batch_updates: None,
             sources: Vec::new(),
             syncs: vec![Box::new(move || {
                 let sync = sync.clone();
@@ -97,6 +101,17 @@ impl<K: Resource> Controller<K> {
     #[must_use]
     pub fn resync(mut self, period: Duration) -> Self {
         self.resync = Some(period);
+        self
+    }
+
+    /// Syncs the updates of a primary object made within `window` together
+    /// ([`WorkQueue::add_batched`]); additions and deletions still sync at once. For a
+    /// controller whose every sync is costly and writes the object's status, which comes
+    /// back as an update (the ReplicaSet controller): without it, those updates chain syncs
+    /// back to back.
+    #[must_use]
+    pub fn batch_updates(mut self, window: Duration) -> Self {
+        self.batch_updates = Some(window);
         self
     }
 
@@ -207,10 +222,14 @@ impl<K: Resource> Controller<K> {
     {
         let queue = self.queue.clone();
         let (qa, qu, qd) = (queue.clone(), queue.clone(), queue.clone());
+        let batch_updates = self.batch_updates;
         self.primary.add_handler_with_resync(
             Handlers::new()
                 .on_add(move |obj: &Arc<K>| qa.add(obj.key()))
-                .on_update(move |_, new: &Arc<K>| qu.add(new.key()))
+                .on_update(move |_, new: &Arc<K>| match batch_updates {
+                    Some(window) => qu.add_batched(new.key(), window),
+                    None => qu.add(new.key()),
+                })
                 .on_delete(move |obj: &Arc<K>| qd.add(obj.key())),
             self.resync,
         );

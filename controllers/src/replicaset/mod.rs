@@ -33,11 +33,12 @@ const WORKERS: usize = 5;
 /// At most this many pods are created or deleted in one sync (upstream `BurstReplicas`).
 pub const BURST_REPLICAS: usize = 500;
 
-/// Changes of a ReplicaSet's pods within this window are synced together. A sync reads every
-/// pod of the ReplicaSet, so one sync per pod change costs pods² over a rollout (10,000 pods
-/// becoming Ready: 10⁸ pod reads); kube-controller-manager enqueues at once, but is held
-/// back by its client's QPS limit, which it writes each status under. Changes that complete
-/// the expected creations or deletions of a step sync at once: the next step never waits.
+/// Changes of a ReplicaSet's pods, and updates of the ReplicaSet (its own status writes
+/// among them), within this window are synced together. A sync reads every pod of the
+/// ReplicaSet, so one sync per pod change costs pods² over a rollout (10,000 pods becoming
+/// Ready: 10⁸ pod reads); kube-controller-manager enqueues at once, but is held back by its
+/// client's QPS limit, which it writes each status under. Changes that complete the
+/// expected creations or deletions of a step sync at once: the next step never waits.
 pub const POD_BATCH: Duration = Duration::from_millis(50);
 
 /// What a sync needs.
@@ -93,7 +94,10 @@ impl ReplicaSetController {
         crate::podindex::index_by_controller(&ctx.pods);
         let replicasets = self.replicasets.store();
         // Pods map to their controller, or (orphans) to every ReplicaSet that selects them.
-        let controller = Controller::new("replicaset", self.replicasets).workers(WORKERS);
+        // Its own status writes come back as updates: synced with the pod changes.
+        let controller = Controller::new("replicaset", self.replicasets)
+            .workers(WORKERS)
+            .batch_updates(POD_BATCH);
         let controller = controller.watches_batched(
             &self.pods,
             move |pod: &Pod| owners_of(&replicasets, pod),
