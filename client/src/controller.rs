@@ -54,6 +54,7 @@ pub const DEFAULT_WORKERS: usize = 2;
 
 type WaitSync = Box<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
 type Register = Box<dyn FnOnce(&WorkQueue<ObjectKey>) + Send>;
+type BatchWindow<K> = Arc<dyn Fn(&K) -> Duration + Send + Sync>;
 
 /// A controller of the primary kind `K`.
 pub struct Controller<K> {
@@ -62,9 +63,9 @@ pub struct Controller<K> {
     queue: WorkQueue<ObjectKey>,
     workers: usize,
     resync: Option<Duration>,
-    /// Window within which updates of a primary object are synced together (`None`: each
-    /// at once).
-    batch_updates: Option<Duration>,
+    /// The window within which updates of a primary object are synced together (`None`:
+    /// each at once).
+    batch_updates: Option<BatchWindow<K>>,
     /// Handler registrations of secondary sources, run at `run`.
     sources: Vec<Register>,
     /// Sync waits of every informer the controller reads.
@@ -104,14 +105,17 @@ impl<K: Resource> Controller<K> {
         self
     }
 
-    /// Syncs the updates of a primary object made within `window` together
+    /// Syncs the updates of a primary object made within `window(object)` together
     /// ([`WorkQueue::add_batched`]); additions and deletions still sync at once. For a
     /// controller whose every sync is costly and writes the object's status, which comes
     /// back as an update (the ReplicaSet controller): without it, those updates chain syncs
     /// back to back.
     #[must_use]
-    pub fn batch_updates(mut self, window: Duration) -> Self {
-        self.batch_updates = Some(window);
+    pub fn batch_updates(
+        mut self,
+        window: impl Fn(&K) -> Duration + Send + Sync + 'static,
+    ) -> Self {
+        self.batch_updates = Some(Arc::new(window));
         self
     }
 
@@ -150,17 +154,18 @@ impl<K: Resource> Controller<K> {
     }
 
     /// Watches objects of kind `C` whose changes come in bursts: a change to one queues the
-    /// keys `map` returns once `window` has passed, together with the changes made meanwhile
-    /// ([`WorkQueue::add_batched`]).
+    /// keys `map` returns once `window(key)` has passed, together with the changes made
+    /// meanwhile ([`WorkQueue::add_batched`]).
     #[must_use]
     pub fn watches_batched<C: Resource>(
         self,
         informer: &SharedInformer<C>,
         map: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
-        window: Duration,
+        window: impl Fn(&ObjectKey) -> Duration + Send + Sync + 'static,
     ) -> Self {
         self.watches_with(informer, map, move |queue, key| {
-            queue.add_batched(key, window);
+            let wait = window(&key);
+            queue.add_batched(key, wait);
         })
     }
 
@@ -226,8 +231,8 @@ impl<K: Resource> Controller<K> {
         self.primary.add_handler_with_resync(
             Handlers::new()
                 .on_add(move |obj: &Arc<K>| qa.add(obj.key()))
-                .on_update(move |_, new: &Arc<K>| match batch_updates {
-                    Some(window) => qu.add_batched(new.key(), window),
+                .on_update(move |_, new: &Arc<K>| match &batch_updates {
+                    Some(window) => qu.add_batched(new.key(), window(new)),
                     None => qu.add(new.key()),
                 })
                 .on_delete(move |obj: &Arc<K>| qd.add(obj.key())),

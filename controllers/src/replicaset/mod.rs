@@ -34,12 +34,32 @@ const WORKERS: usize = 5;
 pub const BURST_REPLICAS: usize = 500;
 
 /// Changes of a ReplicaSet's pods, and updates of the ReplicaSet (its own status writes
-/// among them), within this window are synced together. A sync reads every pod of the
-/// ReplicaSet, so one sync per pod change costs pods² over a rollout (10,000 pods becoming
-/// Ready: 10⁸ pod reads); kube-controller-manager enqueues at once, but is held back by its
-/// client's QPS limit, which it writes each status under. Changes that complete the
-/// expected creations or deletions of a step sync at once: the next step never waits.
+/// among them), within a window are synced together: [`POD_BATCH`], plus [`BATCH_PER_POD`]
+/// for each of its pods, at most [`POD_BATCH_MAX`]. A sync reads every pod of the
+/// ReplicaSet (some 2.5 µs each on the 2-core machine), so one sync per pod change costs
+/// pods² over a rollout (10,000 pods becoming Ready: 10⁸ pod reads); the window growing with
+/// the pods keeps the syncs of one ReplicaSet to a few percent of a core.
+/// kube-controller-manager enqueues each change, but is held back by its client's QPS limit,
+/// which it writes each status under. Changes that complete the expected creations or
+/// deletions of a step sync at once: the next step never waits.
 pub const POD_BATCH: Duration = Duration::from_millis(50);
+
+/// What each pod of a ReplicaSet adds to its batching window.
+pub const BATCH_PER_POD: Duration = Duration::from_micros(50);
+
+/// The longest batching window (a ReplicaSet of 20,000 pods or more).
+pub const POD_BATCH_MAX: Duration = Duration::from_secs(1);
+
+/// The batching window of a ReplicaSet whose status counts `replicas` pods.
+fn batch_window(replicas: i32) -> Duration {
+    let pods = u32::try_from(replicas).unwrap_or(0);
+    (POD_BATCH + BATCH_PER_POD * pods).min(POD_BATCH_MAX)
+}
+
+/// The batching window of the ReplicaSet `rs`.
+fn batch_window_of(rs: &ReplicaSet) -> Duration {
+    batch_window(rs.status.as_ref().map_or(0, |s| s.replicas))
+}
 
 /// What a sync needs.
 pub(crate) struct Context {
@@ -93,15 +113,20 @@ impl ReplicaSetController {
         });
         crate::podindex::index_by_controller(&ctx.pods);
         let replicasets = self.replicasets.store();
+        let windows = self.replicasets.store();
         // Pods map to their controller, or (orphans) to every ReplicaSet that selects them.
         // Its own status writes come back as updates: synced with the pod changes.
         let controller = Controller::new("replicaset", self.replicasets)
             .workers(WORKERS)
-            .batch_updates(POD_BATCH);
+            .batch_updates(batch_window_of);
         let controller = controller.watches_batched(
             &self.pods,
             move |pod: &Pod| owners_of(&replicasets, pod),
-            POD_BATCH,
+            move |key: &ObjectKey| {
+                windows
+                    .get(key)
+                    .map_or(POD_BATCH, |rs| batch_window_of(&rs))
+            },
         );
         observe_expectations(
             &self.pods,
@@ -204,7 +229,7 @@ fn observe_expectations(
                 } else {
                     e1.creation_observed(&owner);
                 }
-                queue_observed(&q1, &e1, owner, waited);
+                queue_observed(&q1, &r1, &e1, owner, waited);
             })
             .on_update(move |old: &Arc<Pod>, new: &Arc<Pod>| {
                 // A graceful deletion counts when it starts, not when the kubelet ends it.
@@ -214,7 +239,7 @@ fn observe_expectations(
                 {
                     let waited = !e2.satisfied(&owner);
                     e2.deletion_observed(&owner, &new.key());
-                    queue_observed(&q2, &e2, owner, waited);
+                    queue_observed(&q2, &r2, &e2, owner, waited);
                 }
             })
             .on_delete(move |pod: &Arc<Pod>| {
@@ -223,7 +248,7 @@ fn observe_expectations(
                 };
                 let waited = !e3.satisfied(&owner);
                 e3.deletion_observed(&owner, &pod.key());
-                queue_observed(&q3, &e3, owner, waited);
+                queue_observed(&q3, &r3, &e3, owner, waited);
             }),
     );
 }
@@ -233,6 +258,7 @@ fn observe_expectations(
 /// pod changes.
 fn queue_observed(
     queue: &WorkQueue<ObjectKey>,
+    replicasets: &Store<ReplicaSet>,
     expectations: &Expectations,
     owner: ObjectKey,
     waited: bool,
@@ -240,6 +266,23 @@ fn queue_observed(
     if waited && expectations.satisfied(&owner) {
         queue.add(owner);
     } else {
-        queue.add_batched(owner, POD_BATCH);
+        let window = replicasets
+            .get(&owner)
+            .map_or(POD_BATCH, |rs| batch_window_of(&rs));
+        queue.add_batched(owner, window);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_batching_window_grows_with_the_pods_up_to_a_second() {
+        assert_eq!(batch_window(0), POD_BATCH);
+        assert_eq!(batch_window(-3), POD_BATCH);
+        assert_eq!(batch_window(1_000), Duration::from_millis(100));
+        assert_eq!(batch_window(10_000), Duration::from_millis(550));
+        assert_eq!(batch_window(100_000), POD_BATCH_MAX);
     }
 }
