@@ -54,7 +54,7 @@ pub const DEFAULT_WORKERS: usize = 2;
 
 type WaitSync = Box<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
 type Register = Box<dyn FnOnce(&WorkQueue<ObjectKey>) + Send>;
-type BatchWindow<K> = Arc<dyn Fn(&K) -> Duration + Send + Sync>;
+type BatchWindow<K> = Arc<dyn Fn(&K, &K) -> Option<Duration> + Send + Sync>;
 
 /// A controller of the primary kind `K`.
 pub struct Controller<K> {
@@ -105,15 +105,15 @@ impl<K: Resource> Controller<K> {
         self
     }
 
-    /// Syncs the updates of a primary object made within `window(object)` together
-    /// ([`WorkQueue::add_batched`]); additions and deletions still sync at once. For a
-    /// controller whose every sync is costly and writes the object's status, which comes
-    /// back as an update (the ReplicaSet controller): without it, those updates chain syncs
-    /// back to back.
+    /// Syncs the updates of a primary object made within `window(old, new)` together
+    /// ([`WorkQueue::add_batched`]); an update for which `window` gives `None` (a change of
+    /// spec, say), additions and deletions still sync at once. For a controller whose every
+    /// sync is costly and writes the object's status, which comes back as an update (the
+    /// ReplicaSet controller): without it, those updates chain syncs back to back.
     #[must_use]
     pub fn batch_updates(
         mut self,
-        window: impl Fn(&K) -> Duration + Send + Sync + 'static,
+        window: impl Fn(&K, &K) -> Option<Duration> + Send + Sync + 'static,
     ) -> Self {
         self.batch_updates = Some(Arc::new(window));
         self
@@ -231,9 +231,11 @@ impl<K: Resource> Controller<K> {
         self.primary.add_handler_with_resync(
             Handlers::new()
                 .on_add(move |obj: &Arc<K>| qa.add(obj.key()))
-                .on_update(move |_, new: &Arc<K>| match &batch_updates {
-                    Some(window) => qu.add_batched(new.key(), window(new)),
-                    None => qu.add(new.key()),
+                .on_update(move |old: &Arc<K>, new: &Arc<K>| {
+                    match batch_updates.as_ref().and_then(|window| window(old, new)) {
+                        Some(window) => qu.add_batched(new.key(), window),
+                        None => qu.add(new.key()),
+                    }
                 })
                 .on_delete(move |obj: &Arc<K>| qd.add(obj.key())),
             self.resync,

@@ -253,6 +253,88 @@ async fn requeue_after_reconciles_again_and_cancellation_stops_the_workers() {
     factory.shutdown().await;
 }
 
+/// `batch_updates`: an update the window function batches (here, a label change, given an
+/// hour) waits; one it gives `None` (a change of data, as a ReplicaSet's spec) syncs at
+/// once, even with the batched one still pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_updates_wait_and_unbatched_ones_sync_at_once() {
+    let (_server, client) = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    api.create(&PostParams::default(), &configmap("b", "0"))
+        .await
+        .expect("create");
+    let factory = InformerFactory::namespaced(client, "default");
+    let informer = factory.informer::<ConfigMap>();
+    let store = informer.store();
+    let token = CancellationToken::new();
+    factory.start(&token);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
+    let run = tokio::spawn({
+        let token = token.clone();
+        let seen = seen.clone();
+        async move {
+            Controller::new("batched", informer)
+                .batch_updates(|old: &ConfigMap, new: &ConfigMap| {
+                    (old.data == new.data).then_some(Duration::from_secs(3600))
+                })
+                .run(
+                    move |key: ObjectKey| {
+                        let entry = store.get(&key).map(|cm| {
+                            let data = cm.data.clone().unwrap_or_default();
+                            let labels = cm.metadata.labels.clone().unwrap_or_default();
+                            (
+                                data.get("value").cloned().unwrap_or_default(),
+                                labels.get("l").cloned().unwrap_or_default(),
+                            )
+                        });
+                        if let Some(entry) = entry {
+                            seen.lock().expect("lock").push(entry);
+                        }
+                        async { Ok::<_, String>(Action::await_change()) }
+                    },
+                    default_error_policy,
+                    token,
+                )
+                .await;
+        }
+    });
+    let saw = |count: &'static str, label: &'static str| {
+        let seen = seen.clone();
+        move || {
+            let seen = seen.clone();
+            async move {
+                seen.lock()
+                    .expect("lock")
+                    .iter()
+                    .any(|(c, l)| c == count && l == label)
+            }
+        }
+    };
+    wait_until(Duration::from_secs(20), "the addition synced", saw("0", "")).await;
+    let label = serde_json::json!({"metadata": {"labels": {"l": "x"}}});
+    api.patch("b", &PatchParams::default(), &Patch::Merge(label))
+        .await
+        .expect("label");
+    let data = serde_json::json!({"data": {"value": "1"}});
+    api.patch("b", &PatchParams::default(), &Patch::Merge(data))
+        .await
+        .expect("data");
+    wait_until(
+        Duration::from_secs(20),
+        "the data change synced at once",
+        saw("1", "x"),
+    )
+    .await;
+    let synced = seen.lock().expect("lock").clone();
+    assert!(
+        !synced.iter().any(|(c, l)| c == "0" && l == "x"),
+        "the label-only update waits for its hour: {synced:?}"
+    );
+    token.cancel();
+    run.await.expect("controller stops");
+    factory.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_updates_retry_on_conflict() {
     let (_server, client) = server().await;

@@ -61,6 +61,15 @@ fn batch_window_of(rs: &ReplicaSet) -> Duration {
     batch_window(rs.status.as_ref().map_or(0, |s| s.replicas))
 }
 
+/// The batching window of an update of a ReplicaSet from `old` to `new`: `None` (sync at
+/// once) when its spec (the generation) or its deletion changed, so that scaling never waits
+/// for a window; status-only updates (the controller's own writes coming back) are batched.
+fn update_window(old: &ReplicaSet, new: &ReplicaSet) -> Option<Duration> {
+    let changed = old.metadata.generation != new.metadata.generation
+        || old.metadata.deletion_timestamp != new.metadata.deletion_timestamp;
+    (!changed).then(|| batch_window_of(new))
+}
+
 /// What a sync needs.
 pub(crate) struct Context {
     pub(crate) client: Client,
@@ -118,7 +127,7 @@ impl ReplicaSetController {
         // Its own status writes come back as updates: synced with the pod changes.
         let controller = Controller::new("replicaset", self.replicasets)
             .workers(WORKERS)
-            .batch_updates(batch_window_of);
+            .batch_updates(update_window);
         let controller = controller.watches_batched(
             &self.pods,
             move |pod: &Pod| owners_of(&replicasets, pod),
@@ -284,5 +293,36 @@ mod tests {
         assert_eq!(batch_window(1_000), Duration::from_millis(100));
         assert_eq!(batch_window(10_000), Duration::from_millis(550));
         assert_eq!(batch_window(100_000), POD_BATCH_MAX);
+    }
+
+    #[test]
+    fn spec_changes_and_deletion_sync_at_once_status_updates_are_batched() {
+        use k8s_openapi::api::apps::v1::ReplicaSetStatus;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+        let old = ReplicaSet {
+            metadata: ObjectMeta {
+                generation: Some(1),
+                ..ObjectMeta::default()
+            },
+            status: Some(ReplicaSetStatus {
+                replicas: 1_000,
+                ..ReplicaSetStatus::default()
+            }),
+            ..ReplicaSet::default()
+        };
+        let mut status_only = old.clone();
+        if let Some(status) = status_only.status.as_mut() {
+            status.ready_replicas = Some(10);
+        }
+        assert_eq!(
+            update_window(&old, &status_only),
+            Some(Duration::from_millis(100))
+        );
+        let mut scaled = old.clone();
+        scaled.metadata.generation = Some(2);
+        assert_eq!(update_window(&old, &scaled), None);
+        let mut deleted = old.clone();
+        deleted.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        assert_eq!(update_window(&old, &deleted), None);
     }
 }
