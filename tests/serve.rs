@@ -570,9 +570,17 @@ async fn client_watches_of_one_resource_share_one_etcd_watch() {
             .await
             .expect("metrics text")
     };
+    // Watches of etcd that no cache holds: the server's own indexes of a whole API group
+    // (`store_index.rs`: webhooks, RBAC) watch prefixes no cache covers. The two gauges are
+    // separate counters, so their difference can briefly count a watch whose cache is starting
+    // or stopping; in one run of the suite it was one more before than after. The check is that
+    // the client watches add none, not that the figure never moves.
+    let direct = |metrics: &str| {
+        gauge(metrics, "kubemock_etcd_watches") as i64
+            - gauge(metrics, "kubemock_etcd_watch_caches") as i64
+    };
     let before = metrics().await;
-    let direct_before =
-        gauge(&before, "kubemock_etcd_watches") - gauge(&before, "kubemock_etcd_watch_caches");
+    let direct_before = direct(&before);
     for namespace in ["a", "b"] {
         let created = http
             .post(format!("{url}/api/v1/namespaces"))
@@ -638,9 +646,12 @@ async fn client_watches_of_one_resource_share_one_etcd_watch() {
         }
     }
     let after = metrics().await;
-    let direct_after =
-        gauge(&after, "kubemock_etcd_watches") - gauge(&after, "kubemock_etcd_watch_caches");
-    assert_eq!(direct_after, direct_before, "{after}");
+    // Ten client watches of their own would make this at least `direct_before` + 9.
+    let direct_after = direct(&after);
+    assert!(
+        direct_after <= direct_before,
+        "{direct_after} direct etcd watches after, {direct_before} before: {after}"
+    );
     assert!(gauge(&after, "kubemock_etcd_watch_caches") >= 1);
     // resourceVersion=0: from the cache, which has seen the creates (the watches got them).
     let any: serde_json::Value = http
