@@ -6,6 +6,10 @@
 # it is left in fuzz/artifacts/<target>/.
 #
 # Usage: fuzz/ci.sh [SECONDS_PER_TARGET]   (default 20; FUZZ_SECONDS also sets it)
+#        fuzz/ci.sh --build-only            (install cargo-fuzz if missing, build the targets)
+#
+# .ci/run builds with --build-only in the background while the tests run, then calls
+# `fuzz/ci.sh 10`, whose build then finds everything fresh.
 #
 # libFuzzer's random seed is fixed (FUZZ_SEED, default 20261126), so a run explores the same
 # inputs in the same order every time and CI does not fail on the luck of the draw: a slower
@@ -18,6 +22,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 export CARGO_INCREMENTAL=0
+BUILD_ONLY=false
+if [ "${1:-}" = "--build-only" ]; then
+  BUILD_ONLY=true
+  shift
+fi
 SECONDS_PER_TARGET=${1:-${FUZZ_SECONDS:-20}}
 # Longer than any input takes on the seeds (milliseconds): a hang, not a slow input.
 TIMEOUT_SECONDS=10
@@ -25,12 +34,16 @@ SEED=${FUZZ_SEED:-20261126}
 TARGETS=(selector json_patch merge_patch strategic_patch apply protobuf decode)
 step() { echo "== fuzz: $1 (${SECONDS}s)"; }
 
-step "seeding corpus/"
-python3 seed.py
-
 if ! cargo fuzz --version >/dev/null 2>&1; then
   step "installing cargo-fuzz"
   if ! cargo install --locked cargo-fuzz; then
+    if $BUILD_ONLY; then
+      step "cargo-fuzz did not install: the seeds' checks instead (cargo test), built"
+      cargo test --release --lib --no-run
+      exit 0
+    fi
+    step "seeding corpus/"
+    python3 seed.py
     step "cargo-fuzz did not install: the targets' checks over the seeds (cargo test)"
     cargo test --release --lib
     step "done (seeds only)"
@@ -40,6 +53,13 @@ fi
 
 step "building the targets"
 cargo fuzz build -s none
+if $BUILD_ONLY; then
+  step "built"
+  exit 0
+fi
+
+step "seeding corpus/"
+python3 seed.py
 mkdir -p artifacts
 for target in "${TARGETS[@]}"; do
   step "$target for ${SECONDS_PER_TARGET}s"
