@@ -197,6 +197,70 @@ pub(crate) fn watch_event_bytes(kind: &str, kv: &KeyValue) -> Option<Vec<u8>> {
     Some(line)
 }
 
+/// A JSON watch event line of a stored object's `PartialObjectMetadata` in
+/// `meta.k8s.io/{version}` (what [`crate::partial::object`] makes of the parsed object, and
+/// in the same key order), straight from its bytes: the metadata is copied as it is stored,
+/// with the resourceVersion spliced in, and the rest of the object is skipped without being
+/// built. `None` when the bytes are not in `to_stored`'s form.
+pub(crate) fn partial_watch_event_bytes(
+    kind: &str,
+    kv: &KeyValue,
+    version: &str,
+) -> Option<Vec<u8>> {
+    const METADATA: &[u8] = b"\"metadata\":";
+    let object = splice_resource_version(kv, true)?;
+    // `to_stored`'s form: kind, apiVersion, then metadata (as `splice_resource_version` read).
+    let start = object.windows(METADATA.len()).position(|w| w == METADATA)? + METADATA.len();
+    let end = object_end(&object, start)?;
+    let metadata = &object[start..end];
+    let mut line = Vec::with_capacity(metadata.len() + kind.len() + 96);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\",\"object\":{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"");
+    line.extend_from_slice(crate::partial::META_GROUP.as_bytes());
+    line.push(b'/');
+    line.extend_from_slice(version.as_bytes());
+    line.extend_from_slice(b"\",\"metadata\":");
+    line.extend_from_slice(metadata);
+    line.extend_from_slice(b"}}\n");
+    Some(line)
+}
+
+/// The end (exclusive) of the JSON object that starts at `start` in `bytes`: its matching
+/// closing brace, counting braces and brackets outside strings. `None` when `start` is not a
+/// `{` or the object does not close.
+fn object_end(bytes: &[u8], start: usize) -> Option<usize> {
+    if bytes.get(start) != Some(&b'{') {
+        return None;
+    }
+    let mut depth = 0_usize;
+    let mut in_string = false;
+    let mut at = start;
+    while let Some(&byte) = bytes.get(at) {
+        if in_string {
+            match byte {
+                b'\\' => at += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        return Some(at + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        at += 1;
+    }
+    None
+}
+
 /// A stored object as a built-in list item (docs/api-behaviour.md#list-shape: without kind and apiVersion), straight from
 /// its bytes like [`answer_bytes`]; `None` when the bytes are not in `to_stored`'s form.
 pub(crate) fn list_item_bytes(kv: &KeyValue) -> Option<Vec<u8>> {
@@ -347,6 +411,12 @@ mod tests {
             // Out of order: stored reordered.
             json!({"kind": "Pod", "spec": {"template": {"metadata": {"name": "x"}}}, "apiVersion": "v1",
                    "metadata": {"name": "p", "generation": 2}}),
+            // Braces, brackets, quotes and escapes inside metadata's strings; nested objects.
+            json!({"kind": "Pod", "apiVersion": "v1",
+                   "metadata": {"name": "q", "annotations": {"a}": "{\"[x]\\", "b": "]}"},
+                                "ownerReferences": [{"uid": "u", "kind": "R"}],
+                                "finalizers": ["f/}"]},
+                   "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Running"}}),
         ] {
             let kv = kv(&value, 42);
             let fast = answer_bytes(&kv).expect("the fast form applies");
@@ -362,6 +432,23 @@ mod tests {
                 let line = watch_event_bytes(kind, &kv).expect("the fast form applies");
                 let general = crate::negotiate::Encoding::Json
                     .watch_event(kind, Value::Object(from_stored(&kv).expect("parses")));
+                assert_eq!(
+                    String::from_utf8_lossy(&line),
+                    String::from_utf8_lossy(&general),
+                    "{value}"
+                );
+            }
+            // A metadata watch's line: the general path's PartialObjectMetadata.
+            for (kind, version) in [("ADDED", "v1"), ("MODIFIED", "v1beta1")] {
+                let line =
+                    partial_watch_event_bytes(kind, &kv, version).expect("the fast form applies");
+                let general = crate::negotiate::Encoding::Json.watch_event(
+                    kind,
+                    crate::partial::object(
+                        version,
+                        &Value::Object(from_stored(&kv).expect("parses")),
+                    ),
+                );
                 assert_eq!(
                     String::from_utf8_lossy(&line),
                     String::from_utf8_lossy(&general),
@@ -389,5 +476,10 @@ mod tests {
         };
         assert!(answer_bytes(&odd).is_none());
         assert!(watch_event_bytes("ADDED", &odd).is_none());
+        assert!(partial_watch_event_bytes("ADDED", &odd, "v1").is_none());
+        // An object that does not close: no end found.
+        assert_eq!(object_end(b"{\"a\":{\"b\":\"}\"}", 0), None);
+        assert_eq!(object_end(b"{\"a\":[1,{}]}", 0), Some(12));
+        assert_eq!(object_end(b"[]", 0), None);
     }
 }

@@ -82,6 +82,16 @@ impl<K: Resource> Api<K> {
         Self::build(client, resource, None)
     }
 
+    /// Lists and watches return each object's metadata alone, as `PartialObjectMetadata`
+    /// (client-go's metadata client, `k8s.io/client-go/metadata`): for readers of nothing
+    /// else, such as a metadata-only informer ([`crate::InformerFactory::metadata`]). The
+    /// other verbs are unchanged.
+    #[must_use]
+    pub fn metadata_only(mut self) -> Self {
+        self.requests = self.requests.metadata_only();
+        self
+    }
+
     fn build(client: Client, resource: &ApiResource, namespace: Option<String>) -> Self {
         let requests = RequestBuilder::new(resource.collection_path(namespace.as_deref()));
         Api {

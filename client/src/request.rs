@@ -21,7 +21,16 @@ pub struct Request {
     pub path: String,
     /// Body and its content type.
     pub body: Option<(Vec<u8>, &'static str)>,
+    /// The `Accept` header: `application/json` unless set (a metadata-only list or watch asks
+    /// for [`METADATA_LIST`] or [`METADATA_WATCH`]).
+    pub accept: Option<&'static str>,
 }
+
+/// `Accept` of a metadata-only list: `PartialObjectMetadataList` (client-go's metadata client,
+/// `k8s.io/client-go/metadata/metadata.go`).
+pub const METADATA_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+/// `Accept` of a metadata-only watch: events of `PartialObjectMetadata`.
+pub const METADATA_WATCH: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 impl Request {
     fn new(method: reqwest::Method, path: String) -> Self {
@@ -29,6 +38,7 @@ impl Request {
             method,
             path,
             body: None,
+            accept: None,
         }
     }
 
@@ -333,12 +343,25 @@ impl DeleteParams {
 #[derive(Debug, Clone)]
 pub struct RequestBuilder {
     collection: String,
+    /// Lists and watches ask for the objects' metadata alone ([`RequestBuilder::metadata_only`]).
+    metadata_only: bool,
 }
 
 impl RequestBuilder {
     /// Requests against the collection at `collection`.
     pub fn new(collection: String) -> Self {
-        RequestBuilder { collection }
+        RequestBuilder {
+            collection,
+            metadata_only: false,
+        }
+    }
+
+    /// Lists and watches ask for `PartialObjectMetadataList` and `PartialObjectMetadata`
+    /// ([`METADATA_LIST`], [`METADATA_WATCH`]): each object's `metadata` alone.
+    #[must_use]
+    pub fn metadata_only(mut self) -> Self {
+        self.metadata_only = true;
+        self
     }
 
     fn item(&self, name: &str, subresource: Option<&str>) -> Result<String> {
@@ -386,10 +409,12 @@ impl RequestBuilder {
                 }
             }
         }
-        Ok(Request::new(
+        let mut request = Request::new(
             reqwest::Method::GET,
             format!("{}{}", self.collection, query.0),
-        ))
+        );
+        request.accept = self.metadata_only.then_some(METADATA_LIST);
+        Ok(request)
     }
 
     /// GET the collection as a watch from `resource_version` (`""` or `"0"` for the start). A
@@ -410,10 +435,12 @@ impl RequestBuilder {
             query.push("resourceVersionMatch", "NotOlderThan");
         }
         query.push_opt("resourceVersion", Some(resource_version));
-        Ok(Request::new(
+        let mut request = Request::new(
             reqwest::Method::GET,
             format!("{}{}", self.collection, query.0),
-        ))
+        );
+        request.accept = self.metadata_only.then_some(METADATA_WATCH);
+        Ok(request)
     }
 
     /// POST a new object.
@@ -538,6 +565,31 @@ mod tests {
         assert_eq!(
             pods().list(&exact).expect("builds").path,
             "/api/v1/namespaces/ns/pods?resourceVersion=5&resourceVersionMatch=NotOlderThan"
+        );
+    }
+
+    #[test]
+    fn metadata_only_lists_and_watches_ask_for_partial_object_metadata() {
+        let params = ListParams::default();
+        let watch = WatchParams::default();
+        assert_eq!(pods().list(&params).expect("builds").accept, None);
+        assert_eq!(pods().watch(&watch, "5").expect("builds").accept, None);
+        let metadata = pods().metadata_only();
+        assert_eq!(
+            metadata.list(&params).expect("builds").accept,
+            Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+        );
+        assert_eq!(
+            metadata.watch(&watch, "5").expect("builds").accept,
+            Some("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+        );
+        // The other verbs read and write whole objects.
+        assert_eq!(metadata.get("p", None).expect("builds").accept, None);
+        assert_eq!(
+            metadata
+                .create(&PostParams::default(), b"{}".to_vec())
+                .accept,
+            None
         );
     }
 

@@ -165,11 +165,10 @@ impl Client {
         timeout: Option<Duration>,
     ) -> Result<reqwest::Response> {
         let url = format!("{}{}", self.inner.base, request.path);
-        let mut builder = self
-            .inner
-            .http
-            .request(request.method.clone(), url)
-            .header(reqwest::header::ACCEPT, "application/json");
+        let mut builder = self.inner.http.request(request.method.clone(), url).header(
+            reqwest::header::ACCEPT,
+            request.accept.unwrap_or(crate::request::JSON),
+        );
         if let Some(agent) = &self.user_agent {
             builder = builder.header(reqwest::header::USER_AGENT, agent.clone());
         }

@@ -12,7 +12,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kubemock_client::informer::Handlers;
 use kubemock_client::watcher::{self, InitialList};
 use kubemock_client::{
-    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, SharedInformer, Transform,
+    Api, ApiResource, DeleteParams, InformerFactory, ListParams, Patch, PatchParams, PostParams,
+    SharedInformer, Transform,
 };
 use kubemock_storage::Kv;
 use parking_lot::Mutex;
@@ -113,6 +114,108 @@ async fn a_streaming_list_informer_syncs_and_follows_changes() {
     .await;
     token.cancel();
     run.await.expect("informer stops");
+}
+
+/// `InformerFactory::metadata` (client-go's metadata informer): the cache holds
+/// `PartialObjectMetadata`, listed and watched, with the objects' labels, uid and
+/// resourceVersion and nothing of their data; updates and deletions arrive as well; and the
+/// resource's full informer from the same factory is a different one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metadata_informer_caches_metadata_alone() {
+    let (_server, client) = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let labelled = |name: &str| {
+        let mut cm = configmap(name, "a value the metadata informer never holds");
+        cm.metadata.labels = Some([("app".to_owned(), name.to_owned())].into());
+        cm
+    };
+    let listed = api
+        .create(&PostParams::default(), &labelled("listed"))
+        .await
+        .expect("create");
+    let factory = InformerFactory::new(client.clone());
+    let resource = ApiResource::of::<ConfigMap>();
+    let informer = factory.metadata(&resource);
+    let full = factory.dynamic(&resource);
+    let token = CancellationToken::new();
+    factory.start(&token);
+    tokio::time::timeout(Duration::from_secs(30), factory.wait_for_sync())
+        .await
+        .expect("synced");
+    let watched = api
+        .create(&PostParams::default(), &labelled("watched"))
+        .await
+        .expect("create");
+    wait_until(
+        Duration::from_secs(10),
+        "the watched object in both caches",
+        || async {
+            informer
+                .store()
+                .get_by(Some("default"), "watched")
+                .is_some()
+                && full.store().get_by(Some("default"), "watched").is_some()
+        },
+    )
+    .await;
+    for (name, created) in [("listed", &listed), ("watched", &watched)] {
+        let cached = informer
+            .store()
+            .get_by(Some("default"), name)
+            .expect("cached");
+        assert_eq!(cached.kind, "PartialObjectMetadata", "{name}");
+        assert_eq!(cached.api_version, "meta.k8s.io/v1", "{name}");
+        assert_eq!(cached.metadata.uid, created.metadata.uid, "{name}");
+        assert_eq!(
+            cached.metadata.resource_version, created.metadata.resource_version,
+            "{name}"
+        );
+        assert_eq!(
+            cached
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("app"))
+                .map(String::as_str),
+            Some(name)
+        );
+        assert!(
+            cached.data.is_empty(),
+            "{name}: no data but metadata: {:?}",
+            cached.data
+        );
+        // The full informer of the same factory is another one: it holds the whole object.
+        let whole = full
+            .store()
+            .get_by(Some("default"), name)
+            .expect("in the full informer's cache");
+        assert!(whole.data.contains_key("data"), "{name}: {whole:?}");
+    }
+    // A change of metadata, then a deletion, reach the metadata cache.
+    api.patch(
+        "watched",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"metadata": {"labels": {"app": "changed"}}})),
+    )
+    .await
+    .expect("patch");
+    wait_until(Duration::from_secs(10), "the changed label", || async {
+        informer
+            .store()
+            .get_by(Some("default"), "watched")
+            .and_then(|cm| cm.metadata.labels.as_ref()?.get("app").cloned())
+            .as_deref()
+            == Some("changed")
+    })
+    .await;
+    api.delete("listed", &DeleteParams::default())
+        .await
+        .expect("delete");
+    wait_until(Duration::from_secs(10), "the deletion", || async {
+        informer.store().get_by(Some("default"), "listed").is_none()
+    })
+    .await;
+    token.cancel();
 }
 
 /// `Transform::DropManagedFields` (kube-controller-manager's `trim`): the listed objects, the

@@ -193,11 +193,12 @@ pub(crate) async fn watch(call: &Call) -> ApiResult<Response> {
         let shutdown = state.shutdown().clone();
         let converting = crate::dispatch::conversion::by_webhook(&resource).then(|| state.clone());
         // Nothing about this watch needs the object tree: JSON, every object of the kind, as
-        // stored, no fault at work (the informers' watches, which every write reaches).
+        // stored (or its metadata alone: metadata informers, such as the garbage
+        // collector's), no fault at work (the informers' watches, which every write reaches).
         let plain = encoding == Encoding::Json
             && fault.is_none()
             && converting.is_none()
-            && conversion.is_none()
+            && matches!(conversion, None | Some(EventConversion::Partial(_)))
             && !resource.is_custom()
             && !resource.stored_converted()
             && request.name.is_none()
@@ -544,8 +545,9 @@ impl Feed {
 
     /// A created or changed object as its event line, straight from the stored bytes, when
     /// the watch is [`plain`](Feed::plain): ADDED or MODIFIED as [`Feed::convert`] would say
-    /// without selectors (a previous version: MODIFIED). Deletions, and bytes not in the
-    /// stored form, take the general path.
+    /// without selectors (a previous version: MODIFIED), the object or its
+    /// `PartialObjectMetadata`. Deletions, and bytes not in the stored form, take the general
+    /// path.
     fn plain_line(&self, event: &Event) -> Option<Bytes> {
         if !self.plain || !matches!(event.kind, EventKind::Put) {
             return None;
@@ -555,7 +557,13 @@ impl Feed {
         } else {
             "ADDED"
         };
-        object::watch_event_bytes(kind, &event.kv).map(Bytes::from)
+        match &self.conversion {
+            Some(EventConversion::Partial(version)) => {
+                object::partial_watch_event_bytes(kind, &event.kv, version)
+            }
+            _ => object::watch_event_bytes(kind, &event.kv),
+        }
+        .map(Bytes::from)
     }
 
     /// The event a change is to this watch, given its selectors (docs/api-behaviour.md#watch-selectors).

@@ -8,7 +8,7 @@
 //! - for an owner deleted with `Orphan` (`orphan` finalizer), remove the ownerReferences to it
 //!   from its dependents, then the finalizer.
 //!
-//! Decisions come from the informers' caches; every write is conditional (the uid of what is
+//! Decisions come from the informers' caches (metadata-only: `PartialObjectMetadata`); every write is conditional (the uid of what is
 //! deleted, the resourceVersion of what is patched), so a stale cache costs a retry, never a
 //! wrong deletion. An owner absent from the caches is read from the server before its
 //! dependents are called orphans.
@@ -172,7 +172,12 @@ impl GarbageCollector {
             if self.shared.stores.read().contains_key(&key) {
                 continue;
             }
-            let informer = self.factory.dynamic(resource);
+            // Metadata alone: the collector reads nothing else, and its full copies of every
+            // pod and event were a third of the process's memory at 10,000 pods
+            // (docs/benchmarks.md). kube-controller-manager's collector watches metadata too
+            // (`k8s.io/controller-manager/pkg/informerfactory`: a metadata informer) where no
+            // typed informer of the resource already runs, whose cache it shares then.
+            let informer = self.factory.metadata(resource);
             self.shared
                 .stores
                 .write()
