@@ -207,10 +207,7 @@ pub(crate) fn partial_watch_event_bytes(
     kv: &KeyValue,
     version: &str,
 ) -> Option<Vec<u8>> {
-    const METADATA: &[u8] = b"\"metadata\":";
-    let object = splice_resource_version(kv, true)?;
-    // `to_stored`'s form: kind, apiVersion, then metadata (as `splice_resource_version` read).
-    let start = object.windows(METADATA.len()).position(|w| w == METADATA)? + METADATA.len();
+    let (object, start) = splice(kv, true)?;
     let end = object_end(&object, start)?;
     let metadata = &object[start..end];
     let mut line = Vec::with_capacity(metadata.len() + kind.len() + 96);
@@ -270,6 +267,13 @@ pub(crate) fn list_item_bytes(kv: &KeyValue) -> Option<Vec<u8>> {
 /// The stored bytes with the resourceVersion spliced into `metadata`, with or without the
 /// leading kind and apiVersion.
 fn splice_resource_version(kv: &KeyValue, type_meta: bool) -> Option<Vec<u8>> {
+    splice(kv, type_meta).map(|(out, _)| out)
+}
+
+/// [`splice_resource_version`], and where the `metadata` object (its `{`) starts in the
+/// output.
+fn splice(kv: &KeyValue, type_meta: bool) -> Option<(Vec<u8>, usize)> {
+    const METADATA_KEY: &[u8] = b"\"metadata\":";
     let bytes = &kv.value[..];
     let mut at = 0;
     let expect = |at: &mut usize, token: &[u8]| -> Option<()> {
@@ -339,12 +343,14 @@ fn splice_resource_version(kv: &KeyValue, type_meta: bool) -> Option<Vec<u8>> {
         meta::resource_version(kv.mod_revision)
     );
     let mut out = Vec::with_capacity(bytes.len() + field.len() + 3);
-    if type_meta {
+    let metadata_start = if type_meta {
         out.extend_from_slice(&bytes[..insert_at]);
+        metadata_at + METADATA_KEY.len()
     } else {
         out.push(b'{');
         out.extend_from_slice(&bytes[metadata_at..insert_at]);
-    }
+        1 + METADATA_KEY.len()
+    };
     if closing && !first {
         out.push(b',');
     }
@@ -353,7 +359,7 @@ fn splice_resource_version(kv: &KeyValue, type_meta: bool) -> Option<Vec<u8>> {
         out.push(b',');
     }
     out.extend_from_slice(&bytes[insert_at..]);
-    Some(out)
+    Some((out, metadata_start))
 }
 
 /// The object of a stored key/value, with its resourceVersion.
