@@ -1,7 +1,7 @@
 //! The scheduler and the simulated nodes and kubelet against an in-process server (issue 6
 //! items 6 and 7): Ready nodes with leases, pods bound with spreading and run to Running and
 //! Ready, an impossible nodeSelector leaving a pod Pending and Unschedulable until a node
-//! matches, pods of restartPolicy Never succeeding, graceful deletion completing.
+//! matches, a pod without room scheduled once the pod holding it is deleted, pods of restartPolicy Never succeeding, graceful deletion completing.
 
 mod common;
 
@@ -235,6 +235,44 @@ async fn an_impossible_node_selector_stays_pending_until_a_node_matches() {
         .await
         .expect("label the node");
     let pod = wait_running_ready(&pods, "picky").await;
+    assert_eq!(
+        pod.spec.and_then(|s| s.node_name).as_deref(),
+        Some("kubemock-node-1")
+    );
+    cluster.stop().await;
+}
+
+#[tokio::test]
+async fn a_pod_without_room_is_scheduled_once_the_pod_holding_it_goes() {
+    // Upstream moves its unschedulable pods when an assigned pod is deleted
+    // (`pkg/scheduler/eventhandlers.go`, `deletePodFromCache`); kubemock hands back the pods
+    // found unschedulable since the last such deletion.
+    let (cluster, pods) = start("kubelet-room").await;
+    let big = |name: &str| -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": "kubemock-node-1"},
+            "containers": [{"name": "app", "image": "nginx:1.27",
+                "resources": {"requests": {"cpu": "20"}}}]}}))
+        .expect("a pod")
+    };
+    pods.create(&PostParams::default(), &big("first"))
+        .await
+        .expect("create first");
+    wait_running_ready(&pods, "first").await;
+    pods.create(&PostParams::default(), &big("second"))
+        .await
+        .expect("create second");
+    wait_for("second to be Unschedulable", || async {
+        let pod = pods.get("second").await.expect("get");
+        condition(&pod, "PodScheduled")
+            .is_some_and(|c| c.0 == "False" && c.1.as_deref() == Some("Unschedulable"))
+            .then_some(())
+    })
+    .await;
+    pods.delete("first", &DeleteParams::default())
+        .await
+        .expect("delete first");
+    let pod = wait_running_ready(&pods, "second").await;
     assert_eq!(
         pod.spec.and_then(|s| s.node_name).as_deref(),
         Some("kubemock-node-1")

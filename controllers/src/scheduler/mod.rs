@@ -1,19 +1,22 @@
 //! The scheduler (issue 6 item 6): binds pending pods (no nodeName, `default-scheduler`) to
 //! Ready, schedulable nodes that fit them ([`fit`]), spreading load; a pod that fits nowhere
 //! gets `PodScheduled=False` with reason `Unschedulable` and a `FailedScheduling` event, and
-//! is tried again whenever nodes change or a pod goes away. Decisions are serialised and a
-//! pod is counted on its node from the moment it is chosen until the informer shows it there
-//! (kube-scheduler's "assumed" pods), so two pods never take the same room; binds run in
-//! parallel. A pod's claims are bound first ([`volumes`]): it waits, counted on its node, until
-//! they are.
+//! is tried again whenever nodes change or a pod that held room on a node goes away.
+//! Decisions are serialised and a pod is counted on its node from the moment it is chosen
+//! until the informer shows it there (kube-scheduler's "assumed" pods), so two pods never take
+//! the same room; binds run in parallel. A pod's claims are bound first ([`volumes`]): it
+//! waits, counted on its node, until they are.
 //!
 //! What is in use on each node is kept by [`usage`] from the pod informer's events, so that a
 //! decision costs O(nodes), not O(pods); the pending pods are an index of the pod cache, so
-//! that a node's or a claim's change and a pod's deletion queue only them. The nodes a decision
-//! reads are a snapshot sorted by name with their allocatable resources parsed
-//! ([`fit::NodeInfo`]), remade only when a node changes, and a decision among more than 100
-//! nodes looks at only as many as kube-scheduler would ([`fit::feasible_nodes_to_find`]),
-//! from where the last one stopped.
+//! that a node's or a claim's change queues only them, and a deletion queues only the pods
+//! found unschedulable since the last one ([`usage::NodeUsage::remove`]). Assumed pods that
+//! the cache lost unseen are swept every [`SWEEP_PERIOD`], not at each decision: a sweep reads
+//! every assumed pod, and at 100,000 pods doing it per decision starved the pod informer's
+//! handlers of the usage lock (issue 23). The nodes a decision reads are a snapshot sorted by
+//! name with their allocatable resources parsed ([`fit::NodeInfo`]), remade only when a node
+//! changes, and a decision among more than 100 nodes looks at only as many as kube-scheduler
+//! would ([`fit::feasible_nodes_to_find`]), from where the last one stopped.
 
 pub mod fit;
 pub mod usage;
@@ -56,8 +59,14 @@ const PENDING: &str = "pending";
 /// How long the workers wait at start for the usage to take in the pods already cached.
 const USAGE_CATCH_UP: Duration = Duration::from_secs(10);
 
+/// How often assumed and waiting pods that the cache no longer has are dropped (upstream's
+/// `cleanAssumedPeriod`, `pkg/scheduler/scheduler.go`, is one second too).
+pub const SWEEP_PERIOD: Duration = Duration::from_secs(1);
+
 struct Context {
     client: Client,
+    /// The scheduler's work queue: pods to decide on.
+    queue: WorkQueue<ObjectKey>,
     pods: Store<Pod>,
     nodes: Store<Node>,
     /// What is in use on each node, with the pods bound (or being bound) by this scheduler
@@ -153,8 +162,10 @@ impl Scheduler {
 
     /// Runs until `token` is cancelled.
     pub async fn run(self, token: CancellationToken) {
+        let controller = Controller::new("scheduler", self.pods.clone()).workers(WORKERS);
         let ctx = Arc::new(Context {
             client: self.client.clone(),
+            queue: controller.queue(),
             pods: self.pods.store(),
             nodes: self.nodes.store(),
             usage: Mutex::new(usage::NodeUsage::new()),
@@ -197,13 +208,12 @@ impl Scheduler {
         let on_claim = pending_pods(self.pods.store(), true);
         let on_volume = pending_pods(self.pods.store(), true);
         let on_class = pending_pods(self.pods.store(), true);
-        let controller = Controller::new("scheduler", self.pods.clone())
-            .workers(WORKERS)
+        let controller = controller
             .watches(&self.nodes, move |_: &Node| on_node())
             .watches(&self.claims, move |_: &PersistentVolumeClaim| on_claim())
             .watches(&self.volumes, move |_: &PersistentVolume| on_volume())
             .watches(&self.classes, move |_: &StorageClass| on_class());
-        let registration = track_usage(&self.pods, &ctx, controller.queue());
+        let registration = track_usage(&self.pods, &ctx);
         // The workers start once the usage has taken in the pods already cached.
         tokio::select! {
             _ = token.cancelled() => return,
@@ -216,34 +226,55 @@ impl Scheduler {
                 _ = tokio::time::sleep(Duration::from_millis(5)) => {}
             }
         }
-        controller
-            .run(
-                move |key| schedule(key, ctx.clone()),
-                crate::error::error_policy,
-                token,
-            )
-            .await;
+        let sweeper = sweep(ctx.clone(), token.clone());
+        let run = controller.run(
+            move |key| schedule(key, ctx.clone()),
+            crate::error::error_policy,
+            token,
+        );
+        tokio::join!(run, sweeper);
+    }
+}
+
+/// Every [`SWEEP_PERIOD`] until `token` is cancelled: drops the assumed and waiting pods
+/// that the cache no longer has (upstream `cleanupAssumedPods`,
+/// `pkg/scheduler/backend/cache/cache.go`), and queues what their room lets in. The cache is
+/// read outside the usage lock; only the pods found gone are checked again under it.
+async fn sweep(ctx: Arc<Context>, token: CancellationToken) {
+    let mut tick = tokio::time::interval(SWEEP_PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let decided = ctx.usage.lock().decided();
+        let gone: Vec<ObjectKey> = decided
+            .into_iter()
+            .filter(|key| ctx.pods.get(key).is_none())
+            .collect();
+        if gone.is_empty() {
+            continue;
+        }
+        let retry = ctx
+            .usage
+            .lock()
+            .sweep(gone, |key| ctx.pods.get(key).is_some());
+        retry.into_iter().for_each(|key| ctx.queue.add(key));
     }
 }
 
 /// Keeps the usage from the pod informer's events; a pod that goes away frees room, and the
-/// pending pods are tried again once the usage shows it.
-fn track_usage(
-    pods: &SharedInformer<Pod>,
-    ctx: &Arc<Context>,
-    queue: WorkQueue<ObjectKey>,
-) -> HandlerRegistration<Pod> {
-    let store = pods.store();
+/// pods found unschedulable are tried again once the usage shows it.
+fn track_usage(pods: &SharedInformer<Pod>, ctx: &Arc<Context>) -> HandlerRegistration<Pod> {
     let (added, updated, deleted) = (ctx.clone(), ctx.clone(), ctx.clone());
     pods.add_handler(
         Handlers::new()
             .on_add(move |pod: &Arc<Pod>| added.usage.lock().apply(pod))
             .on_update(move |_: &Arc<Pod>, pod: &Arc<Pod>| updated.usage.lock().apply(pod))
             .on_delete(move |pod: &Arc<Pod>| {
-                deleted.usage.lock().remove(&pod.key());
-                for key in store.index_keys(PENDING_INDEX, PENDING) {
-                    queue.add(key);
-                }
+                let retry = deleted.usage.lock().remove(&pod.key());
+                retry.into_iter().for_each(|key| deleted.queue.add(key));
             }),
     )
 }
@@ -251,7 +282,8 @@ fn track_usage(
 /// Schedules one pod.
 async fn schedule(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     let Some(pod) = ctx.pods.get(&key) else {
-        ctx.usage.lock().remove(&key);
+        let retry = ctx.usage.lock().remove(&key);
+        retry.into_iter().for_each(|key| ctx.queue.add(key));
         return Ok(Action::AwaitChange);
     };
     if !pending(&pod) || ctx.usage.lock().is_assumed(&key) {
@@ -293,8 +325,6 @@ async fn schedule(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         if usage.is_assumed(&key) {
             return Ok(Action::AwaitChange); // another worker has it
         }
-        // Assumed and waiting pods the cache no longer has are gone.
-        usage.sweep(|key| ctx.pods.get(key).is_some());
         let start = ctx.next_start.load(Ordering::Relaxed);
         let (decision, examined) = fit::choose_with(
             &pod,
@@ -308,13 +338,16 @@ async fn schedule(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
             ctx.next_start
                 .store((start + examined) % nodes.len(), Ordering::Relaxed);
         }
-        if let Ok(node) = &decision {
-            let name = node.metadata.name.clone().unwrap_or_default();
-            if claims.all_bound() {
-                usage.assume(&pod, name);
-            } else {
-                usage.wait(&pod, name);
+        match &decision {
+            Ok(node) => {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                if claims.all_bound() {
+                    usage.assume(&pod, name);
+                } else {
+                    usage.wait(&pod, name);
+                }
             }
+            Err(_) => usage.unschedulable(key.clone()),
         }
         decision
     };

@@ -13,7 +13,7 @@
 //! what it added, so every change subtracts exactly that and adds the new contribution: the
 //! totals always equal a full recount (the unit tests check it on random event sequences).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::Pod;
 use kubemock_client::{ObjectKey, Resource};
@@ -65,6 +65,9 @@ pub struct NodeUsage {
     waiting: HashMap<ObjectKey, String>,
     /// Node -> summed requests of the pods counted there (no zero entries, no empty nodes).
     used: HashMap<String, Requests>,
+    /// Pods the last decision found no room for (kube-scheduler's unschedulable pods): tried
+    /// again when a pod that held room goes away ([`NodeUsage::remove`]).
+    unschedulable: HashSet<ObjectKey>,
 }
 
 impl NodeUsage {
@@ -84,6 +87,7 @@ impl NodeUsage {
         let tracked = Tracked::of(pod);
         if tracked.bound.is_some() {
             self.assumed.remove(&key);
+            self.unschedulable.remove(&key);
         }
         // Take back what the old version added; the new one adds its own.
         if let Some(old) = self.pods.insert(key.clone(), tracked)
@@ -95,14 +99,28 @@ impl NodeUsage {
     }
 
     /// The cache no longer has the pod `key`: its room is free, its assumption or wait gone.
-    pub fn remove(&mut self, key: &ObjectKey) {
+    /// Returns the pods to try again: the unschedulable ones, when `key` held room on a node
+    /// (upstream moves them on an assigned pod's deletion); none otherwise, so that deleting
+    /// pending pods costs nothing per pending pod.
+    pub fn remove(&mut self, key: &ObjectKey) -> Vec<ObjectKey> {
         self.assumed.remove(key);
         self.waiting.remove(key);
-        if let Some(old) = self.pods.remove(key)
-            && let Some(node) = &old.counted
-        {
-            subtract(&mut self.used, node, &old.requests);
-        }
+        self.unschedulable.remove(key);
+        let Some(old) = self.pods.remove(key) else {
+            return Vec::new();
+        };
+        let Some(node) = &old.counted else {
+            return Vec::new();
+        };
+        subtract(&mut self.used, node, &old.requests);
+        self.unschedulable.drain().collect()
+    }
+
+    /// The last decision found no room for `key`: [`NodeUsage::remove`] of a pod that held
+    /// room hands it back. Marked in the same section as the decision, under the one lock, so
+    /// a deletion either comes first (the decision saw the room) or hands it back.
+    pub fn unschedulable(&mut self, key: ObjectKey) {
+        self.unschedulable.insert(key);
     }
 
     /// Whether `key` is assumed on a node.
@@ -119,6 +137,7 @@ impl NodeUsage {
     /// decision read: it stands for the pod until the cache's own event for it arrives.
     pub fn assume(&mut self, pod: &Pod, node: String) {
         let key = self.track(pod);
+        self.unschedulable.remove(&key);
         self.assumed.insert(key.clone(), node);
         self.recount(&key);
     }
@@ -133,6 +152,7 @@ impl NodeUsage {
     /// `pod` waits on `node` for its claims.
     pub fn wait(&mut self, pod: &Pod, node: String) {
         let key = self.track(pod);
+        self.unschedulable.remove(&key);
         self.waiting.insert(key.clone(), node);
         self.recount(&key);
     }
@@ -144,19 +164,31 @@ impl NodeUsage {
         }
     }
 
-    /// Drops the assumed and waiting pods that `exists` says are gone (a pod created and
-    /// deleted while its events were coalesced never shows as deleted here).
-    pub fn sweep(&mut self, exists: impl Fn(&ObjectKey) -> bool) {
-        let gone: Vec<ObjectKey> = self
-            .assumed
+    /// The assumed and waiting pods: what a sweep checks ([`NodeUsage::sweep`]).
+    pub fn decided(&self) -> Vec<ObjectKey> {
+        self.assumed
             .keys()
             .chain(self.waiting.keys())
-            .filter(|key| !exists(key))
             .cloned()
-            .collect();
-        for key in gone {
-            self.remove(&key);
+            .collect()
+    }
+
+    /// Drops, of `candidates` (from [`NodeUsage::decided`]), the assumed and waiting pods that
+    /// `exists` says are gone (a pod created and deleted while its events were coalesced never
+    /// shows as deleted here). Returns the pods to try again ([`NodeUsage::remove`]).
+    pub fn sweep(
+        &mut self,
+        candidates: impl IntoIterator<Item = ObjectKey>,
+        exists: impl Fn(&ObjectKey) -> bool,
+    ) -> Vec<ObjectKey> {
+        let mut retry = Vec::new();
+        for key in candidates {
+            let decided = self.assumed.contains_key(&key) || self.waiting.contains_key(&key);
+            if decided && !exists(&key) {
+                retry.extend(self.remove(&key));
+            }
         }
+        retry
     }
 
     /// Tracks `pod` from the state a decision read when the cache's event has not come yet.
@@ -330,9 +362,43 @@ mod tests {
         assert!(usage.used().is_empty());
         // Assumed, then gone from the cache without an event here: the sweep drops it.
         usage.assume(&p, "n1".into());
-        usage.sweep(|_| false);
+        usage.sweep(usage.decided(), |_| false);
         assert!(!usage.is_assumed(&key("a")));
         assert!(usage.used().is_empty());
+    }
+
+    #[test]
+    fn unschedulable_pods_come_back_when_a_pod_holding_room_goes() {
+        let mut usage = NodeUsage::new();
+        let bound = pod("a", Some("n1"), "Running", "100m", None);
+        let pending = pod("p", None, "Pending", "100m", None);
+        let waiting = pod("q", None, "Pending", "100m", None);
+        for p in [&bound, &pending, &waiting] {
+            usage.apply(p);
+        }
+        usage.unschedulable(key("p"));
+        usage.unschedulable(key("q"));
+        // A pending pod held no room: its deletion frees nothing, and hands nothing back.
+        assert!(usage.remove(&key("q")).is_empty());
+        // A bound pod held room: the unschedulable pods are handed back, once.
+        assert_eq!(usage.remove(&key("a")), vec![key("p")]);
+        assert!(usage.remove(&key("p")).is_empty());
+        // Assumed (the decision found room) is no longer unschedulable; nor is a pod that
+        // the cache shows bound.
+        let b = pod("b", None, "Pending", "100m", None);
+        let c = pod("c", None, "Pending", "100m", None);
+        usage.apply(&b);
+        usage.apply(&c);
+        usage.unschedulable(key("b"));
+        usage.assume(&b, "n1".into());
+        usage.unschedulable(key("c"));
+        usage.apply(&pod("c", Some("n2"), "Pending", "100m", None));
+        // b is assumed on n1 and goes from the cache unseen: the sweep frees its room and
+        // hands back what is unschedulable (nothing now).
+        assert!(usage.sweep(usage.decided(), |_| false).is_empty());
+        assert!(usage.used().get("n1").is_none());
+        usage.unschedulable(key("d"));
+        assert_eq!(usage.remove(&key("c")), vec![key("d")]);
     }
 
     #[test]
