@@ -1,7 +1,8 @@
 //! The scheduler (issue 6 item 6): binds pending pods (no nodeName, `default-scheduler`) to
 //! Ready, schedulable nodes that fit them ([`fit`]), spreading load; a pod that fits nowhere
 //! gets `PodScheduled=False` with reason `Unschedulable` and a `FailedScheduling` event, and
-//! is tried again whenever nodes change or a pod that held room on a node goes away.
+//! is tried again whenever nodes change or a pod that held room on a node goes away or
+//! finishes.
 //! Decisions are serialised and a pod is counted on its node from the moment it is chosen
 //! until the informer shows it there (kube-scheduler's "assumed" pods), so two pods never take
 //! the same room; binds run in parallel. A pod's claims are bound first ([`volumes`]): it
@@ -9,8 +10,8 @@
 //!
 //! What is in use on each node is kept by [`usage`] from the pod informer's events, so that a
 //! decision costs O(nodes), not O(pods); the pending pods are an index of the pod cache, so
-//! that a node's or a claim's change queues only them, and a deletion queues only the pods
-//! found unschedulable since the last one ([`usage::NodeUsage::remove`]). Assumed pods that
+//! that a node's or a claim's change queues only them, and a pod that frees room queues only
+//! the pods found unschedulable since the last one ([`usage::NodeUsage::remove`]). Assumed pods that
 //! the cache lost unseen are swept every [`SWEEP_PERIOD`], not at each decision: a sweep reads
 //! every assumed pod, and at 100,000 pods doing it per decision starved the pod informer's
 //! handlers of the usage lock (issue 23). The nodes a decision reads are a snapshot sorted by
@@ -264,14 +265,20 @@ async fn sweep(ctx: Arc<Context>, token: CancellationToken) {
     }
 }
 
-/// Keeps the usage from the pod informer's events; a pod that goes away frees room, and the
-/// pods found unschedulable are tried again once the usage shows it.
+/// Keeps the usage from the pod informer's events; a pod that goes away, finishes or moves
+/// frees room, and the pods found unschedulable are tried again once the usage shows it.
 fn track_usage(pods: &SharedInformer<Pod>, ctx: &Arc<Context>) -> HandlerRegistration<Pod> {
     let (added, updated, deleted) = (ctx.clone(), ctx.clone(), ctx.clone());
     pods.add_handler(
         Handlers::new()
-            .on_add(move |pod: &Arc<Pod>| added.usage.lock().apply(pod))
-            .on_update(move |_: &Arc<Pod>, pod: &Arc<Pod>| updated.usage.lock().apply(pod))
+            .on_add(move |pod: &Arc<Pod>| {
+                let retry = added.usage.lock().apply(pod);
+                retry.into_iter().for_each(|key| added.queue.add(key));
+            })
+            .on_update(move |_: &Arc<Pod>, pod: &Arc<Pod>| {
+                let retry = updated.usage.lock().apply(pod);
+                retry.into_iter().for_each(|key| updated.queue.add(key));
+            })
             .on_delete(move |pod: &Arc<Pod>| {
                 let retry = deleted.usage.lock().remove(&pod.key());
                 retry.into_iter().for_each(|key| deleted.queue.add(key));

@@ -81,8 +81,11 @@ impl NodeUsage {
         &self.used
     }
 
-    /// The cache shows `pod` (added or changed).
-    pub fn apply(&mut self, pod: &Pod) {
+    /// The cache shows `pod` (added or changed). Returns the pods to try again: the
+    /// unschedulable ones when the change freed the room the pod held on a node (it finished,
+    /// or it is bound elsewhere than it was assumed), as upstream requeues them on an assigned
+    /// pod's update; none otherwise.
+    pub fn apply(&mut self, pod: &Pod) -> Vec<ObjectKey> {
         let key = pod.key();
         let tracked = Tracked::of(pod);
         if tracked.bound.is_some() {
@@ -90,12 +93,19 @@ impl NodeUsage {
             self.unschedulable.remove(&key);
         }
         // Take back what the old version added; the new one adds its own.
+        let mut held = None;
         if let Some(old) = self.pods.insert(key.clone(), tracked)
-            && let Some(node) = &old.counted
+            && let Some(node) = old.counted
         {
-            subtract(&mut self.used, node, &old.requests);
+            subtract(&mut self.used, &node, &old.requests);
+            held = Some(node);
         }
         self.recount(&key);
+        let counted = self.pods.get(&key).and_then(|t| t.counted.as_ref());
+        if held.is_some() && held.as_ref() != counted {
+            return self.unschedulable.drain().collect();
+        }
+        Vec::new()
     }
 
     /// The cache no longer has the pod `key`: its room is free, its assumption or wait gone.
@@ -399,6 +409,48 @@ mod tests {
         assert!(usage.used().get("n1").is_none());
         usage.unschedulable(key("d"));
         assert_eq!(usage.remove(&key("c")), vec![key("d")]);
+    }
+
+    #[test]
+    fn unschedulable_pods_come_back_when_a_pod_finishes_or_moves() {
+        let mut usage = NodeUsage::new();
+        assert!(
+            usage
+                .apply(&pod("a", Some("n1"), "Running", "1", None))
+                .is_empty()
+        );
+        usage.unschedulable(key("p"));
+        // Still running there: nothing freed.
+        assert!(
+            usage
+                .apply(&pod("a", Some("n1"), "Running", "1", None))
+                .is_empty()
+        );
+        // Finished: its room is free, the unschedulable pods come back.
+        assert_eq!(
+            usage.apply(&pod("a", Some("n1"), "Succeeded", "1", None)),
+            vec![key("p")]
+        );
+        assert!(usage.used().is_empty());
+        // Assumed on n1, then shown bound to n2: n1's room is free.
+        let b = pod("b", None, "Pending", "1", None);
+        usage.apply(&b);
+        usage.assume(&b, "n1".into());
+        usage.unschedulable(key("q"));
+        assert_eq!(
+            usage.apply(&pod("b", Some("n2"), "Pending", "1", None)),
+            vec![key("q")]
+        );
+        // Assumed on n1 and shown bound there: nothing freed.
+        let c = pod("c", None, "Pending", "1", None);
+        usage.apply(&c);
+        usage.assume(&c, "n1".into());
+        usage.unschedulable(key("r"));
+        assert!(
+            usage
+                .apply(&pod("c", Some("n1"), "Pending", "1", None))
+                .is_empty()
+        );
     }
 
     #[test]
