@@ -44,12 +44,16 @@ const CHECKPOINT_CHUNK_KEYS: usize = 1024;
 
 impl Shared {
     /// Writes a checkpoint of the index at the published revision, unless the last one is at
-    /// it already. Call with the `compaction` lock held. Not flushed: durable with the next
-    /// flush (the caller's, or the group commit's). Returns the checkpoint's revision.
-    pub(crate) fn checkpoint_locked(&self) -> Result<Revision> {
+    /// it already and compaction has removed nothing it lists (`checkpoint_stale`). Call with
+    /// the `compaction` lock held. Not flushed: durable with the next flush (the caller's, or
+    /// the group commit's). Returns whether it wrote one.
+    pub(crate) fn checkpoint_locked(&self) -> Result<bool> {
         let at = self.published.load(Ordering::Acquire);
-        if !self.durable || self.checkpointed.load(Ordering::Acquire) >= at {
-            return Ok(self.checkpointed.load(Ordering::Acquire));
+        if !self.durable
+            || (self.checkpointed.load(Ordering::Acquire) >= at
+                && !self.checkpoint_stale.load(Ordering::Acquire))
+        {
+            return Ok(false);
         }
         let mut out = Vec::new();
         out.extend_from_slice(MAGIC);
@@ -84,8 +88,9 @@ impl Shared {
         self.checkpointed.store(at, Ordering::Release);
         self.checkpoint_entries
             .store(entries_written, Ordering::Release);
+        self.checkpoint_stale.store(false, Ordering::Release);
         debug!(revision = at, keys, bytes = out.len(), "index checkpointed");
-        Ok(at)
+        Ok(true)
     }
 }
 

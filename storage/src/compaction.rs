@@ -66,6 +66,15 @@ impl Shared {
         }
         self.compacted.store(revision, Ordering::Release);
         let removed = self.remove_history(revision)?;
+        if self.durable && removed > 0 {
+            // The checkpoint lists what was just removed. Rewrite it once the removals are as
+            // many as the revisions that would make one due: before that, open re-removing
+            // them costs no more than replaying the history after a checkpoint does.
+            self.checkpoint_stale.store(true, Ordering::Release);
+            if removed as u64 >= self.checkpoint_interval() && self.config.checkpoint_every > 0 {
+                self.request_checkpoint();
+            }
+        }
         self.ledger.lock().compacted(revision);
         debug!(revision, removed, "compacted");
         Ok(revision)

@@ -63,6 +63,10 @@ use super::PageState;
 use crate::pagecache::*;
 use crate::*;
 
+/// kubemock: bytes of a free segment overwritten at start (its header and more; see
+/// `initialize_from_snapshot`).
+const ZEROED_PREFIX: usize = 4096;
+
 /// A operation that can be applied asynchronously.
 #[derive(Debug, Clone)]
 pub(crate) enum SegmentOp {
@@ -613,14 +617,27 @@ impl SegmentAccountant {
             }
         }
 
+        // kubemock: only the first page of a free segment is overwritten, not all of it (see
+        // this fork's README). Recovery uses a segment only if its header is valid
+        // (`scan_segment_headers_and_tail`), and a message only if its checksum and its
+        // segment number match (`read_message`), so a free segment's old messages are never
+        // read once its header is gone, nor after it is reused under a higher segment number.
+        // Upstream rewrote every free segment in full at every start: after a store had
+        // removed most of its history, hundreds of MiB per open. A segment whose first page
+        // already holds the marker (an earlier start's work, not reused since) is left as it
+        // is: no write, and nothing for the next sync.
+        let zeroed = std::cmp::min(self.config.segment_size, ZEROED_PREFIX);
+        let zeroes = vec![MessageKind::Corrupted.into(); zeroed];
+        let mut found = vec![0; zeroed];
         for segment_base in to_free {
             self.free_segment(segment_base)?;
+            let already =
+                pread_exact(&self.config.file, &mut found, segment_base).is_ok() && found == zeroes;
+            if already {
+                continue;
+            }
             io_fail!(self.config, "zero garbage segment SA");
-            pwrite_all(
-                &self.config.file,
-                &*vec![MessageKind::Corrupted.into(); self.config.segment_size],
-                segment_base,
-            )?;
+            pwrite_all(&self.config.file, &zeroes, segment_base)?;
         }
 
         // we want to complete all truncations because
