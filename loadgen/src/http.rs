@@ -160,6 +160,8 @@ pub(crate) struct Connection {
     consumed: usize,
     /// The last response's body when it came chunked (decoded), else empty.
     decoded: Vec<u8>,
+    /// A stream's last chunk has been read (`read_stream`).
+    stream_ended: bool,
 }
 
 /// A response, borrowed from the connection until its next request.
@@ -207,6 +209,7 @@ impl Connection {
             buf: Vec::with_capacity(READ_CHUNK),
             consumed: 0,
             decoded: Vec::new(),
+            stream_ended: false,
         })
     }
 
@@ -259,6 +262,69 @@ impl Connection {
             body,
             close: head.close || head.framing == Framing::UntilClose,
         })
+    }
+
+    /// Sends a request whose answer is a stream that does not end by itself (a watch), and
+    /// reads its head: the status. Its body then comes from [`Connection::read_stream`]; the
+    /// connection is good for nothing else afterwards.
+    pub(crate) async fn start_stream(&mut self, request: &[u8]) -> io::Result<u16> {
+        self.buf.drain(..self.consumed);
+        self.consumed = 0;
+        self.stream.write_all(request).await?;
+        let head = loop {
+            if let Some(head) = parse_head(&self.buf)? {
+                break head;
+            }
+            self.read_more().await?;
+        };
+        if head.framing != Framing::Chunked {
+            return Err(invalid("a stream must come chunked"));
+        }
+        self.buf.drain(..head.len);
+        self.stream_ended = false;
+        Ok(head.status)
+    }
+
+    /// Appends to `out` the body bytes of every complete chunk received, waiting for one if
+    /// none is; `false` once the stream has ended (its last chunk, or the server closed it).
+    pub(crate) async fn read_stream(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        if self.stream_ended {
+            return Ok(false);
+        }
+        loop {
+            let mut pos = 0;
+            let mut took = false;
+            loop {
+                let (header, size) = match httparse::parse_chunk_size(&self.buf[pos..]) {
+                    Ok(httparse::Status::Complete(found)) => found,
+                    Ok(httparse::Status::Partial) => break,
+                    Err(_) => return Err(invalid("malformed chunk size")),
+                };
+                let size = usize::try_from(size).map_err(|_| invalid("chunk too large"))?;
+                if size == 0 {
+                    self.buf.clear();
+                    self.stream_ended = true;
+                    return Ok(took);
+                }
+                if size > MAX_RESPONSE {
+                    return Err(invalid("chunk too large"));
+                }
+                let start = pos + header;
+                if self.buf.len() < start + size + 2 {
+                    break;
+                }
+                out.extend_from_slice(&self.buf[start..start + size]);
+                pos = start + size + 2;
+                took = true;
+            }
+            self.buf.drain(..pos);
+            if took {
+                return Ok(true);
+            }
+            if self.read_some().await? == 0 {
+                return Ok(false);
+            }
+        }
     }
 
     /// Reads at least one byte, or fails on end of stream.
@@ -413,6 +479,54 @@ mod tests {
         assert_eq!(head.framing, Framing::Length(0));
         let head = parse_head(b"HTTP/1.1 200 OK\r\n\r\n").unwrap().unwrap();
         assert_eq!(head.framing, Framing::UntilClose);
+    }
+
+    /// A stream's chunks are delivered as they complete, whatever the reads split them at, and
+    /// its last chunk ends it even though the connection stays open.
+    #[tokio::test]
+    async fn a_stream_delivers_its_chunks_as_they_complete() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (go_on, mut wait) = tokio::sync::mpsc::channel::<()>(1);
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 1024];
+            let _ = socket.read(&mut request).await.unwrap();
+            let pieces: [&[u8]; 4] = [
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nline1\n\r\n6\r",
+                b"\nline2\n\r\n",
+                b"3\r\nab",
+                b"\n\r\n0\r\n\r\n",
+            ];
+            for piece in pieces {
+                socket.write_all(piece).await.unwrap();
+                socket.flush().await.unwrap();
+                wait.recv().await.unwrap();
+            }
+            // Kept open: the last chunk alone must end the stream.
+            wait.recv().await;
+        });
+        let mut connection = Connection::connect(&Endpoint::plain(addr)).await.unwrap();
+        let status = connection
+            .start_stream(b"GET /watch HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        assert_eq!(status, 200);
+        let mut out = Vec::new();
+        assert!(connection.read_stream(&mut out).await.unwrap());
+        assert_eq!(out, b"line1\n");
+        go_on.send(()).await.unwrap();
+        assert!(connection.read_stream(&mut out).await.unwrap());
+        assert_eq!(out, b"line1\nline2\n");
+        go_on.send(()).await.unwrap();
+        go_on.send(()).await.unwrap();
+        assert!(connection.read_stream(&mut out).await.unwrap());
+        assert_eq!(out, b"line1\nline2\nab\n");
+        go_on.send(()).await.unwrap();
+        assert!(!connection.read_stream(&mut out).await.unwrap());
+        assert!(!connection.read_stream(&mut out).await.unwrap());
+        drop(go_on);
+        server.await.unwrap();
     }
 
     #[test]

@@ -29,6 +29,7 @@
 
 mod cpu;
 mod etcd;
+mod fanout;
 mod http;
 mod load;
 mod scale;
@@ -82,6 +83,37 @@ enum Command {
     /// One `kubemock serve` (server, controllers, simulated nodes) runs Deployments to Ready:
     /// time to Ready, pods/s and the server's RSS per pod.
     ControllersScale(ControllersScaleArgs),
+    /// One `kubemock serve` with W watchers of one resource and paced creates: time from a
+    /// create's acknowledgement to its event at the last watcher, and watchers cut off.
+    WatchFanOut(WatchFanOutArgs),
+}
+
+#[derive(Debug, Args)]
+struct WatchFanOutArgs {
+    /// The kubemock binary (a release build, for meaningful figures).
+    #[arg(long)]
+    kubemock: PathBuf,
+    /// Watchers of the ConfigMaps in one namespace.
+    #[arg(long, default_value_t = 1_000)]
+    watchers: usize,
+    /// Creates per second.
+    #[arg(long, default_value_t = 5_000.0)]
+    rate: f64,
+    /// Seconds of creates measured.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Seconds of creates before them, left out of the figures.
+    #[arg(long, default_value_t = 1.0)]
+    warmup: f64,
+    /// Connections the creates go out on, one request in flight on each.
+    #[arg(long, default_value_t = 32)]
+    writers: usize,
+    /// An extra argument for `kubemock serve` (repeatable).
+    #[arg(long = "serve-arg", allow_hyphen_values = true)]
+    serve_args: Vec<String>,
+    /// Also write the report as JSON to this file (`-` for stdout, after the text).
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -380,6 +412,29 @@ async fn run(command: Command, client_threads: usize) -> anyhow::Result<()> {
             drop(stdout);
             if let Some(path) = args.json {
                 suite::write_json(&path, &reports)?;
+            }
+        }
+        Command::WatchFanOut(args) => {
+            let seconds = |value: f64, what: &str| {
+                Duration::try_from_secs_f64(value)
+                    .map_err(|_| anyhow!("--{what} must be >= 0 seconds"))
+            };
+            let config = fanout::FanOutConfig {
+                kubemock: args.kubemock,
+                watchers: args.watchers,
+                rate: args.rate,
+                duration: seconds(args.duration, "duration")?,
+                warmup: seconds(args.warmup, "warmup")?,
+                writers: args.writers,
+                serve_args: args.serve_args,
+            };
+            let report = fanout::run(&config).await?;
+            let mut stdout = std::io::stdout().lock();
+            writeln!(stdout, "watch fan-out: {report}")?;
+            report.write_goal(&mut stdout)?;
+            drop(stdout);
+            if let Some(path) = args.json {
+                suite::write_json(&path, &report)?;
             }
         }
         Command::Load(args) => {
