@@ -92,6 +92,7 @@ mod cel_rules;
 mod codec;
 mod crd;
 mod dispatch;
+mod event_lines;
 mod fault_layer;
 mod faults;
 mod field_error;

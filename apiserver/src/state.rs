@@ -249,6 +249,8 @@ struct Inner {
     /// The store as it was once the server started (`reset`), what a reset goes back to;
     /// written once by `serve`.
     baseline: RwLock<Option<Arc<crate::reset::Baseline>>>,
+    /// Recent events' watch lines, encoded once for every plain watch (`event_lines`).
+    event_lines: crate::event_lines::EventLines,
 }
 
 impl AppState {
@@ -284,6 +286,7 @@ impl AppState {
                 request_log,
                 faults: Arc::default(),
                 baseline: RwLock::new(None),
+                event_lines: crate::event_lines::EventLines::default(),
             }),
         }
     }
@@ -367,6 +370,11 @@ impl AppState {
     /// The tracker of watch tasks.
     pub fn tasks(&self) -> &TaskTracker {
         &self.inner.tasks
+    }
+
+    /// Recent events' watch lines, shared by the watches that send them.
+    pub(crate) fn event_lines(&self) -> &crate::event_lines::EventLines {
+        &self.inner.event_lines
     }
 
     /// The OpenAPI documents of the served resources (built on first use: tens of

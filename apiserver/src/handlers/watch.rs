@@ -31,6 +31,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use super::get::wait_for_revision;
 use super::resource::Call;
 use crate::admission;
+use crate::event_lines::LineKind;
 use crate::keys;
 use crate::meta::{self, FieldError};
 use crate::negotiate::Conversion;
@@ -512,7 +513,7 @@ impl Feed {
                         continue;
                     }
                     last_sent = event.revision();
-                    if let Some(line) = self.plain_line(&event) {
+                    if let Some(line) = self.plain_line(state, &event) {
                         if !self.send_line(line).await {
                             return;
                         }
@@ -548,7 +549,8 @@ impl Feed {
     /// without selectors (a previous version: MODIFIED), the object or its
     /// `PartialObjectMetadata`. Deletions, and bytes not in the stored form, take the general
     /// path.
-    fn plain_line(&self, event: &Event) -> Option<Bytes> {
+    /// The line is encoded once per event for all the watches that send it (`event_lines`).
+    fn plain_line(&self, state: &crate::state::AppState, event: &Arc<Event>) -> Option<Bytes> {
         if !self.plain || !matches!(event.kind, EventKind::Put) {
             return None;
         }
@@ -559,11 +561,18 @@ impl Feed {
         };
         match &self.conversion {
             Some(EventConversion::Partial(version)) => {
-                object::partial_watch_event_bytes(kind, &event.kv, version)
+                state
+                    .event_lines()
+                    .get_or_encode(event, LineKind::Partial(version), || {
+                        object::partial_watch_event_bytes(kind, &event.kv, version).map(Bytes::from)
+                    })
             }
-            _ => object::watch_event_bytes(kind, &event.kv),
+            _ => state
+                .event_lines()
+                .get_or_encode(event, LineKind::Object, || {
+                    object::watch_event_bytes(kind, &event.kv).map(Bytes::from)
+                }),
         }
-        .map(Bytes::from)
     }
 
     /// The event a change is to this watch, given its selectors (docs/api-behaviour.md#watch-selectors).
