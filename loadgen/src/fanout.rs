@@ -29,7 +29,7 @@ use tokio::time::Instant;
 
 use crate::cpu::process_cpu;
 use crate::http::{Connection, Endpoint};
-use crate::server::ServerProcess;
+use crate::server::{NO_INFLIGHT_LIMITS, ServerProcess};
 
 /// The namespace the ConfigMaps are created in.
 const NAMESPACE: &str = "fan-out";
@@ -167,34 +167,18 @@ pub(crate) async fn run(config: &FanOutConfig) -> anyhow::Result<FanOutReport> {
     {
         bail!("--watchers, --writers and --rate must be above 0");
     }
-    let mut args: Vec<OsString> = [
-        "serve",
-        "--port",
-        "0",
-        "--no-controllers",
-        // A thousand long-running requests and a burst of creates: kube-apiserver's in-flight
-        // limits (watches are exempt there too) would only measure the writers' retries.
-        "--max-requests-inflight",
-        "0",
-        "--max-mutating-requests-inflight",
-        "0",
-    ]
-    .iter()
-    .map(OsString::from)
-    .collect();
+    // A thousand long-running requests and a burst of creates (watches are exempt from
+    // kube-apiserver's limits too).
+    let mut args: Vec<OsString> = ["serve", "--port", "0", "--no-controllers"]
+        .iter()
+        .chain(NO_INFLIGHT_LIMITS.iter())
+        .map(OsString::from)
+        .collect();
     args.extend(config.serve_args.iter().map(OsString::from));
-    let mut server = ServerProcess::start(&config.kubemock, &args).await?;
-    let result = measure(config, &server).await;
-    let result = match result {
-        Ok(report) => Ok(report),
-        Err(err) => Err(err.context(server.diagnose())),
-    };
-    let stopped = server.stop().await;
-    let report = result?;
-    if let Err(err) = stopped {
-        eprintln!("kubemock-loadgen: warning: after the measurement: {err:#}");
-    }
-    Ok(report)
+    ServerProcess::measured(&config.kubemock, &args, async |server| {
+        measure(config, server).await
+    })
+    .await
 }
 
 async fn measure(config: &FanOutConfig, server: &ServerProcess) -> anyhow::Result<FanOutReport> {

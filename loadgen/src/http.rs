@@ -215,15 +215,7 @@ impl Connection {
 
     /// Sends one complete request (head and body) and reads its response.
     pub(crate) async fn round_trip(&mut self, request: &[u8]) -> io::Result<Response<'_>> {
-        self.buf.drain(..self.consumed);
-        self.consumed = 0;
-        self.stream.write_all(request).await?;
-        let head = loop {
-            if let Some(head) = parse_head(&self.buf)? {
-                break head;
-            }
-            self.read_more().await?;
-        };
+        let head = self.send(request).await?;
         let body = match head.framing {
             Framing::Length(len) => {
                 let end = head.len + len;
@@ -268,15 +260,7 @@ impl Connection {
     /// reads its head: the status. Its body then comes from [`Connection::read_stream`]; the
     /// connection is good for nothing else afterwards.
     pub(crate) async fn start_stream(&mut self, request: &[u8]) -> io::Result<u16> {
-        self.buf.drain(..self.consumed);
-        self.consumed = 0;
-        self.stream.write_all(request).await?;
-        let head = loop {
-            if let Some(head) = parse_head(&self.buf)? {
-                break head;
-            }
-            self.read_more().await?;
-        };
+        let head = self.send(request).await?;
         if head.framing != Framing::Chunked {
             return Err(invalid("a stream must come chunked"));
         }
@@ -324,6 +308,19 @@ impl Connection {
             if self.read_some().await? == 0 {
                 return Ok(false);
             }
+        }
+    }
+
+    /// Drops the last response, sends `request` and reads the head of its response.
+    async fn send(&mut self, request: &[u8]) -> io::Result<Head> {
+        self.buf.drain(..self.consumed);
+        self.consumed = 0;
+        self.stream.write_all(request).await?;
+        loop {
+            if let Some(head) = parse_head(&self.buf)? {
+                return Ok(head);
+            }
+            self.read_more().await?;
         }
     }
 

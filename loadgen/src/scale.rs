@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::cpu::process_cpu;
-use crate::server::ServerProcess;
+use crate::server::{NO_INFLIGHT_LIMITS, ServerProcess};
 
 /// How often the Deployments' status is read.
 const POLL: Duration = Duration::from_millis(200);
@@ -138,37 +138,18 @@ pub(crate) async fn run(config: &ScaleConfig) -> anyhow::Result<ScaleReport> {
     if config.nodes == 0 || config.deployments == 0 || config.replicas == 0 {
         bail!("--nodes, --deployments and --replicas must be at least 1");
     }
-    let mut args: Vec<OsString> = [
-        "serve",
-        "--port",
-        "0",
-        "--nodes",
-        &config.nodes.to_string(),
-        // The creates come all at once, as from a controller's burst; kube-apiserver's
-        // in-flight limits would answer some 429 and measure the client's retries.
-        "--max-requests-inflight",
-        "0",
-        "--max-mutating-requests-inflight",
-        "0",
-    ]
-    .iter()
-    .map(OsString::from)
-    .collect();
+    let nodes = config.nodes.to_string();
+    // The creates come all at once, as from a controller's burst.
+    let mut args: Vec<OsString> = ["serve", "--port", "0", "--nodes", &nodes]
+        .iter()
+        .chain(NO_INFLIGHT_LIMITS.iter())
+        .map(OsString::from)
+        .collect();
     args.extend(config.serve_args.iter().map(OsString::from));
-    let mut server = ServerProcess::start(&config.kubemock, &args).await?;
-    let result = measure(config, &server).await;
-    let result = match result {
-        Ok(report) => Ok(report),
-        Err(err) => Err(err.context(server.diagnose())),
-    };
-    let stopped = server.stop().await;
-    let report = result?;
-    // The figures stand however long the shutdown takes (a server holding 100,000 pods and
-    // their watches may take more than the stop timeout): say so, keep the report.
-    if let Err(err) = stopped {
-        eprintln!("kubemock-loadgen: warning: after the measurement: {err:#}");
-    }
-    Ok(report)
+    ServerProcess::measured(&config.kubemock, &args, async |server| {
+        measure(config, server).await
+    })
+    .await
 }
 
 async fn measure(config: &ScaleConfig, server: &ServerProcess) -> anyhow::Result<ScaleReport> {

@@ -26,6 +26,16 @@ const READY_MARKER: &str = ": serving on ";
 /// The signal number of SIGTERM on Linux.
 const SIGTERM: i32 = 15;
 
+/// Flags of `kubemock serve` that turn its in-flight limits off, as kube-apiserver's
+/// `--max-requests-inflight 0`: a benchmark's burst of requests would otherwise be answered
+/// 429 in part, and the figures would measure the client's retries.
+pub(crate) const NO_INFLIGHT_LIMITS: [&str; 4] = [
+    "--max-requests-inflight",
+    "0",
+    "--max-mutating-requests-inflight",
+    "0",
+];
+
 /// A running server process; killed if dropped without `stop`.
 pub(crate) struct ServerProcess {
     binary: PathBuf,
@@ -95,6 +105,28 @@ impl ServerProcess {
             _stdout: lines,
             log,
         })
+    }
+
+    /// Starts `binary ARGS...`, runs `measure` against it and stops it. A failed measurement
+    /// carries the server's state and stderr. A stop that fails after a measurement that
+    /// worked only warns: the figures stand however long the shutdown takes (a server holding
+    /// 100,000 pods and their watches may take more than the stop timeout).
+    pub(crate) async fn measured<T>(
+        binary: &Path,
+        args: &[OsString],
+        measure: impl AsyncFnOnce(&ServerProcess) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let mut server = ServerProcess::start(binary, args).await?;
+        let result = match measure(&server).await {
+            Ok(value) => Ok(value),
+            Err(err) => Err(err.context(server.diagnose())),
+        };
+        let stopped = server.stop().await;
+        let value = result?;
+        if let Err(err) = stopped {
+            eprintln!("kubemock-loadgen: warning: after the measurement: {err:#}");
+        }
+        Ok(value)
     }
 
     /// The address the server listens on.

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use crate::etcd::EtcdProcess;
 use crate::http::{Connection, Endpoint};
 use crate::load::{self, LoadConfig, LoadReport, Percentiles};
-use crate::server::{ServerProcess, kubemock_args};
+use crate::server::{NO_INFLIGHT_LIMITS, ServerProcess, kubemock_args};
 use crate::suite::progress;
 use crate::workload::{Scenario, Workload, configmap_json, etcd_put_body, write_head};
 
@@ -110,13 +110,11 @@ pub(crate) async fn run(config: &SideBySideConfig) -> anyhow::Result<SideBySideR
     // etcd has no in-flight limit; kubemock's, as kube-apiserver's, answers 429 past 200
     // mutating requests at once, which the c=256 rows would hit whenever the server falls
     // behind. Off, so that both sides are measured on the same load.
-    let quiet = [
-        "--no-controllers".to_owned(),
-        "--max-requests-inflight".to_owned(),
-        "0".to_owned(),
-        "--max-mutating-requests-inflight".to_owned(),
-        "0".to_owned(),
-    ];
+    let quiet: Vec<String> = ["--no-controllers"]
+        .iter()
+        .chain(NO_INFLIGHT_LIMITS.iter())
+        .map(|arg| (*arg).to_owned())
+        .collect();
     let mut durable = ServerProcess::start(
         &config.kubemock,
         &kubemock_args(Some(data_dir.path()), &quiet),

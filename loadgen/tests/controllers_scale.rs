@@ -4,41 +4,30 @@
 //! kubemock binary the test is skipped loudly, unless `KUBEMOCK_REQUIRE_ETCD=1` (as `.ci/run`
 //! sets it, and builds the binary): then it fails.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
+
+use std::ffi::OsStr;
 
 #[test]
 fn a_tiny_scale_run_reports_time_to_ready_and_memory() {
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let kubemock = std::env::var_os("KUBEMOCK_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace.join("target/debug/kubemock"));
-    if !kubemock.is_file() {
-        let required =
-            std::env::var_os("KUBEMOCK_REQUIRE_ETCD").is_some_and(|v| !v.is_empty() && v != "0");
-        assert!(!required, "the kubemock binary {kubemock:?} is missing");
+    let Some(kubemock) = common::kubemock() else {
+        assert!(!common::required(), "the kubemock binary is missing");
         eprintln!("SKIPPED controllers_scale: build kubemock (or set KUBEMOCK_BIN)");
         return;
-    }
-    let json = tempfile::NamedTempFile::new().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_kubemock-loadgen"))
-        .arg("controllers-scale")
-        .arg("--kubemock")
-        .arg(&kubemock)
-        .args(["--nodes", "2", "--deployments", "2", "--replicas", "5"])
-        .args(["--timeout", "120"])
-        .arg("--json")
-        .arg(json.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let reports: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(json.path()).unwrap()).unwrap();
+    };
+    let (stdout, reports) = common::run_with_report(&[
+        OsStr::new("controllers-scale"),
+        OsStr::new("--kubemock"),
+        kubemock.as_os_str(),
+        OsStr::new("--nodes"),
+        OsStr::new("2"),
+        OsStr::new("--deployments"),
+        OsStr::new("2"),
+        OsStr::new("--replicas"),
+        OsStr::new("5"),
+        OsStr::new("--timeout"),
+        OsStr::new("120"),
+    ]);
     let [report] = reports.as_array().unwrap().as_slice() else {
         panic!("one report expected: {reports}");
     };

@@ -4,31 +4,16 @@
 //! kubemock the test is skipped loudly, unless `KUBEMOCK_REQUIRE_ETCD=1` (as `.ci/run` sets,
 //! see `storage-etcd/src/testing.rs`): then it fails.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
-fn required() -> bool {
-    std::env::var_os("KUBEMOCK_REQUIRE_ETCD").is_some_and(|v| !v.is_empty() && v != "0")
-}
-
-fn binary(env: &str, fallback: Option<PathBuf>) -> Option<PathBuf> {
-    std::env::var_os(env)
-        .map(PathBuf::from)
-        .or(fallback)
-        .filter(|path| path.is_file())
-}
+use std::ffi::OsStr;
 
 #[test]
 fn every_row_of_a_tiny_side_by_side_run_has_figures_and_no_errors() {
-    let etcd = binary("KUBEMOCK_ETCD_BIN", None);
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let kubemock = binary(
-        "KUBEMOCK_BIN",
-        Some(workspace.join("target/debug/kubemock")),
-    );
-    let (Some(etcd), Some(kubemock)) = (etcd, kubemock) else {
+    let etcd = common::binary("KUBEMOCK_ETCD_BIN", None);
+    let (Some(etcd), Some(kubemock)) = (etcd, common::kubemock()) else {
         assert!(
-            !required(),
+            !common::required(),
             "KUBEMOCK_REQUIRE_ETCD is set but KUBEMOCK_ETCD_BIN or the kubemock binary is missing"
         );
         eprintln!(
@@ -36,26 +21,16 @@ fn every_row_of_a_tiny_side_by_side_run_has_figures_and_no_errors() {
         );
         return;
     };
-    let json = tempfile::NamedTempFile::new().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_kubemock-loadgen"))
-        .arg("etcd-vs-kubemock")
-        .arg("--etcd")
-        .arg(&etcd)
-        .arg("--kubemock")
-        .arg(&kubemock)
-        .args(["--duration", "1", "--warmup", "0.2", "--objects", "1000"])
-        .arg("--json")
-        .arg(json.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(json.path()).unwrap()).unwrap();
+    let mut command = vec![
+        OsStr::new("etcd-vs-kubemock"),
+        OsStr::new("--etcd"),
+        etcd.as_os_str(),
+        OsStr::new("--kubemock"),
+        kubemock.as_os_str(),
+    ];
+    let sizes = ["--duration", "1", "--warmup", "0.2", "--objects", "1000"];
+    command.extend(sizes.iter().map(OsStr::new));
+    let (stdout, report) = common::run_with_report(&command);
     let pairs = report["pairs"].as_array().unwrap();
     // 3 concurrencies x 2 create rows, GET, page p50 and p99, full LIST.
     assert_eq!(pairs.len(), 10, "{stdout}");

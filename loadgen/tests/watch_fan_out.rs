@@ -5,41 +5,36 @@
 //! skipped loudly, unless `KUBEMOCK_REQUIRE_ETCD=1` (as `.ci/run` sets it, and builds the
 //! binary): then it fails.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
+
+use std::ffi::OsStr;
 
 #[test]
 fn a_tiny_fan_out_run_delivers_every_create_to_every_watcher() {
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let kubemock = std::env::var_os("KUBEMOCK_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace.join("target/debug/kubemock"));
-    if !kubemock.is_file() {
-        let required =
-            std::env::var_os("KUBEMOCK_REQUIRE_ETCD").is_some_and(|v| !v.is_empty() && v != "0");
-        assert!(!required, "the kubemock binary {kubemock:?} is missing");
+    let Some(kubemock) = common::kubemock() else {
+        assert!(!common::required(), "the kubemock binary is missing");
         eprintln!("SKIPPED watch_fan_out: build kubemock (or set KUBEMOCK_BIN)");
         return;
-    }
-    let json = tempfile::NamedTempFile::new().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_kubemock-loadgen"))
-        .arg("watch-fan-out")
-        .arg("--kubemock")
-        .arg(&kubemock)
-        .args(["--watchers", "5", "--rate", "50", "--duration", "2"])
-        .args(["--warmup", "0.2", "--writers", "4"])
-        .arg("--json")
-        .arg(json.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(json.path()).unwrap()).unwrap();
+    };
+    let args = [
+        "--watchers",
+        "5",
+        "--rate",
+        "50",
+        "--duration",
+        "2",
+        "--warmup",
+        "0.2",
+    ];
+    let mut command = vec![
+        OsStr::new("watch-fan-out"),
+        OsStr::new("--kubemock"),
+        kubemock.as_os_str(),
+        OsStr::new("--writers"),
+        OsStr::new("4"),
+    ];
+    command.extend(args.iter().map(OsStr::new));
+    let (stdout, report) = common::run_with_report(&command);
     assert_eq!(report["watchers"], 5, "{report}");
     assert_eq!(report["creates"], 100, "{report}");
     assert_eq!(report["watchers_cut_off"], 0, "{report}");

@@ -369,18 +369,7 @@ fn bench_reopen(c: &mut Criterion) {
             ("100k_revisions_10_keys", &long_history, LONG_HISTORY),
         ] {
             group.bench_function(BenchmarkId::new(bench, name), |b| {
-                b.iter_custom(|iters| {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let start = Instant::now();
-                        let store = SledStore::open(config(dir.path())).expect("reopen");
-                        total += start.elapsed();
-                        assert_eq!(store.revision(), revision);
-                        store.close();
-                        drop(store);
-                    }
-                    total
-                });
+                b.iter_custom(|iters| time_reopens(iters, || config(dir.path()), revision));
             });
         }
     }
@@ -411,21 +400,25 @@ fn bench_reopen(c: &mut Criterion) {
             store.close();
         }
         group.bench_function(BenchmarkId::new("100k_keys_1M_revisions", name), |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let start = Instant::now();
-                    let store = SledStore::open(config(dir.path())).expect("reopen");
-                    total += start.elapsed();
-                    assert_eq!(store.revision(), revisions);
-                    store.close();
-                    drop(store);
-                }
-                total
-            });
+            b.iter_custom(|iters| time_reopens(iters, || config(dir.path()), revisions));
         });
     }
     group.finish();
+}
+
+/// Opens a store `iters` times with `config()` and checks its revision; the time the opens
+/// took (not the closes and drops).
+fn time_reopens(iters: u64, config: impl Fn() -> Config, revision: u64) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let start = Instant::now();
+        let store = SledStore::open(config()).expect("reopen");
+        total += start.elapsed();
+        assert_eq!(store.revision(), revision);
+        store.close();
+        drop(store);
+    }
+    total
 }
 
 /// Updates every one of `keys` `rounds` times with seeded random ~100 byte values, by
