@@ -19,6 +19,11 @@ pub(crate) fn process_cpu(pid: Option<u32>) -> Option<Duration> {
     parse_stat(&stat)
 }
 
+/// Seconds of CPU between two readings of [`process_cpu`], `None` if either is missing.
+pub(crate) fn cpu_between(before: Option<Duration>, after: Option<Duration>) -> Option<f64> {
+    Some(after?.saturating_sub(before?).as_secs_f64())
+}
+
 /// utime + stime from the contents of `/proc/PID/stat` (fields 14 and 15; the command name,
 /// field 2, is parenthesised and may contain spaces, so fields are counted after its `)`).
 fn parse_stat(stat: &str) -> Option<Duration> {

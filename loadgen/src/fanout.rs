@@ -27,8 +27,9 @@ use anyhow::{Context, anyhow, bail};
 use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::cpu::process_cpu;
+use crate::cpu::{cpu_between, process_cpu};
 use crate::http::{Connection, Endpoint};
+use crate::load::Percentiles;
 use crate::server::{NO_INFLIGHT_LIMITS, ServerProcess};
 
 /// The namespace the ConfigMaps are created in.
@@ -325,7 +326,7 @@ async fn measure(config: &FanOutConfig, server: &ServerProcess) -> anyhow::Resul
     }
 
     let measured = warmup_creates..total;
-    let mut latencies: Vec<f64> = Vec::with_capacity(measured_creates);
+    let mut latencies: Vec<u64> = Vec::with_capacity(measured_creates);
     let mut creates_not_delivered = 0;
     for index in measured.clone() {
         let ack = acked[index].load(Ordering::Relaxed);
@@ -335,40 +336,37 @@ async fn measure(config: &FanOutConfig, server: &ServerProcess) -> anyhow::Resul
             continue;
         }
         // An event may reach every watcher before its writer has read the 201: zero, then.
-        latencies.push(last.saturating_sub(ack) as f64 / 1e6);
+        latencies.push(last.saturating_sub(ack));
     }
-    let mut create_latencies: Vec<f64> = measured
+    let mut create_latencies: Vec<u64> = measured
         .clone()
-        .map(|index| late[index].load(Ordering::Relaxed) as f64 / 1e6)
+        .map(|index| late[index].load(Ordering::Relaxed))
         .collect();
-    latencies.sort_by(f64::total_cmp);
-    create_latencies.sort_by(f64::total_cmp);
+    let nanos_to_ms = |nanos: u64| nanos as f64 / 1e6;
+    let delivery = Percentiles::of(&mut latencies, nanos_to_ms);
+    let create = Percentiles::of(&mut create_latencies, nanos_to_ms);
     // The measured window: from the first measured create's due time to the last's ack.
     let window_start = Duration::from_secs_f64(warmup_creates as f64 / config.rate);
     let window = created_at
         .saturating_sub(window_start)
         .as_secs_f64()
         .max(f64::EPSILON);
-    let cpu = |before: Option<Duration>, after: Option<Duration>| match (before, after) {
-        (Some(before), Some(after)) => Some(after.saturating_sub(before).as_secs_f64()),
-        _ => None,
-    };
     Ok(FanOutReport {
         watchers: config.watchers,
         rate: config.rate,
         creates: measured_creates,
         achieved_rate: measured_creates as f64 / window,
-        p50_ms: percentile(&latencies, 0.50),
-        p99_ms: percentile(&latencies, 0.99),
-        max_ms: latencies.last().copied().unwrap_or(f64::NAN),
-        create_p99_ms: percentile(&create_latencies, 0.99),
+        p50_ms: delivery.p50,
+        p99_ms: delivery.p99,
+        max_ms: delivery.max,
+        create_p99_ms: create.p99,
         watchers_cut_off: cut_off,
         creates_not_delivered,
         events_per_second: (measured_creates - creates_not_delivered) as f64
             * (config.watchers - cut_off) as f64
             / window,
-        server_cpu_seconds: cpu(cpu_before.0, cpu_after.0),
-        client_cpu_seconds: cpu(cpu_before.1, cpu_after.1),
+        server_cpu_seconds: cpu_between(cpu_before.0, cpu_after.0),
+        client_cpu_seconds: cpu_between(cpu_before.1, cpu_after.1),
     })
 }
 
@@ -456,15 +454,6 @@ fn post(host: &str, path: &str, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// The `q` quantile of sorted `values` (nearest rank), NaN if there are none.
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,15 +468,5 @@ mod tests {
             br#"{"type":"ERROR","object":{"kind":"Status","code":410}}"#
         ));
         assert!(!is_error_event(line));
-    }
-
-    #[test]
-    fn percentiles_take_the_nearest_rank() {
-        let values: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&values, 0.50), 50.0);
-        assert_eq!(percentile(&values, 0.99), 99.0);
-        assert_eq!(percentile(&values, 1.0), 100.0);
-        assert_eq!(percentile(&[7.0], 0.99), 7.0);
-        assert!(percentile(&[], 0.5).is_nan());
     }
 }

@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::cpu::process_cpu;
+use crate::cpu::{cpu_between, process_cpu};
 use crate::server::{NO_INFLIGHT_LIMITS, ServerProcess};
 
 /// How often the Deployments' status is read.
@@ -226,10 +226,7 @@ async fn measure(config: &ScaleConfig, server: &ServerProcess) -> anyhow::Result
         rss_peak_kib: memory.peak_kib,
         rss_per_pod_kib: memory.rss_kib as f64 / pods_f,
         rss_growth_per_pod_kib: memory.rss_kib.saturating_sub(rss_before_kib) as f64 / pods_f,
-        server_cpu_seconds: match (cpu_before, cpu_after) {
-            (Some(before), Some(after)) => Some(after.saturating_sub(before).as_secs_f64()),
-            _ => None,
-        },
+        server_cpu_seconds: cpu_between(cpu_before, cpu_after),
         nodes_not_ready_max,
     })
 }
