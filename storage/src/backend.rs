@@ -109,14 +109,11 @@ pub(crate) struct MemoryLog {
     compacted: AtomicU64,
 }
 
-fn backend_error(op: &'static str) -> impl Fn(sled::Error) -> Error + Copy {
-    move |source| Error::Backend {
-        op,
-        source: BackendError(Arc::new(source)),
-    }
-}
-
-fn io_error(op: &'static str) -> impl Fn(std::io::Error) -> Error + Copy {
+/// What `op` failing with a backend's error (sled's, or the file system's) is to the store.
+fn backend_error<E>(op: &'static str) -> impl Fn(E) -> Error + Copy
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
     move |source| Error::Backend {
         op,
         source: BackendError(Arc::new(source)),
@@ -278,10 +275,10 @@ impl SledLog {
         // sled names its data file `db` (sled 0.34 `Config::db_path`); it exists once sled has
         // opened. Syncing the directory makes the names of the files sled created durable.
         let file = std::fs::File::open(dir.join("db"))
-            .map_err(io_error("open the data file to sync it"))?;
+            .map_err(backend_error("open the data file to sync it"))?;
         std::fs::File::open(dir)
             .and_then(|dir| dir.sync_all())
-            .map_err(io_error("sync the data directory"))?;
+            .map_err(backend_error("sync the data directory"))?;
         let backend = SledLog {
             db,
             log,
@@ -320,7 +317,7 @@ impl SledLog {
         self.db.flush().map_err(backend_error("flush to disk"))?;
         self.file
             .sync_data()
-            .map_err(io_error("sync the data file"))?;
+            .map_err(backend_error("sync the data file"))?;
         self.syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
