@@ -239,11 +239,11 @@ impl Run<'_> {
         // The informer's copy can trail this controller's own last write. Upstream then fails
         // the sync, and a scale it already made loses its `lastScaleTime` (the next sync sees
         // no change to make). The status is this controller's alone, so it is written once
-        // more over the object as it is now.
+        // more over the object as it is now, keeping the later `lastScaleTime` of the two.
         if written.as_ref().is_err_and(|err| err.is_conflict()) {
             written = match api.get(name).await {
                 Ok(mut fresh) if fresh.metadata.uid == self.hpa.metadata.uid => {
-                    fresh.status = Some(self.status.clone());
+                    fresh.status = Some(over_fresh(&self.status, fresh.status.as_ref()));
                     api.replace_status(name, &PostParams::default(), &fresh)
                         .await
                 }
@@ -268,6 +268,29 @@ impl Run<'_> {
         self.condition("AbleToScale", "False", "FailedGetScale", &text);
         self.write_status().await
     }
+}
+
+/// The status a sync computed from a stale copy of its HPA, to be written over the `fresh`
+/// one. Everything but `lastScaleTime` is computed anew by every sync. `lastScaleTime` is
+/// copied from the copy the sync started from when it did not scale, so a sync that started
+/// before the controller's own last scale was seen would move it back: the later of the two
+/// is kept.
+fn over_fresh(
+    computed: &HorizontalPodAutoscalerStatus,
+    fresh: Option<&HorizontalPodAutoscalerStatus>,
+) -> HorizontalPodAutoscalerStatus {
+    let mut status = computed.clone();
+    let fresh_time = fresh.and_then(|s| s.last_scale_time.as_ref());
+    if let Some(fresh_time) = fresh_time {
+        if status
+            .last_scale_time
+            .as_ref()
+            .is_none_or(|t| t.0 < fresh_time.0)
+        {
+            status.last_scale_time = Some(fresh_time.clone());
+        }
+    }
+    status
 }
 
 /// The resource of the scale target: `kind` in `api_version`, read from discovery (upstream's
@@ -937,4 +960,37 @@ async fn fetch_metrics(
         }
     }
     Ok(metrics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(last_scale: Option<&str>, desired: i32) -> HorizontalPodAutoscalerStatus {
+        HorizontalPodAutoscalerStatus {
+            last_scale_time: last_scale.map(|t| Time(t.parse().expect("a timestamp"))),
+            desired_replicas: desired,
+            ..HorizontalPodAutoscalerStatus::default()
+        }
+    }
+
+    /// A sync that started from a copy older than the controller's last scale (the flaky
+    /// `an_hpa_scales_a_deployment_up_on_usage_and_down_after_the_stabilization_window`:
+    /// lastScaleTime 00:00:30 instead of 00:05:46) keeps the fresh object's later time.
+    #[test]
+    fn a_status_written_over_a_fresh_copy_never_moves_the_last_scale_back() {
+        let stale = status(Some("2030-01-01T00:00:30Z"), 1);
+        let fresh = status(Some("2030-01-01T00:05:46Z"), 1);
+        assert_eq!(over_fresh(&stale, Some(&fresh)), fresh);
+        // A sync that scaled after the fresh copy's scale keeps its own time.
+        let scaled = status(Some("2030-01-01T00:06:00Z"), 2);
+        assert_eq!(over_fresh(&scaled, Some(&fresh)), scaled);
+        // No time at all on one side.
+        assert_eq!(
+            over_fresh(&status(None, 3), Some(&fresh)),
+            status(Some("2030-01-01T00:05:46Z"), 3)
+        );
+        assert_eq!(over_fresh(&scaled, None), scaled);
+        assert_eq!(over_fresh(&scaled, Some(&status(None, 1))), scaled);
+    }
 }
