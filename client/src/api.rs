@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 
 use crate::error::{Error, Result};
 use crate::request::{
-    DeleteParams, ListParams, Patch, PatchParams, PostParams, RequestBuilder, WatchParams,
+    DeleteParams, ListParams, Patch, PatchParams, PostParams, Request, RequestBuilder, WatchParams,
 };
 use crate::resource::{ApiResource, DynamicObject, ObjectList, Resource, TypedResource};
 use crate::transport::{Client, WatchEvent};
@@ -171,15 +171,29 @@ impl<K: Resource> Api<K> {
 
     /// Creates an object.
     pub async fn create(&self, params: &PostParams, object: &K) -> Result<K> {
+        self.client
+            .request(&self.create_request(params, object)?)
+            .await
+    }
+
+    /// Creates an object and does not decode the server's answer: for writers that never read
+    /// it (the event recorder, whose events are named by the client). Errors are reported as
+    /// by [`Api::create`].
+    pub async fn create_unread(&self, params: &PostParams, object: &K) -> Result<()> {
+        self.client
+            .request_bytes(&self.create_request(params, object)?)
+            .await
+            .map(drop)
+    }
+
+    fn create_request(&self, params: &PostParams, object: &K) -> Result<Request> {
         if self.resource.namespaced && self.namespace.is_none() {
             return Err(Error::InvalidRequest(
                 "create of a namespaced object needs a namespaced Api".into(),
             ));
         }
         let body = serde_json::to_vec(object).map_err(Error::Encode)?;
-        self.client
-            .request(&self.requests.create(params, body))
-            .await
+        Ok(self.requests.create(params, body))
     }
 
     /// Replaces an object (PUT); its `metadata.resourceVersion`, when set, makes the write

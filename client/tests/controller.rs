@@ -403,13 +403,16 @@ async fn the_event_recorder_aggregates_repeats() {
         .expect("create");
     let recorder = Recorder::new(client.clone(), "tester");
     let reference = object_reference(&cm, &ApiResource::of::<ConfigMap>());
+    let mut synced_names = Vec::new();
     for _ in 0..3 {
-        recorder
-            .try_publish(&reference, EventType::Normal, "Synced", "all good")
-            .await
-            .expect("publish");
+        synced_names.push(
+            recorder
+                .try_publish(&reference, EventType::Normal, "Synced", "all good")
+                .await
+                .expect("publish"),
+        );
     }
-    recorder
+    let failed_name = recorder
         .try_publish(&reference, EventType::Warning, "Failed", "oops")
         .await
         .expect("publish");
@@ -433,6 +436,9 @@ async fn the_event_recorder_aggregates_repeats() {
     assert!(synced.last_timestamp >= synced.first_timestamp);
     assert_eq!(failed.count, Some(1));
     assert_eq!(failed.type_.as_deref(), Some("Warning"));
+    // The names reported are the events' (the repeats patched the first one).
+    assert_eq!(synced_names, vec![synced.metadata.name.clone(); 3]);
+    assert_eq!(failed_name, failed.metadata.name);
 }
 
 /// client-go's correlator (`tools/record/events_cache.go`): ten different messages of one
