@@ -377,6 +377,66 @@ async fn status_and_scale_subresources() {
         .await
         .expect("replace status");
     assert_eq!(replaced.status.and_then(|s| s.ready_replicas), Some(2));
+
+    // The unread variant writes as well, and reports the server's refusal: a stale
+    // resourceVersion is a Conflict.
+    let mut status = api.get_status("web").await.expect("get status");
+    status
+        .status
+        .get_or_insert_with(Default::default)
+        .ready_replicas = Some(3);
+    api.replace_status_unread("web", &PostParams::default(), &status)
+        .await
+        .expect("replace status, unread");
+    assert_eq!(
+        api.get("web")
+            .await
+            .expect("get")
+            .status
+            .and_then(|s| s.ready_replicas),
+        Some(3)
+    );
+    let refused = api
+        .replace_status_unread("web", &PostParams::default(), &status)
+        .await
+        .expect_err("the resourceVersion is stale");
+    assert!(refused.is_conflict(), "{refused}");
+    status.metadata.resource_version = None;
+    let exists = api
+        .create_named(&PostParams::default(), &status)
+        .await
+        .expect_err("the name is taken");
+    assert!(exists.is_already_exists(), "{exists}");
+}
+
+/// `create_named` reads the name the server gave (`generateName`), and only that.
+#[tokio::test]
+async fn create_named_returns_the_generated_name() {
+    let (_server, client) = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let template = ConfigMap {
+        metadata: ObjectMeta {
+            generate_name: Some("gen-".into()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    };
+    let first = api
+        .create_named(&PostParams::default(), &template)
+        .await
+        .expect("create");
+    let second = api
+        .create_named(&PostParams::default(), &template)
+        .await
+        .expect("create");
+    assert!(
+        first.starts_with("gen-") && first.len() > "gen-".len(),
+        "{first}"
+    );
+    assert_ne!(first, second);
+    for name in [&first, &second] {
+        api.get(name).await.expect("the named object exists");
+    }
 }
 
 #[tokio::test]

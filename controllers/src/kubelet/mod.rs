@@ -541,7 +541,7 @@ async fn sync_pod(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         let api = api.clone();
         let name = key.name.clone();
         async move {
-            api.replace_status(&name, &PostParams::default(), &updated)
+            api.replace_status_unread(&name, &PostParams::default(), &updated)
                 .await
         }
     };

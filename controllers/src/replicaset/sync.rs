@@ -115,14 +115,14 @@ async fn manage_replicas(
         let mut created = 0;
         let mut error = None;
         for batch in pods::slow_start_batches(missing) {
-            let results =
-                futures_util::future::join_all((0..batch).map(|_| api.create(&post, &template)))
-                    .await;
+            let results = futures_util::future::join_all(
+                (0..batch).map(|_| api.create_named(&post, &template)),
+            )
+            .await;
             for result in results {
                 match result {
-                    Ok(pod) => {
+                    Ok(name) => {
                         created += 1;
-                        let name = pod.metadata.name.unwrap_or_default();
                         ctx.recorder
                             .publish(
                                 &reference,
