@@ -280,16 +280,11 @@ fn over_fresh(
     fresh: Option<&HorizontalPodAutoscalerStatus>,
 ) -> HorizontalPodAutoscalerStatus {
     let mut status = computed.clone();
-    let fresh_time = fresh.and_then(|s| s.last_scale_time.as_ref());
-    if let Some(fresh_time) = fresh_time {
-        if status
-            .last_scale_time
-            .as_ref()
-            .is_none_or(|t| t.0 < fresh_time.0)
-        {
-            status.last_scale_time = Some(fresh_time.clone());
-        }
-    }
+    // `None` orders before any time.
+    status.last_scale_time = status
+        .last_scale_time
+        .take()
+        .max(fresh.and_then(|s| s.last_scale_time.clone()));
     status
 }
 
