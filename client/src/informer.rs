@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::api::Api;
+use crate::compact::compact;
 use crate::reflector::{self, Change, Store, Writer};
 use crate::resource::{ApiResource, DynamicObject, ObjectKey, Resource, TypedResource};
 use crate::transport::Client;
@@ -401,6 +402,12 @@ impl<K: Resource> SharedInformer<K> {
             token,
             move |writer, mut event| {
                 inner.transform.apply(&mut event);
+                if let watcher::Event::InitApply(obj)
+                | watcher::Event::Apply(obj)
+                | watcher::Event::Delete(obj) = &mut event
+                {
+                    compact(obj);
+                }
                 let handlers = inner.handlers.lock();
                 for change in writer.apply(event) {
                     for handler in handlers.iter() {

@@ -21,7 +21,8 @@
 //!   checked as the server parses them.
 //! - [`watcher`]: the list-then-watch state machine.
 //! - [`reflector`]: applies watcher events to a [`Store`] (cache, indexes, listers).
-//! - [`informer`]: shared informers, handlers and the [`InformerFactory`].
+//! - [`informer`]: shared informers, handlers and the [`InformerFactory`]; `compact`:
+//!   what an informer does to each decoded object before caching it.
 //! - [`workqueue`]: the [`WorkQueue`] and its rate limiters.
 //! - [`controller`]: the controller runtime and its helpers (owners, finalizers, status).
 //! - [`leader`]: leader election on Leases.
@@ -33,6 +34,7 @@
 //! - A work queue never hands one key to two workers at once.
 
 pub mod api;
+mod compact;
 pub mod config;
 pub mod controller;
 pub mod error;

@@ -295,6 +295,50 @@ async fn an_informer_can_cache_objects_without_managed_fields() {
     run.await.expect("informer stops");
 }
 
+/// The informer caches decoded objects without the spare room serde leaves in their lists
+/// (`client/src/compact.rs`), listed and watched alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_informer_caches_objects_without_spare_room() {
+    let (_server, client) = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let with_finalizers = |name: &str| {
+        let mut cm = configmap(name, "1");
+        cm.metadata.finalizers = Some(vec!["example.com/a".to_owned(), "example.com/b".to_owned()]);
+        cm
+    };
+    api.create(&PostParams::default(), &with_finalizers("listed"))
+        .await
+        .expect("create");
+    let informer = SharedInformer::new(api.clone(), watcher::Config::default());
+    let token = CancellationToken::new();
+    let run = start(&informer, &token);
+    tokio::time::timeout(Duration::from_secs(30), informer.wait_for_sync())
+        .await
+        .expect("synced");
+    api.create(&PostParams::default(), &with_finalizers("watched"))
+        .await
+        .expect("create");
+    wait_until(Duration::from_secs(10), "the watched object", || async {
+        informer
+            .store()
+            .get_by(Some("default"), "watched")
+            .is_some()
+    })
+    .await;
+    for name in ["listed", "watched"] {
+        let cached = informer
+            .store()
+            .get_by(Some("default"), name)
+            .expect("cached");
+        let finalizers = cached.metadata.finalizers.as_ref().expect("finalizers");
+        assert_eq!(finalizers.len(), 2, "{name}");
+        // serde decodes two strings into room for four.
+        assert_eq!(finalizers.capacity(), 2, "{name}");
+    }
+    token.cancel();
+    run.await.expect("informer stops");
+}
+
 /// What a handler saw per object, in order: `add RV`, `update RV`, `delete`.
 type Seen = Arc<Mutex<HashMap<String, Vec<String>>>>;
 
