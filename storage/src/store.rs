@@ -15,7 +15,7 @@
 //! a restart. Writers check guards against everything committed (there is one writer), and even
 //! a failed write (exists, conflict, absent) waits until what it observed is durable.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,7 +25,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
-use tokio::sync::watch;
+use tokio::sync::oneshot;
 use tracing::{error, info, warn};
 
 use crate::Revision;
@@ -253,9 +253,9 @@ pub(crate) struct Shared {
     pub(crate) compacted: AtomicU64,
     /// Serialises compactions (on demand and background).
     pub(crate) compaction: Mutex<()>,
-    /// Durable revision and fail-stop state, for writers waiting on group commit. Written only
-    /// by the group-commit thread.
-    durability: watch::Sender<Durability>,
+    /// Durable revision, fail-stop state and the writers waiting on group commit. The
+    /// revision and the failure are written only by the group-commit thread.
+    durability: Mutex<Durability>,
     /// Set (under the `state` write lock) when closing: no write starts after it.
     closed: AtomicBool,
     /// Stop flag of the background threads, with its condition variable (which also wakes
@@ -306,12 +306,17 @@ struct Pending {
     shutdown: bool,
 }
 
-#[derive(Clone)]
 struct Durability {
     /// Every revision up to this one is durable.
     revision: Revision,
     /// Set when a flush failed: nothing more will become durable.
     failed: Option<BackendError>,
+    /// The writers waiting for a revision to become durable, by revision: a write waits for
+    /// its own, a refused one (a conflict, say) for the revision it read at, which others may
+    /// wait for too. A flush wakes exactly the writers it covers: with one channel that all of
+    /// them watched, each flush woke every waiting writer, and at 64 concurrent creates most
+    /// of them only to wait again.
+    waiting: BTreeMap<Revision, Vec<oneshot::Sender<()>>>,
 }
 
 /// A change the writer applies to one key.
@@ -373,9 +378,10 @@ impl SledStore {
             committed: AtomicU64::new(current),
             compacted: AtomicU64::new(compacted),
             compaction: Mutex::new(()),
-            durability: watch::Sender::new(Durability {
+            durability: Mutex::new(Durability {
                 revision: current,
                 failed: None,
+                waiting: BTreeMap::new(),
             }),
             closed: AtomicBool::new(false),
             stop: Mutex::new(false),
@@ -847,7 +853,7 @@ impl Shared {
     /// Refuses a write when closed or after a failed flush. Call with the `state` write lock.
     fn check_writable_locked(&self) -> Result<()> {
         self.check_open()?;
-        if let Some(source) = &self.durability.borrow().failed {
+        if let Some(source) = &self.durability.lock().failed {
             return Err(Error::Failed {
                 source: source.clone(),
             });
@@ -1060,17 +1066,57 @@ impl Shared {
         if !self.durable {
             return Ok(());
         }
-        let mut receiver = self.durability.subscribe();
-        let state = receiver
-            .wait_for(|d| d.revision >= revision || d.failed.is_some())
-            .await
-            .map_err(|_| Error::Closed)?;
-        match &state.failed {
-            Some(source) if state.revision < revision => Err(Error::Failed {
+        let woken = {
+            let mut durability = self.durability.lock();
+            if durability.revision >= revision {
+                return Ok(());
+            }
+            if let Some(source) = &durability.failed {
+                return Err(Error::Failed {
+                    source: source.clone(),
+                });
+            }
+            let (sender, receiver) = oneshot::channel();
+            durability.waiting.entry(revision).or_default().push(sender);
+            receiver
+        };
+        if woken.await.is_ok() {
+            return Ok(());
+        }
+        // Dropped unanswered: the flush failed, or the group commit is gone (closed).
+        let durability = self.durability.lock();
+        match &durability.failed {
+            _ if durability.revision >= revision => Ok(()),
+            Some(source) => Err(Error::Failed {
                 source: source.clone(),
             }),
-            _ => Ok(()),
+            None => Err(Error::Closed),
         }
+    }
+
+    /// Makes every revision up to `target` durable for the writers: wakes those waiting on one.
+    fn acknowledge(&self, target: Revision) {
+        let covered = {
+            let mut durability = self.durability.lock();
+            durability.revision = target;
+            let later = durability.waiting.split_off(&target.saturating_add(1));
+            std::mem::replace(&mut durability.waiting, later)
+        };
+        for writer in covered.into_values().flatten() {
+            // A writer that stopped waiting (its request was cancelled) does not mind.
+            let _ = writer.send(());
+        }
+    }
+
+    /// Fail-stop after a failed flush: no revision will become durable any more. Every
+    /// waiting writer is told so.
+    fn fail(&self, source: BackendError) {
+        let waiting = {
+            let mut durability = self.durability.lock();
+            durability.failed = Some(source);
+            std::mem::take(&mut durability.waiting)
+        };
+        drop(waiting);
     }
 
     /// The group-commit loop (durable mode): flush as soon as anything is pending, publish what
@@ -1099,8 +1145,7 @@ impl Shared {
                     Error::Backend { source, .. } => source,
                     other => BackendError(Arc::new(other)),
                 };
-                self.durability
-                    .send_modify(|d| d.failed = Some(source.clone()));
+                self.fail(source);
                 // Nothing will be published any more: end the watches rather than leave them
                 // waiting forever.
                 self.close_watchers();
@@ -1116,7 +1161,7 @@ impl Shared {
                 pending.events.drain(..covered).collect()
             };
             self.publish(&events, target);
-            self.durability.send_modify(|d| d.revision = target);
+            self.acknowledge(target);
             let every = self.checkpoint_interval();
             if self.config.checkpoint_every > 0
                 && target.saturating_sub(self.checkpointed.load(Ordering::Acquire)) >= every
@@ -1211,7 +1256,7 @@ impl Lifecycle {
         // no history (not after a failed flush: nothing more can be made durable).
         if shared.durable
             && shared.config.checkpoint_at_close
-            && shared.durability.borrow().failed.is_none()
+            && shared.durability.lock().failed.is_none()
             && let Err(err) = shared.checkpoint_durably()
         {
             warn!(error = %err, "index checkpoint at close failed; open will replay history");
@@ -1296,5 +1341,58 @@ impl Kv for SledStore {
                 source: BackendError(Arc::new(join_error)),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Waits (with a timeout) until `n` writers are waiting for durability.
+    async fn until_waiting(shared: &Shared, n: usize) {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while shared.durability.lock().waiting.values().flatten().count() < n {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("writers waiting");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_flush_wakes_the_writers_it_covers_and_a_failed_one_every_other() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let store = SledStore::open(Config::durable(dir.path())).expect("open");
+        let shared = Arc::clone(&store.shared);
+        let durable = shared.durability.lock().revision;
+        shared.wait_durable(durable).await.expect("durable already");
+        // Two writers on one revision (a refused write waits for the revision it read at),
+        // one on the next.
+        let wait = |revision| {
+            let shared = Arc::clone(&shared);
+            tokio::spawn(async move { shared.wait_durable(revision).await })
+        };
+        let first = [wait(durable + 1), wait(durable + 1)];
+        let second = wait(durable + 2);
+        until_waiting(&shared, 3).await;
+
+        shared.acknowledge(durable + 1);
+        for writer in first {
+            writer.await.expect("joined").expect("covered by the flush");
+        }
+        assert!(!second.is_finished(), "not covered");
+        assert_eq!(shared.durability.lock().waiting.len(), 1);
+
+        shared.fail(BackendError(Arc::new(std::io::Error::other("disk gone"))));
+        let failed = second.await.expect("joined");
+        assert!(matches!(failed, Err(Error::Failed { .. })), "{failed:?}");
+        // Later writers hear it at once; a revision already durable stays so.
+        let later = shared.wait_durable(durable + 3).await;
+        assert!(matches!(later, Err(Error::Failed { .. })), "{later:?}");
+        shared.wait_durable(durable + 1).await.expect("was durable");
+        let refused = store
+            .create(Bytes::from_static(b"/k"), Bytes::from_static(b"v"))
+            .await;
+        assert!(matches!(refused, Err(Error::Failed { .. })), "{refused:?}");
     }
 }

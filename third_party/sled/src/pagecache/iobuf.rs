@@ -850,7 +850,7 @@ pub(crate) fn roll_iobuf(iobufs: &Arc<IoBufs>) -> Result<usize> {
 /// bytes written. Suitable as a full consistency
 /// barrier.
 pub(in crate::pagecache) fn make_stable(iobufs: &Arc<IoBufs>, lsn: Lsn) -> Result<usize> {
-    make_stable_inner(iobufs, lsn, false)
+    make_stable_inner(iobufs, lsn, false, false)
 }
 
 /// Blocks until the specified log sequence number
@@ -863,13 +863,14 @@ pub(in crate::pagecache) fn make_stable(iobufs: &Arc<IoBufs>, lsn: Lsn) -> Resul
 /// if the desired item has already been made
 /// durable.
 pub(in crate::pagecache) fn make_durable(iobufs: &Arc<IoBufs>, lsn: Lsn) -> Result<usize> {
-    make_stable_inner(iobufs, lsn, true)
+    make_stable_inner(iobufs, lsn, true, false)
 }
 
 pub(in crate::pagecache) fn make_stable_inner(
     iobufs: &Arc<IoBufs>,
     lsn: Lsn,
     partial_durability: bool,
+    write_here: bool,
 ) -> Result<usize> {
     let _measure = Measure::new(&M.make_stable);
 
@@ -899,7 +900,7 @@ pub(in crate::pagecache) fn make_stable_inner(
             // nothing to write, don't bother sealing
             // current IO buffer.
         } else {
-            maybe_seal_and_write_iobuf(iobufs, &iobuf, header, false)?;
+            seal_and_write_iobuf(iobufs, &iobuf, header, false, write_here)?;
             stable = iobufs.stable();
             // NB we have to continue here to possibly clear
             // the next io buffer, which may have dirty
@@ -977,7 +978,10 @@ pub(in crate::pagecache) fn make_stable_inner(
 pub(in crate::pagecache) fn flush(iobufs: &Arc<IoBufs>) -> Result<usize> {
     let _cc = concurrency_control::read();
     let max_reserved_lsn = iobufs.max_reserved_lsn.load(Acquire);
-    make_stable(iobufs, max_reserved_lsn)
+    // kubemock: the flushing thread writes the buffer it seals itself (it waits for that
+    // write anyway) instead of handing it to the I/O pool and sleeping until a pool thread
+    // has written it. See the README.
+    make_stable_inner(iobufs, max_reserved_lsn, false, true)
 }
 
 /// Attempt to seal the current IO buffer, possibly
@@ -988,6 +992,18 @@ pub(in crate::pagecache) fn maybe_seal_and_write_iobuf(
     iobuf: &Arc<IoBuf>,
     header: Header,
     from_reserve: bool,
+) -> Result<()> {
+    seal_and_write_iobuf(iobufs, iobuf, header, from_reserve, false)
+}
+
+/// `maybe_seal_and_write_iobuf`, writing the sealed buffer on this thread when `write_here`
+/// (kubemock: for `flush`), on the I/O pool otherwise.
+fn seal_and_write_iobuf(
+    iobufs: &Arc<IoBufs>,
+    iobuf: &Arc<IoBuf>,
+    header: Header,
+    from_reserve: bool,
+    write_here: bool,
 ) -> Result<()> {
     if header::is_sealed(header) {
         // this buffer is already sealed. nothing to do here.
@@ -1146,7 +1162,7 @@ pub(in crate::pagecache) fn maybe_seal_and_write_iobuf(
         );
         let iobufs = iobufs.clone();
         let iobuf = iobuf.clone();
-        let _result = threadpool::spawn(move || {
+        let write = move || {
             if let Err(e) = iobufs.write_to_log(&iobuf) {
                 error!("hit error while writing iobuf with lsn {}: {:?}", lsn, e);
 
@@ -1162,7 +1178,12 @@ pub(in crate::pagecache) fn maybe_seal_and_write_iobuf(
 
                 let _notified = iobufs.interval_updated.notify_all();
             }
-        })?;
+        };
+        if write_here {
+            write();
+            return Ok(());
+        }
+        let _result = threadpool::spawn(write)?;
 
         #[cfg(feature = "event_log")]
         _result.wait();
