@@ -60,6 +60,31 @@ fn start(
     tokio::spawn(async move { informer.run(token).await })
 }
 
+/// Starts `informer`, waits for its initial sync, then creates `watched` (a ConfigMap named
+/// `watched` in `default`) and waits until the informer has cached it from its watch.
+async fn sync_then_watch(
+    informer: &SharedInformer<ConfigMap>,
+    api: &Api<ConfigMap>,
+    watched: &ConfigMap,
+    token: &CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    let run = start(informer, token);
+    tokio::time::timeout(Duration::from_secs(30), informer.wait_for_sync())
+        .await
+        .expect("synced");
+    api.create(&PostParams::default(), watched)
+        .await
+        .expect("create");
+    wait_until(Duration::from_secs(10), "the watched object", || async {
+        informer
+            .store()
+            .get_by(Some("default"), "watched")
+            .is_some()
+    })
+    .await;
+    run
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_informer_syncs_ten_thousand_objects() {
     const OBJECTS: usize = 10_000;
@@ -239,20 +264,7 @@ async fn an_informer_can_cache_objects_without_managed_fields() {
         seen.lock().push(cm.metadata.managed_fields.is_some());
     }));
     let token = CancellationToken::new();
-    let run = start(&informer, &token);
-    tokio::time::timeout(Duration::from_secs(30), informer.wait_for_sync())
-        .await
-        .expect("synced");
-    api.create(&PostParams::default(), &configmap("watched", "1"))
-        .await
-        .expect("create");
-    wait_until(Duration::from_secs(10), "the watched object", || async {
-        informer
-            .store()
-            .get_by(Some("default"), "watched")
-            .is_some()
-    })
-    .await;
+    let run = sync_then_watch(&informer, &api, &configmap("watched", "1"), &token).await;
     wait_until(Duration::from_secs(10), "both handed out", || async {
         handed.lock().len() == 2
     })
@@ -311,20 +323,7 @@ async fn an_informer_caches_objects_without_spare_room() {
         .expect("create");
     let informer = SharedInformer::new(api.clone(), watcher::Config::default());
     let token = CancellationToken::new();
-    let run = start(&informer, &token);
-    tokio::time::timeout(Duration::from_secs(30), informer.wait_for_sync())
-        .await
-        .expect("synced");
-    api.create(&PostParams::default(), &with_finalizers("watched"))
-        .await
-        .expect("create");
-    wait_until(Duration::from_secs(10), "the watched object", || async {
-        informer
-            .store()
-            .get_by(Some("default"), "watched")
-            .is_some()
-    })
-    .await;
+    let run = sync_then_watch(&informer, &api, &with_finalizers("watched"), &token).await;
     for name in ["listed", "watched"] {
         let cached = informer
             .store()

@@ -223,7 +223,8 @@ pub struct SledStore {
 
 /// State shared by the handles, the background threads and (weakly) the watchers.
 ///
-/// Lock order: `state`, then `pending`, then `hub`; `compaction` is taken before `state`.
+/// Lock order: `state`, then `pending`, then `hub`; `compaction` is taken before `state`;
+/// `durability` alone or under `state`, and nothing is taken under it.
 pub(crate) struct Shared {
     pub(crate) backend: Backend,
     /// True with a data directory: writes wait for a flush.
