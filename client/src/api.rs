@@ -186,16 +186,17 @@ impl<K: Resource> Api<K> {
         struct Named {
             metadata: NamedMeta,
         }
+        /// An answer without a name fails to decode (`Error::Decode`) rather than naming
+        /// nothing: a created object always has one.
         #[derive(serde::Deserialize)]
         struct NamedMeta {
-            #[serde(default)]
-            name: Option<String>,
+            name: String,
         }
         let named: Named = self
             .client
             .request(&self.create_request(params, object)?)
             .await?;
-        Ok(named.metadata.name.unwrap_or_default())
+        Ok(named.metadata.name)
     }
 
     fn create_request(&self, params: &PostParams, object: &K) -> Result<Request> {

@@ -11,6 +11,11 @@
 //!
 //! Pods are what there are many of (kwok's 100,000 per cluster); other kinds are cached as
 //! decoded, apart from their metadata's lists.
+//!
+//! It runs on every object an informer applies, on the reflector's task: a pod's lists are
+//! reallocated (a dozen at most, where decoding the pod made about 80 allocations), other
+//! objects pay a type check. The 10,000-pod benchmark's server CPU did not move beyond the
+//! noise (docs/benchmarks.md).
 
 use std::any::Any;
 
