@@ -25,6 +25,8 @@
 //!   replaying a million records ten times would take minutes and says nothing new.
 //!
 //! Background compaction is disabled everywhere so that it does not disturb measurements.
+//! Everything runs under the kubemock binary's allocator (mimalloc), as the store does in the
+//! server (figures before 2026-11-29 were taken under the system allocator).
 //! Read the medians (`target/criterion/<group>/<bench>/new/estimates.json`, `median`).
 //!
 //! Targets:
@@ -49,6 +51,9 @@ use kubemock_storage::{
 };
 use tokio::runtime::Runtime;
 use tokio::sync::Notify;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Puts per iteration of the put benchmarks (divisible by every writer count).
 const PUT_BATCH: u64 = 256;

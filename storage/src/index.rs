@@ -168,17 +168,17 @@ impl Index {
     }
 
     /// An index of `keys` with their entries (a checkpoint's at revision `at`), built in one
-    /// pass. `None` if the keys are not strictly ascending or a key's entries are empty or not
-    /// strictly ascending.
+    /// pass. `None` if the keys are not strictly ascending. Each key's entries must be
+    /// non-empty and strictly ascending: the caller checks that (the checkpoint's decoder, as
+    /// it reads them), and it is only asserted here in debug builds.
     pub(crate) fn from_sorted(keys: Vec<(Bytes, Vec<Entry>)>, at: Revision) -> Option<Self> {
-        let keys_ascend = keys.windows(2).all(|pair| pair[0].0 < pair[1].0);
-        let entries_ascend = keys.iter().all(|(_, entries)| {
+        debug_assert!(keys.iter().all(|(_, entries)| {
             !entries.is_empty()
                 && entries
                     .windows(2)
                     .all(|pair| pair[0].mod_revision < pair[1].mod_revision)
-        });
-        if !(keys_ascend && entries_ascend) {
+        }));
+        if !keys.windows(2).all(|pair| pair[0].0 < pair[1].0) {
             return None;
         }
         let live = RankedSet::from_sorted(
@@ -343,21 +343,23 @@ impl Index {
     }
 
     /// The history the index holds: for every entry that is not a key's live latest one, the
-    /// revision from which compaction may drop it and its record's size, in no order. A
-    /// superseded value may go once the change that replaced it is at or below the compaction
-    /// point; a tombstone once it is itself (see `compact_chunk`).
+    /// revision from which compaction may drop it and its record's size, in no order (see
+    /// [`history_of`]).
+    #[cfg(test)]
     pub(crate) fn history(&self) -> Vec<(Revision, u64)> {
         let mut history = Vec::new();
         for entries in self.keys.values() {
-            for (i, entry) in entries.iter().enumerate() {
-                if !entry.is_live() {
-                    history.push((entry.mod_revision, entry.size));
-                } else if let Some(next) = entries.get(i + 1) {
-                    history.push((next.mod_revision, entry.size));
-                }
-            }
+            history_of(entries, &mut history);
         }
         history
+    }
+
+    /// Every key with its entries, in key order. Holds the caller's lock for the whole walk:
+    /// for open, before anyone else can write; elsewhere `visit_chunk`.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Bytes, &[Entry])> {
+        self.keys
+            .iter()
+            .map(|(key, entries)| (key, entries.as_slice()))
     }
 
     /// Compacts at `revision` the keys from `cursor` (inclusive) on, at most `max_keys` of
@@ -447,6 +449,20 @@ fn live_at(entries: &[Entry], revision: Revision) -> Option<Entry> {
         .checked_sub(1)
         .map(|i| entries[i])
         .filter(Entry::is_live)
+}
+
+/// Appends one key's history to `history`: for every entry that is not the key's live latest
+/// one, the revision from which compaction may drop it and its record's size. A superseded
+/// value may go once the change that replaced it is at or below the compaction point; a
+/// tombstone once it is itself (see `Index::compact_chunk`).
+pub(crate) fn history_of(entries: &[Entry], history: &mut Vec<(Revision, u64)>) {
+    for (i, entry) in entries.iter().enumerate() {
+        if !entry.is_live() {
+            history.push((entry.mod_revision, entry.size));
+        } else if let Some(next) = entries.get(i + 1) {
+            history.push((next.mod_revision, entry.size));
+        }
+    }
 }
 
 #[cfg(test)]

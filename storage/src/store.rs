@@ -33,7 +33,7 @@ use crate::backend::{Backend, BackendConfig, PIECE_MISSING, RawRecord};
 use crate::budget::Ledger;
 use crate::checkpoint;
 use crate::error::{BackendError, Error, Result};
-use crate::index::{Entry, Index};
+use crate::index::{Entry, Index, history_of};
 use crate::kv::{
     CreateOutcome, DeleteOutcome, Event, EventKind, GetResponse, Guard, KeyValue, Kv, RangeRequest,
     RangeResponse, UpdateOutcome, WatchStream,
@@ -416,27 +416,46 @@ impl SledStore {
         }
         {
             let state = shared.state.read();
-            shared.tips.reserve(state.index.key_count());
-            let mut entries_loaded = 0;
-            let mut cursor = None;
-            loop {
-                cursor = state
-                    .index
-                    .visit_chunk(cursor.as_ref(), usize::MAX, |key, entries| {
-                        entries_loaded += entries.len() as u64;
-                        if let Some(last) = entries.last() {
-                            shared.tips.record(key, Tip::of(*last));
-                        }
-                    });
-                if cursor.is_none() {
-                    break;
+            let index = &state.index;
+            // Two walks of the index side by side: one records every key's tip, the other
+            // gathers the history. (Each was about a sixth of a reopen with 100,000 keys.)
+            let entries: usize = index.iter().map(|(_, entries)| entries.len()).sum();
+            let record_tips = || {
+                let mut tips = shared.tips.loader(index.key_count());
+                for (key, entries) in index.iter() {
+                    if let Some(last) = entries.last() {
+                        tips.record(key, Tip::of(*last));
+                    }
                 }
-            }
+            };
+            let history = std::thread::scope(|scope| {
+                let thread = std::thread::Builder::new()
+                    .name("kubemock-open-tips".to_owned())
+                    .spawn_scoped(scope, record_tips)
+                    .ok();
+                if thread.is_none() {
+                    // No thread to be had: one walk after the other.
+                    record_tips();
+                }
+                // (Sized first: with a million entries, growing it was a tenth of the walk.)
+                let mut history = Vec::with_capacity(entries.saturating_sub(index.key_count()));
+                for (_, entries) in index.iter() {
+                    history_of(entries, &mut history);
+                }
+                let recorded = thread.is_none_or(|thread| thread.join().is_ok());
+                recorded.then_some(history)
+            });
+            let Some(history) = history else {
+                return Err(Error::Backend {
+                    op: "record the keys' latest changes at open",
+                    source: BackendError(Arc::new(std::io::Error::other("the thread panicked"))),
+                });
+            };
             // The checkpoint interval's basis until the first checkpoint.
             shared
                 .checkpoint_entries
-                .store(entries_loaded, Ordering::Release);
-            let ledger = Ledger::from_history(history_budget, state.index.history());
+                .store(entries as u64, Ordering::Release);
+            let ledger = Ledger::from_history(history_budget, history);
             // Reopened with a smaller budget: the compactor's first pass is for it.
             if ledger.total() > history_budget {
                 shared.budget_pressure.store(true, Ordering::Release);

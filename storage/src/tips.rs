@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 
 use bytes::Bytes;
-use parking_lot::RwLock;
+use parking_lot::{RwLock, RwLockWriteGuard};
 
 use crate::Revision;
 use crate::index::Entry;
@@ -61,11 +61,15 @@ impl Default for Tips {
 }
 
 impl Tips {
-    fn shard(&self, key: &[u8]) -> &RwLock<HashMap<Bytes, Tip>> {
+    fn shard_index(&self, key: &[u8]) -> usize {
         // Truncation is fine: any bits of the hash pick a shard.
         #[allow(clippy::cast_possible_truncation)]
         let index = self.hasher.hash_one(key) as usize % SHARDS;
-        &self.shards[index]
+        index
+    }
+
+    fn shard(&self, key: &[u8]) -> &RwLock<HashMap<Bytes, Tip>> {
+        &self.shards[self.shard_index(key)]
     }
 
     /// The key's latest change, `None` if it has none (never written, or deleted and
@@ -85,11 +89,16 @@ impl Tips {
         }
     }
 
-    /// Makes room for `keys` more keys at once (open records every key).
-    pub(crate) fn reserve(&self, keys: usize) {
-        for shard in &self.shards {
-            shard.write().reserve(keys / SHARDS + 1);
+    /// A loader for open, which records every key of the loaded index: it holds every shard
+    /// for its whole life, with room made for `keys` more keys, and records a key with one
+    /// lookup and no lock of its own (a third of open's cost with 100,000 keys was recording
+    /// them one `record` at a time).
+    pub(crate) fn loader(&self, keys: usize) -> Loader<'_> {
+        let mut shards: Vec<_> = self.shards.iter().map(|shard| shard.write()).collect();
+        for shard in &mut shards {
+            shard.reserve(keys / SHARDS + 1);
         }
+        Loader { tips: self, shards }
     }
 
     /// Forgets `key` if its latest change is at or below `revision` (compaction dropped it
@@ -108,9 +117,56 @@ impl Tips {
     }
 }
 
+/// Every shard of [`Tips`], held to record many keys (`Tips::loader`).
+pub(crate) struct Loader<'a> {
+    tips: &'a Tips,
+    shards: Vec<RwLockWriteGuard<'a, HashMap<Bytes, Tip>>>,
+}
+
+impl Loader<'_> {
+    /// Records `key`'s latest change (replacing any tip it had).
+    pub(crate) fn record(&mut self, key: &Bytes, tip: Tip) {
+        let index = self.tips.shard_index(key);
+        self.shards[index].insert(key.clone(), tip);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loader_records_every_key_it_is_given() {
+        let tips = Tips::default();
+        let keys: Vec<Bytes> = (0..100).map(|i| Bytes::from(format!("/ns/k{i}"))).collect();
+        {
+            let mut loader = tips.loader(keys.len());
+            for (i, key) in keys.iter().enumerate() {
+                let tip = Tip {
+                    revision: i as Revision + 1,
+                    live: i % 2 == 0,
+                };
+                loader.record(key, tip);
+            }
+        }
+        assert_eq!(tips.len(), 100);
+        assert_eq!(
+            tips.get(b"/ns/k7"),
+            Some(Tip {
+                revision: 8,
+                live: false
+            })
+        );
+        // The shards are free again once the loader is gone.
+        tips.record(
+            &keys[7],
+            Tip {
+                revision: 101,
+                live: true,
+            },
+        );
+        assert_eq!(tips.get(b"/ns/k7").map(|tip| tip.revision), Some(101));
+    }
 
     #[test]
     fn latest_change_wins_and_forget_spares_newer_changes() {
