@@ -239,36 +239,55 @@ pub fn compare(types: &Types, old: &Value, new: &Value) -> Comparison {
 }
 
 /// Compares two objects as if every map in them had the members of the same map in `zero`
-/// they lack (the fields Go marshals even when unset), without copying them.
+/// they lack (the fields Go marshals even when unset), without copying them. Top-level
+/// members named in `skip` are not compared: nothing under them is in the comparison (for
+/// what the caller would remove from it anyway, such as a status write's `spec`).
 pub fn compare_objects(
     types: &Types,
     old: &Map<String, Value>,
     new: &Map<String, Value>,
     zero: &Value,
+    skip: &[&str],
 ) -> Comparison {
     let mut comparison = Comparison::default();
+    let maps = Maps {
+        old: Some(old),
+        new: Some(new),
+        zero: zero.as_object(),
+    };
     compare_maps(
         types,
         types.root,
-        Some(old),
-        Some(new),
-        zero.as_object(),
+        maps,
+        skip,
         &mut Vec::new(),
         &mut comparison,
     );
     comparison
 }
 
+/// The two sides of a map compared, and the members Go would marshal when unset.
+#[derive(Clone, Copy)]
+struct Maps<'a> {
+    old: Option<&'a Map<String, Value>>,
+    new: Option<&'a Map<String, Value>>,
+    zero: Option<&'a Map<String, Value>>,
+}
+
 /// The members of two maps compared, missing members filled from `zero` on either side.
 fn compare_maps(
     types: &Types,
     id: TypeId,
-    old_map: Option<&Map<String, Value>>,
-    new_map: Option<&Map<String, Value>>,
-    zero_map: Option<&Map<String, Value>>,
+    maps: Maps<'_>,
+    skip: &[&str],
     path: &mut Path,
     out: &mut Comparison,
 ) {
+    let Maps {
+        old: old_map,
+        new: new_map,
+        zero: zero_map,
+    } = maps;
     let mut keys: Vec<&String> = old_map.into_iter().flat_map(|m| m.keys()).collect();
     for key in new_map.into_iter().flat_map(|m| m.keys()) {
         if old_map.is_none_or(|m| !m.contains_key(key)) {
@@ -283,6 +302,9 @@ fn compare_maps(
         }
     }
     for key in keys {
+        if skip.contains(&key.as_str()) {
+            continue;
+        }
         let child = types.child(id, key);
         let zero = zero_map.and_then(|m| m.get(key));
         let old_child = old_map.and_then(|m| m.get(key).or(zero));
@@ -330,8 +352,12 @@ fn walk_compare(
             let (Some(old_map), Some(new_map)) = (as_map(old), as_map(new)) else {
                 return leaf(path, old, new, out);
             };
-            let zero_map = zero.and_then(Value::as_object);
-            compare_maps(types, id, old_map, new_map, zero_map, path, out);
+            let maps = Maps {
+                old: old_map,
+                new: new_map,
+                zero: zero.and_then(Value::as_object),
+            };
+            compare_maps(types, id, maps, &[], path, out);
         }
         Shape::List(kind, elem) => {
             let (Some(old_items), Some(new_items)) = (as_list(old), as_list(new)) else {
@@ -613,6 +639,39 @@ mod tests {
                 .to_string()
                 .contains("k:{\\\"name\\\":\\\"c\\\"}")
         );
+    }
+
+    #[test]
+    fn a_skipped_member_is_left_out_and_nothing_else_changes() {
+        let types = deployment_types();
+        let old = json!({"metadata": {"labels": {"app": "x"}},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "c"}]}}},
+            "status": {"replicas": 1}});
+        let new = json!({"metadata": {"labels": {"app": "y", "tier": "web"}},
+            "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "d"}]}}},
+            "status": {"replicas": 2, "readyReplicas": 2}});
+        let zero = json!({"metadata": {}, "spec": {}, "status": {}});
+        let (Some(old), Some(new)) = (old.as_object(), new.as_object()) else {
+            panic!("objects");
+        };
+        let whole = compare_objects(&types, old, new, &zero, &[]);
+        let skipped = compare_objects(&types, old, new, &zero, &["spec"]);
+        let spec = [PathElement::Field("spec".to_owned())];
+        let in_spec = |set: &Set| {
+            set.paths()
+                .iter()
+                .any(|path| path.first() == Some(&spec[0]))
+        };
+        assert!(in_spec(&whole.modified));
+        for (mut all, part) in [
+            (whole.added, skipped.added),
+            (whole.removed, skipped.removed),
+            (whole.modified, skipped.modified),
+        ] {
+            assert!(!in_spec(&part));
+            all.remove_subtree(&spec);
+            assert_eq!(all, part);
+        }
     }
 
     #[test]
