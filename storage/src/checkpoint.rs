@@ -500,6 +500,16 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_index_checkpoints_as_no_parts() {
+        let bytes = encode(7, &[]);
+        for threads in [1, 4] {
+            let (at, index) = decode_on(&bytes, threads).expect("decodes");
+            assert_eq!(at, 7);
+            assert_eq!(index.key_count(), 0);
+        }
+    }
+
+    #[test]
     fn a_checkpoint_of_the_format_before_parts_still_decodes() {
         let keys = ten_keys();
         let mut out = Vec::new();
