@@ -456,10 +456,9 @@ pub(crate) fn record_update(
     // (A create compares with the zero object; managedFields are stripped from the sets.)
     // The reset field is not compared: `owned_part` drops it from both sets (a status write
     // then skips the object's spec, a pod's largest part).
-    let skip: Vec<&str> = reset_field(resource, &who.subresource)
-        .into_iter()
-        .collect();
-    let comparison = typed::compare_objects(&types, old.unwrap_or(zero_map), new, &zero, &skip);
+    let skip = reset_field(resource, &who.subresource);
+    let comparison =
+        typed::compare_objects(&types, old.unwrap_or(zero_map), new, &zero, skip.as_slice());
     let (changed, removed) = comparison.into_changed_and_removed();
     let changed = owned_part(resource, &who.subresource, changed);
     let removed = owned_part(resource, &who.subresource, removed);
