@@ -101,9 +101,17 @@ impl Context {
         let generation = self.nodes.generation();
         let mut snapshot = self.node_snapshot.lock();
         if snapshot.generation != Some(generation) {
-            let (nodes, generation) = self.nodes.list_with_generation();
-            let mut nodes: Vec<fit::NodeInfo> = nodes.into_iter().map(fit::NodeInfo::new).collect();
-            nodes.sort_by(|a, b| a.node().metadata.name.cmp(&b.node().metadata.name));
+            let (mut nodes, generation) = self.nodes.list_with_generation();
+            nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+            // Lock order: the snapshot, then the usage (nothing takes them the other way).
+            let mut usage = self.usage.lock();
+            let nodes: Vec<fit::NodeInfo> = nodes
+                .into_iter()
+                .map(|node| {
+                    let slot = usage.slot(node.metadata.name.as_deref().unwrap_or_default());
+                    fit::NodeInfo::new(node, slot)
+                })
+                .collect();
             *snapshot = NodeSnapshot {
                 generation: Some(generation),
                 nodes: Arc::new(nodes),
@@ -336,7 +344,7 @@ async fn schedule(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         let (decision, examined) = fit::choose_with(
             &pod,
             &nodes,
-            usage.used(),
+            usage.table(),
             &|node| volumes::plan_for_node(&claims, node, &ctx.volumes).map(drop),
             start,
         );

@@ -12,16 +12,20 @@
 //! from the cache frees its room, and its assumption or wait is dropped. Each pod remembers
 //! what it added, so every change subtracts exactly that and adds the new contribution: the
 //! totals always equal a full recount (the unit tests check it on random event sequences).
+//!
+//! The totals are a table with a slot per node name ever counted on, not a map by name, so
+//! that a decision scanning hundreds of nodes reads each node's usage at the slot its
+//! [`fit::NodeInfo`] carries ([`NodeUsage::slot`]), without hashing names. A slot stays its
+//! node's for the life of the scheduler: the table grows with the node names seen, not the pods.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::Pod;
 use kubemock_client::{ObjectKey, Resource};
 
 use super::fit;
 
-/// Requests by resource name (milli-cpu, bytes, `pods`), as [`fit::pod_requests`] gives them.
-pub type Requests = BTreeMap<String, i128>;
+use fit::Resources;
 
 /// One pod as the cache last showed it, and what it adds to its node now.
 #[derive(Debug)]
@@ -30,9 +34,9 @@ struct Tracked {
     bound: Option<String>,
     /// Phase `Succeeded` or `Failed`.
     finished: bool,
-    requests: Requests,
-    /// The node its requests are added to now, if any.
-    counted: Option<String>,
+    requests: Resources,
+    /// The slot of the node its requests are added to now, if any.
+    counted: Option<usize>,
 }
 
 impl Tracked {
@@ -63,8 +67,10 @@ pub struct NodeUsage {
     assumed: HashMap<ObjectKey, String>,
     /// Pods whose node is chosen and whose claims are being bound there: pod -> node.
     waiting: HashMap<ObjectKey, String>,
-    /// Node -> summed requests of the pods counted there (no zero entries, no empty nodes).
-    used: HashMap<String, Requests>,
+    /// Node name -> its slot in `table`.
+    slots: HashMap<String, usize>,
+    /// Per slot, the summed requests of the pods counted on its node.
+    table: Vec<Resources>,
     /// Pods the last decision found no room for (kube-scheduler's unschedulable pods): tried
     /// again when a pod that held room goes away ([`NodeUsage::remove`]).
     unschedulable: HashSet<ObjectKey>,
@@ -76,9 +82,15 @@ impl NodeUsage {
         Self::default()
     }
 
-    /// Per node, what is in use: what [`fit::choose`] takes.
-    pub fn used(&self) -> &HashMap<String, Requests> {
-        &self.used
+    /// Per slot ([`NodeUsage::slot`]), what is in use on its node: what [`fit::choose`] takes.
+    pub fn table(&self) -> &[Resources] {
+        &self.table
+    }
+
+    /// The slot of `node` in [`NodeUsage::table`], given now if it has none (with nothing in
+    /// use).
+    pub fn slot(&mut self, node: &str) -> usize {
+        slot_of(&mut self.slots, &mut self.table, node)
     }
 
     /// The cache shows `pod` (added or changed). Returns the pods to try again: the
@@ -95,14 +107,14 @@ impl NodeUsage {
         // Take back what the old version added; the new one adds its own.
         let mut held = None;
         if let Some(old) = self.pods.insert(key.clone(), tracked)
-            && let Some(node) = old.counted
+            && let Some(slot) = old.counted
         {
-            subtract(&mut self.used, &node, &old.requests);
-            held = Some(node);
+            add_at(&mut self.table, slot, &old.requests, -1);
+            held = Some(slot);
         }
         self.recount(&key);
-        let counted = self.pods.get(&key).and_then(|t| t.counted.as_ref());
-        if held.is_some() && held.as_ref() != counted {
+        let counted = self.pods.get(&key).and_then(|t| t.counted);
+        if held.is_some() && held != counted {
             return self.unschedulable.drain().collect();
         }
         Vec::new()
@@ -119,10 +131,10 @@ impl NodeUsage {
         let Some(old) = self.pods.remove(key) else {
             return Vec::new();
         };
-        let Some(node) = &old.counted else {
+        let Some(slot) = old.counted else {
             return Vec::new();
         };
-        subtract(&mut self.used, node, &old.requests);
+        add_at(&mut self.table, slot, &old.requests, -1);
         self.unschedulable.drain().collect()
     }
 
@@ -215,50 +227,57 @@ impl NodeUsage {
         let Some(tracked) = self.pods.get_mut(key) else {
             return;
         };
-        let now = match &tracked.bound {
-            Some(node) => (!tracked.finished).then(|| node.clone()),
-            None => self
-                .assumed
-                .get(key)
-                .or_else(|| self.waiting.get(key))
-                .cloned(),
+        let node = match &tracked.bound {
+            Some(node) => (!tracked.finished).then_some(node),
+            None => self.assumed.get(key).or_else(|| self.waiting.get(key)),
         };
+        let now = node.map(|node| slot_of(&mut self.slots, &mut self.table, node));
         if now == tracked.counted {
             return;
         }
-        if let Some(node) = &tracked.counted {
-            subtract(&mut self.used, node, &tracked.requests);
+        if let Some(slot) = tracked.counted {
+            add_at(&mut self.table, slot, &tracked.requests, -1);
         }
-        if let Some(node) = &now {
-            let entry = self.used.entry(node.clone()).or_default();
-            for (resource, value) in &tracked.requests {
-                *entry.entry(resource.clone()).or_default() += value;
-            }
-            entry.retain(|_, v| *v != 0);
-            if entry.is_empty() {
-                self.used.remove(node);
-            }
+        if let Some(slot) = now {
+            add_at(&mut self.table, slot, &tracked.requests, 1);
         }
         tracked.counted = now;
     }
+
+    /// Per node, what is in use, leaving out nodes with nothing: the table by node name.
+    #[cfg(test)]
+    fn used(&self) -> HashMap<String, Requests> {
+        self.slots
+            .iter()
+            .filter_map(|(node, &slot)| Some((node.clone(), self.table.get(slot)?)))
+            .map(|(node, used)| (node, used.iter().map(|(r, v)| (r.to_owned(), v)).collect()))
+            .filter(|(_, r): &(String, Requests)| !r.is_empty())
+            .collect()
+    }
 }
 
-fn subtract(used: &mut HashMap<String, Requests>, node: &str, requests: &Requests) {
-    let Some(entry) = used.get_mut(node) else {
-        return;
-    };
-    for (resource, value) in requests {
-        if let Some(total) = entry.get_mut(resource) {
-            *total -= value;
-            if *total == 0 {
-                entry.remove(resource);
-            }
-        }
+/// The slot of `node` in `table`, given now if it has none: [`NodeUsage::slot`], on the
+/// fields it reads, so that a caller may hold other fields meanwhile.
+fn slot_of(slots: &mut HashMap<String, usize>, table: &mut Vec<Resources>, node: &str) -> usize {
+    if let Some(&slot) = slots.get(node) {
+        return slot;
     }
-    if entry.is_empty() {
-        used.remove(node);
+    let slot = table.len();
+    table.push(Resources::default());
+    slots.insert(node.to_owned(), slot);
+    slot
+}
+
+/// Adds `requests` times `sign` at `slot` of `table` (every slot given is in the table).
+fn add_at(table: &mut [Resources], slot: usize, requests: &Resources, sign: i128) {
+    if let Some(used) = table.get_mut(slot) {
+        used.add_all(requests, sign);
     }
 }
+
+/// Amounts by resource name, none of them 0: how the tests compare usage.
+#[cfg(test)]
+type Requests = std::collections::BTreeMap<String, i128>;
 
 #[cfg(test)]
 mod tests {
@@ -276,8 +295,8 @@ mod tests {
         let mut used: HashMap<String, Requests> = HashMap::new();
         let mut add = |node: &str, pod: &Pod| {
             let entry = used.entry(node.to_owned()).or_default();
-            for (resource, value) in fit::pod_requests(pod) {
-                *entry.entry(resource).or_default() += value;
+            for (resource, value) in fit::pod_requests(pod).iter() {
+                *entry.entry(resource.to_owned()).or_default() += value;
             }
         };
         for (key, pod) in pods {
@@ -406,7 +425,7 @@ mod tests {
         // b is assumed on n1 and goes from the cache unseen: the sweep frees its room and
         // hands back what is unschedulable (nothing now).
         assert!(usage.sweep(usage.decided(), |_| false).is_empty());
-        assert!(usage.used().get("n1").is_none());
+        assert!(!usage.used().contains_key("n1"));
         usage.unschedulable(key("d"));
         assert_eq!(usage.remove(&key("c")), vec![key("d")]);
     }
@@ -527,7 +546,7 @@ mod tests {
                 let expected = recount(&pods, &mut assumed, &waiting);
                 assert_eq!(
                     usage.used(),
-                    &expected,
+                    expected,
                     "seed {seed}, step {step}: incremental usage differs from a recount"
                 );
                 for k in pods.keys() {
