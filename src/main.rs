@@ -17,7 +17,8 @@ use anyhow::Context;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use kubemock_apiserver::pki::{KeyFiles, Pki};
 use kubemock_apiserver::{
-    AuthorizationMode, NodePortRange, Security, SecurityOptions, ServerConfig, ServiceCidr,
+    AuthorizationMode, LocalApi, NodePortRange, Security, SecurityOptions, ServerConfig,
+    ServiceCidr,
 };
 use kubemock_controllers::kubelet::KubeletConfig;
 use kubemock_controllers::{LeaderElection, ManagerConfig};
@@ -288,6 +289,11 @@ struct ServeArgs {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
           default_missing_value = "true")]
     use_service_account_credentials: bool,
+    /// The in-process controllers, scheduler and simulated kubelets send their requests over
+    /// the server's socket, as a separate controller manager would, instead of calling the
+    /// server's request pipeline in memory (the same pipeline, without HTTP's framing).
+    #[arg(long)]
+    loopback_socket: bool,
     #[command(flatten)]
     nodes: NodeArgs,
     /// Read-only requests in flight at most (watches not counted); more are answered 429.
@@ -849,13 +855,16 @@ const BOOTSTRAP_RETRY_CAP: Duration = Duration::from_secs(10);
 /// [`kubemock_apiserver::LOOPBACK_SERVER_NAME`] and trusting the certificate served for it
 /// (as kube-apiserver's loopback client), so that they reach the server whoever issued its
 /// serving certificate (envtest's is issued by a CA kubemock never sees).
+/// With `local`, they call the server's pipeline in memory instead (`kubemock::in_process`).
 fn loopback_config(
     security: &Security,
     addr: SocketAddr,
+    local: Option<&LocalApi>,
 ) -> anyhow::Result<kubemock_client::Config> {
     let name = kubemock_apiserver::LOOPBACK_SERVER_NAME;
     let mut config = kubemock_client::Config::new(&format!("https://{name}:{}", addr.port()));
     config.resolve = Some((name.to_owned(), addr));
+    config.local = local.map(kubemock::in_process::InProcess::config);
     config.root_certificates = Some(
         security
             .loopback_ca_pem()
@@ -866,16 +875,22 @@ fn loopback_config(
 }
 
 /// A loopback client ([`loopback_config`]) with a client certificate of `user` in `groups`.
+/// In memory, it presents the certificate as over TLS.
 fn certificate_client(
     security: &Security,
     addr: SocketAddr,
+    local: Option<&LocalApi>,
     user: &str,
     groups: &[&str],
 ) -> anyhow::Result<kubemock_client::Client> {
     let identity = security
         .issue_client_identity(user, groups)
         .with_context(|| format!("issuing the client certificate of {user}"))?;
-    let mut config = loopback_config(security, addr)?;
+    let local = local
+        .map(|api| api.presenting(identity.certificate_pem.as_bytes()))
+        .transpose()
+        .map_err(|err| anyhow::anyhow!("the client certificate of {user}: {err}"))?;
+    let mut config = loopback_config(security, addr, local.as_ref())?;
     config.client_identity =
         Some(format!("{}{}", identity.certificate_pem, identity.key_pem).into_bytes());
     kubemock_client::Client::new(config).with_context(|| format!("creating the client of {user}"))
@@ -891,6 +906,7 @@ fn certificate_client(
 async fn secure_credentials(
     security: &Security,
     addr: SocketAddr,
+    local: Option<&LocalApi>,
     use_accounts: bool,
     config: &kubemock_controllers::ManagerConfig,
     stop: &CancellationToken,
@@ -898,15 +914,27 @@ async fn secure_credentials(
     let kubelets = config.is_enabled(kubemock_controllers::manager::KUBELET);
     let storage = config.is_enabled(kubemock_controllers::manager::STORAGE_PROVISIONER);
     use kubemock_controllers::kubelet::identity::{SIMULATOR_USER, ensure_simulator_binding};
-    let root = certificate_client(security, addr, CONTROLLER_MANAGER_USER, &[])?;
+    let root = certificate_client(security, addr, local, CONTROLLER_MANAGER_USER, &[])?;
     let mut credentials = kubemock_controllers::Credentials::shared(root)
-        .with_scheduler(certificate_client(security, addr, SCHEDULER_USER, &[])?)
-        .with_kubelet(certificate_client(security, addr, SIMULATOR_USER, &[])?);
+        .with_scheduler(certificate_client(
+            security,
+            addr,
+            local,
+            SCHEDULER_USER,
+            &[],
+        )?)
+        .with_kubelet(certificate_client(
+            security,
+            addr,
+            local,
+            SIMULATOR_USER,
+            &[],
+        )?);
     if use_accounts {
-        credentials = credentials.with_service_accounts(loopback_config(security, addr)?);
+        credentials = credentials.with_service_accounts(loopback_config(security, addr, local)?);
     }
     if kubelets || storage {
-        let admin = certificate_client(security, addr, BOOTSTRAP_USER, &[ADMIN_GROUP])?;
+        let admin = certificate_client(security, addr, local, BOOTSTRAP_USER, &[ADMIN_GROUP])?;
         let mut delay = BOOTSTRAP_RETRY_BASE;
         loop {
             // The add-ons' objects an administrator installs on a real cluster: the simulated
@@ -1198,6 +1226,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         None => None,
     };
     let ready = Arc::new(tokio::sync::Notify::new());
+    // Where the server puts its in-memory API for the in-process components.
+    let local_slot = (!args.loopback_socket).then(kubemock_apiserver::LocalSlot::new);
     let shutdown = CancellationToken::new();
     // `componentstatuses`: the controller manager (and its scheduler) run in this process
     // when they are enabled.
@@ -1234,6 +1264,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             fixtures,
             restore,
             ready: Some(Arc::clone(&ready)),
+            local: local_slot.clone(),
             clock: clock.clone(),
         },
         shutdown.clone(),
@@ -1248,6 +1279,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             anyhow::bail!("the server stopped while starting");
         }
     }
+    let local = local_slot
+        .as_ref()
+        .and_then(kubemock_apiserver::LocalSlot::get);
     let stop_controllers = CancellationToken::new();
     let manager = match controllers {
         Some(config) => {
@@ -1262,6 +1296,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                         let credentials = match secure_credentials(
                             &security,
                             addr,
+                            local.as_ref(),
                             use_accounts,
                             &config,
                             &stop,
@@ -1280,7 +1315,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                     })
                 }
                 None => {
-                    let client = kubemock_client::Client::new(kubemock_client::Config::new(&url))
+                    let mut client_config = kubemock_client::Config::new(&url);
+                    client_config.local =
+                        local.as_ref().map(kubemock::in_process::InProcess::config);
+                    let client = kubemock_client::Client::new(client_config)
                         .context("creating the controllers' client")?;
                     let pki = Arc::clone(&pki);
                     tokio::spawn(async move {

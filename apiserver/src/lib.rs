@@ -106,6 +106,7 @@ mod identity;
 mod keys;
 mod kubeconfig;
 mod limits;
+mod local;
 mod managedfields;
 mod meta;
 mod metrics;
@@ -161,6 +162,7 @@ pub use limits::{
     DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, DEFAULT_MAX_REQUEST_BODY_BYTES_INFLIGHT,
     DEFAULT_MAX_REQUESTS_INFLIGHT,
 };
+pub use local::{LocalApi, LocalSlot};
 pub use registry::{
     Admission, Behaviour, GenerationPolicy, Group, Gvk, NameRule, Printer, Registry, Resource,
     Storage, Subresource,
@@ -331,6 +333,13 @@ async fn serve_scoped(
         .map_err(|err| std::io::Error::other(format!("reading the startup state: {err}")))?;
     state.set_baseline(baseline);
     let service = app(state.clone(), routes);
+    if let Some(slot) = &state.config().local {
+        let local = local::LocalApi::new(
+            tower::util::BoxCloneSyncService::new(service.clone()),
+            state.config().security.is_some(),
+        );
+        slot.fill(local);
+    }
     if let Some(ready) = &state.config().ready {
         ready.notify_one();
     }
@@ -363,6 +372,9 @@ async fn serve_scoped(
     // Watch tasks end on the same token; wait for them so nothing outlives the server.
     state.tasks().close();
     state.tasks().wait().await;
+    if let Some(slot) = &state.config().local {
+        slot.clear();
+    }
     // Every request has ended: what they audited is written out before `serve` returns.
     if let Some(audit) = &state.config().audit {
         audit.flush().await;

@@ -94,6 +94,9 @@ pub struct ServerConfig {
     /// Notified once the server accepts connections (after the bootstrap, the restore and the
     /// fixtures), so that the binary announces itself only then. Default none.
     pub ready: Option<Arc<tokio::sync::Notify>>,
+    /// Filled with the server's [`crate::LocalApi`] before `ready` is notified: how callers in
+    /// this process reach it without a socket. Default none.
+    pub local: Option<crate::LocalSlot>,
     /// Where the server's timestamps come from (`creationTimestamp`, `deletionTimestamp`,
     /// managed fields' times, conditions it writes, ages in tables): the system clock, or a
     /// virtual one (`--virtual-clock`) that `testing.kubemock.dev/v1` `clocks/cluster`
@@ -186,6 +189,7 @@ impl Default for ServerConfig {
             fixtures: Vec::new(),
             restore: None,
             ready: None,
+            local: None,
             clock: kubemock_apimachinery::clock::Clock::system(),
         }
     }

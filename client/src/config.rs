@@ -116,6 +116,9 @@ pub struct Config {
     /// that name is in no DNS, e.g. the name an API server's in-process clients ask for
     /// (kube-apiserver's loopback client sets `ServerName` for the same purpose).
     pub resolve: Option<(String, std::net::SocketAddr)>,
+    /// A server in this process to send every request to instead of connecting to
+    /// `cluster_url` ([`crate::transport::LocalServer`]): `cluster_url` then only names it.
+    pub local: Option<crate::transport::Local>,
 }
 
 impl Config {
@@ -138,6 +141,7 @@ impl Config {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             user_agent: format!("kubemock-client/{}", env!("CARGO_PKG_VERSION")),
             resolve: None,
+            local: None,
         }
     }
 

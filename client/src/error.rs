@@ -30,6 +30,10 @@ pub enum Error {
     /// A watch stream broke off in the middle of an event.
     #[error("watch stream error: {0}")]
     Stream(String),
+    /// A request to a server in this process ([`crate::transport::LocalServer`]) was not
+    /// answered within the request timeout (over a socket, that is a `Transport` error).
+    #[error("no answer within {0:?}")]
+    Timeout(std::time::Duration),
 }
 
 /// The client's result type.
@@ -125,6 +129,7 @@ impl Error {
             Error::Transport(err) => {
                 (err.is_connect() || err.is_request() || err.is_timeout()) && !is_tls_failure(err)
             }
+            Error::Timeout(_) => true,
             _ => false,
         }
     }
