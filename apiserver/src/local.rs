@@ -22,7 +22,6 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::response::Response;
 use bytes::Bytes;
-use rustls::pki_types::CertificateDer;
 use tower::ServiceExt;
 use tower::util::BoxCloneSyncService;
 
@@ -110,15 +109,8 @@ impl LocalApi {
         let Some(connection) = &self.connection else {
             return Ok(self.clone());
         };
-        let chain: Vec<CertificateDer<'static>> = pem::parse_many(pem)
-            .map_err(|err| format!("the client certificate is not PEM: {err}"))?
-            .into_iter()
-            .filter(|block| block.tag() == "CERTIFICATE")
-            .map(|block| CertificateDer::from(block.into_contents()))
-            .collect();
-        if chain.is_empty() {
-            return Err("the client certificate holds no PEM CERTIFICATE".to_owned());
-        }
+        let chain = crate::tls::certificate_chain(pem)
+            .map_err(|err| format!("the client certificate: {err}"))?;
         Ok(LocalApi {
             service: self.service.clone(),
             connection: Some(TlsConnection {

@@ -88,13 +88,10 @@ pub(crate) fn server_config(
     Ok(config)
 }
 
-/// A PEM chain and its key, checked to go together.
-fn certified_key(
-    chain: &[u8],
-    key: &[u8],
-    provider: &CryptoProvider,
-) -> Result<Arc<CertifiedKey>, String> {
-    let certificates: Vec<CertificateDer<'static>> = pem::parse_many(chain)
+/// The certificates of a PEM chain, in order (other blocks, a key among them, are left
+/// out); an error when it is no PEM or holds no certificate.
+pub(crate) fn certificate_chain(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certificates: Vec<CertificateDer<'static>> = pem::parse_many(pem)
         .map_err(|err| format!("not PEM: {err}"))?
         .into_iter()
         .filter(|block| block.tag() == "CERTIFICATE")
@@ -103,6 +100,16 @@ fn certified_key(
     if certificates.is_empty() {
         return Err("holds no PEM CERTIFICATE".to_owned());
     }
+    Ok(certificates)
+}
+
+/// A PEM chain and its key, checked to go together.
+fn certified_key(
+    chain: &[u8],
+    key: &[u8],
+    provider: &CryptoProvider,
+) -> Result<Arc<CertifiedKey>, String> {
+    let certificates = certificate_chain(chain)?;
     let key = private_key(key)?;
     CertifiedKey::from_der(certificates, key, provider)
         .map(Arc::new)
