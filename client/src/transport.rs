@@ -213,20 +213,24 @@ impl Client {
         if let Some(token) = self.token()? {
             builder = builder.bearer_auth(token);
         }
-        if let Some((body, content_type)) = &request.body {
-            builder = builder
-                .header(reqwest::header::CONTENT_TYPE, *content_type)
-                .body(body.clone());
+        if let Some((_, content_type)) = &request.body {
+            builder = builder.header(reqwest::header::CONTENT_TYPE, *content_type);
         }
         match &self.inner.local {
-            None => builder.send().await.map_err(Error::Transport),
+            None => {
+                if let Some((body, _)) = &request.body {
+                    builder = builder.body(body.clone());
+                }
+                builder.send().await.map_err(Error::Transport)
+            }
             Some(local) => self.send_local(local, builder, request).await,
         }
     }
 
-    /// Sends the request `builder` holds to the server in this process: what the HTTP client
-    /// would send, the configuration's `User-Agent` included, and as it would, fails when
-    /// no answer comes within the request's timeout.
+    /// Sends the request `builder` holds (all but its body, which is `request`'s, copied once)
+    /// to the server in this process: what the HTTP client would send, the configuration's
+    /// `User-Agent` included, and as it would, fails when no answer comes within the request's
+    /// timeout.
     async fn send_local(
         &self,
         local: &Local,

@@ -103,7 +103,7 @@ impl Resources {
     }
 
     /// The amount of `resource`, for it to be changed.
-    fn slot_of(&mut self, resource: &str) -> &mut i128 {
+    fn amount_mut(&mut self, resource: &str) -> &mut i128 {
         match resource {
             "cpu" => &mut self.cpu,
             "memory" => &mut self.memory,
@@ -114,7 +114,7 @@ impl Resources {
 
     /// Adds `value` of `resource` (a negative value takes it away).
     pub fn add(&mut self, resource: &str, value: i128) {
-        *self.slot_of(resource) += value;
+        *self.amount_mut(resource) += value;
         self.other.retain(|_, v| *v != 0);
     }
 
@@ -257,7 +257,7 @@ pub fn pod_requests(pod: &Pod) -> Resources {
     }
     for init in spec.init_containers.iter().flatten() {
         for (name, value) in requests_of(init).iter() {
-            let entry = total.slot_of(name);
+            let entry = total.amount_mut(name);
             *entry = (*entry).max(value);
         }
     }
