@@ -10,7 +10,7 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
-mod common;
+use crate::common;
 use common::{BINARY, WAIT};
 
 const POLICY: &str = "apiVersion: audit.k8s.io/v1

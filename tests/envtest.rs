@@ -4,7 +4,7 @@
 //! certificates, checked over real sockets. The Go suite in `compat/envtest` runs envtest
 //! itself (`compat/envtest/test.sh`).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;

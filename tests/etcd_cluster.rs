@@ -4,7 +4,7 @@
 //! controllers in exactly one server, and killing a server (the leader) under load loses no
 //! acknowledged write, fails no client of the others, and hands the controllers to another.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::process::Stdio;

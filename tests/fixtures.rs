@@ -3,7 +3,7 @@
 //! `snapshot save` and `serve --restore` carry a cluster's state to a new server; and
 //! kubectl applies and prints Faults.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;

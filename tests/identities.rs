@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-mod common;
+use crate::common;
 use common::{BINARY, WAIT};
 
 /// Pause between two looks at a condition.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-mod common;
+use crate::common;
 use common::{BINARY, WAIT};
 
 /// A running `kubemock serve` with a kubeconfig, and a kubectl runner for it.

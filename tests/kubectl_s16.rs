@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-mod common;
+use crate::common;
 use common::{BINARY, WAIT};
 /// Where the bundled kubectl binaries are (the machine's `kubectl` dispatches to them).
 const BUNDLED: &str = "/usr/lib/google-cloud-sdk/bin";

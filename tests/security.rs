@@ -14,7 +14,7 @@ use base64::Engine as _;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
-mod common;
+use crate::common;
 use common::{BINARY, WAIT};
 
 /// The RSA serving certificate (for 127.0.0.1, its RSA CA after it) and key, and an RSA

@@ -1,7 +1,7 @@
 //! `Api<K>` against an in-process kubemock server: every verb, typed and dynamic, with the
 //! server's answers (docs/api-behaviour.md).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

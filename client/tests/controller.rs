@@ -2,7 +2,7 @@
 //! its desired state (children created, trimmed and recreated; cleanup behind a finalizer),
 //! status updates survive conflicts, and the event recorder aggregates repeats.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

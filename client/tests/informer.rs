@@ -2,7 +2,7 @@
 //! delivered once and in order to every handler under concurrent writers, and a relist after
 //! the store was compacted past the reflector's resourceVersion (docs/api-behaviour.md#expired-watches, #how-clients-recover).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! two candidates leads; when it stops, the other takes over within the lease duration (at
 //! once when the lease is released, after the lease expires when the leader vanished).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

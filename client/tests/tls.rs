@@ -3,7 +3,7 @@
 //! rustls), and with a bearer token; a wrong credential is the server's 401, a server it does
 //! not trust a connection error.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

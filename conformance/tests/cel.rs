@@ -282,8 +282,8 @@ async fn a_definition_whose_rule_costs_too_much_is_refused_until_bounded() {
     );
 }
 
-/// Benchmark (ignored; `cargo test --release -p kubemock-conformance --test cel -- --ignored
-/// --nocapture`): creates of a custom resource whose schema has 10 rules, against the same
+/// Benchmark (ignored; `cargo test --release -p kubemock-conformance --test conformance cel::
+/// -- --ignored --nocapture`): creates of a custom resource whose schema has 10 rules, against the same
 /// resource under a schema without rules; prints both medians and their ratio.
 #[tokio::test]
 #[ignore = "benchmark: prints figures"]

@@ -181,7 +181,8 @@ async fn a_reset_restores_the_startup_state_and_watchers_see_it_as_events() {
 /// as fixtures, 100 of them changed, then reset; and 10,000 created after startup, then
 /// reset (all deleted). The server's own figure (`durationMicroseconds`) and the request's
 /// are printed, with an empty reset (nothing to change) as the baseline. Run with
-/// `cargo test --release -p kubemock-conformance --test testing_reset -- --ignored --nocapture`.
+/// `cargo test --release -p kubemock-conformance --test conformance testing_reset:: --
+/// --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark: prints figures"]
 async fn reset_of_a_ten_thousand_object_cluster() {

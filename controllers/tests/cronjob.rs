@@ -4,11 +4,9 @@
 //! the history limits and `lastSuccessfulTime`. The clock moves only when a test moves it;
 //! the controller reacts to each move at once, so no test waits for a real schedule time.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Event;

@@ -4,12 +4,10 @@
 //! than maxUnavailable nodes without an available pod, and the status `kubectl rollout
 //! status` reads.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kubemock_client::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};

@@ -4,9 +4,7 @@
 //! scaling, rollback, Recreate, pause and resume, history cleanup, and the three cascading
 //! deletions. The scheduler and the simulated kubelet make the pods Running and Ready.
 
-mod common;
-
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kubemock_client::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};

@@ -4,11 +4,9 @@
 //! Deployment has replaced the first (what `kubectl drain` relies on). Also upstream's events,
 //! and the reset of a stale `DisruptionTarget` condition on a fake clock.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Pod, PodCondition};

@@ -3,11 +3,9 @@
 //! selects as they become Ready and go away, named target ports resolve per pod, unready
 //! pods are listed apart, and a deleted Service takes its endpoints with it.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kubemock_client::{Api, DeleteParams, ListParams, PostParams};

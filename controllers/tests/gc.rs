@@ -2,9 +2,7 @@
 //! foreground and orphan deletion, custom resources as dependents, dangling references.
 //! ConfigMaps serve as owners and dependents, so no other controller is involved.
 
-mod common;
-
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};

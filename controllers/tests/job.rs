@@ -3,9 +3,7 @@
 //! `parallelism` at a time, the Job completes with its conditions and counts, and a finished
 //! Job with `ttlSecondsAfterFinished` is deleted.
 
-mod common;
-
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kubemock_client::{Api, ListParams, PostParams};

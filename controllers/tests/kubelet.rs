@@ -3,11 +3,9 @@
 //! Ready, an impossible nodeSelector leaving a pod Pending and Unschedulable until a node
 //! matches, a pod without room scheduled once the pod holding it is deleted, pods of restartPolicy Never succeeding, graceful deletion completing.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kubemock_client::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};

@@ -4,13 +4,12 @@
 //! with the kubelet's back-off (10 s doubling, `pkg/kubelet/kubelet.go` `backOffPeriod`) as a
 //! [`FakeClock`] advances: every transition is due at a time on the kubelet's clock.
 
-mod common;
 #[path = "lifecycle/stages.rs"]
 mod stages;
 
 use std::time::Duration;
 
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use kubemock_client::{Api, PostParams};

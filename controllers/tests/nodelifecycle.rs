@@ -7,11 +7,9 @@
 //! `pkg/controller/nodelifecycle/node_lifecycle_controller.go`,
 //! `pkg/controller/tainteviction/taint_eviction.go`.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;

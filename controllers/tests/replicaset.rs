@@ -2,11 +2,9 @@
 //! item 1): pods created from the template with a controller reference, status counts,
 //! scaling both ways with the scale-down order, adoption and release, cascading deletion.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Event, Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

@@ -4,11 +4,9 @@
 //! creates atomically. Upstream: `pkg/controller/resourcequota`,
 //! `staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go`.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ResourceQuota};
 use kubemock_client::{Api, DeleteParams, PostParams};
 use serde_json::{Value, json};

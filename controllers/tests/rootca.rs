@@ -3,9 +3,7 @@
 //! the server creates at startup; an edit is put back and a deletion undone
 //! (`pkg/controller/certificates/rootcacertpublisher/publisher_test.go`'s cases).
 
-mod common;
-
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubemock_client::{Api, DeleteParams, Patch, PatchParams};
 use kubemock_controllers::ManagerConfig;

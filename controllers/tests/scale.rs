@@ -5,13 +5,12 @@
 //! and nodes (`examples/stages/default`) and the metrics on (every pod with a usage
 //! annotation, an HPA over the Deployment computing its utilization every sync, and a
 //! `kubectl top pods`-like read of `metrics.k8s.io` every second). Run it with
-//! `cargo test --release -p kubemock-controllers --test scale -- --ignored --nocapture`.
-
-mod common;
+//! `cargo test --release -p kubemock-controllers --test controllers scale:: -- --ignored
+//! --nocapture`.
 
 use std::time::{Duration, Instant};
 
-use common::{Cluster, apply_dir, examples};
+use crate::common::{Cluster, apply_dir, examples};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Pod;

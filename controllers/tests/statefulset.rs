@@ -4,12 +4,10 @@
 //! partition, recreated when deleted, each with its claims; revisions and status as
 //! `kubectl rollout status` reads them.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
 use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim, Pod};
 use kubemock_client::{Api, ListParams, Patch, PatchParams, PostParams};

@@ -5,9 +5,7 @@
 //! (upstream's e2e `test/e2e/storage/persistent_volumes.go` and `volume_provisioning.go` cases,
 //! and `pkg/controller/volume/persistentvolume/binder_test.go`'s outcomes).
 
-mod common;
-
-use common::{Cluster, wait_for};
+use crate::common::{Cluster, wait_for};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;

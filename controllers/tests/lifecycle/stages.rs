@@ -18,8 +18,8 @@ use kubemock_client::{
 use kubemock_controllers::kubelet::stages::resource;
 use serde_json::{Value, json};
 
-use super::common::{apply_dir, apply_stages, examples, wait_for};
 use super::{create, phase, start};
+use crate::common::{apply_dir, apply_stages, examples, wait_for};
 
 fn condition(pod: &Pod, kind: &str) -> Option<String> {
     pod.status
@@ -396,7 +396,7 @@ fn kwok_file(path: &str) -> String {
 }
 
 #[tokio::test]
-#[ignore = "needs kwok's repository (KWOK_REPO, a checkout or bare mirror): cargo test -p kubemock-controllers --test lifecycle -- --ignored kwoks"]
+#[ignore = "needs kwok's repository (KWOK_REPO, a checkout or bare mirror): cargo test -p kubemock-controllers --test controllers -- --ignored kwoks"]
 async fn kwoks_own_shipped_stages_give_the_documented_transitions() {
     let (cluster, pods, clock) = start("stages-kwok").await;
     for file in [
