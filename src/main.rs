@@ -965,7 +965,9 @@ async fn secure_credentials(
 /// CPU per create (`_int_malloc`, `_int_free`, `malloc_consolidate`) in the load profile.
 /// Built with `no_thp`: with transparent huge pages on `madvise`, mimalloc's huge-page advice
 /// made the kernel zero 2 MiB pages at startup (spawn to first 200 on /readyz went from
-/// 5 ms to 8.5 ms).
+/// 5 ms to 8.5 ms). The `system-allocator` feature leaves it out, for heap profilers that
+/// trace the C allocator (heaptrack, valgrind; docs/benchmarks.md#controllers-at-scale-issue-23).
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
