@@ -9,7 +9,8 @@
 //! - `apiserver_current_inflight_requests{request_kind}` (`readOnly`, `mutating`)
 //! - `kubemock_store_revision`, `kubemock_store_compacted_revision`, the backend's own
 //!   gauges (`kubemock_etcd_watches`, `kubemock_etcd_watch_caches`),
-//!   `kubemock_crd_sync_timeouts_total`, `process_start_time_seconds`
+//!   `kubemock_crd_sync_timeouts_total`, `kubemock_watch_catch_ups_total`,
+//!   `process_start_time_seconds`
 //! - `kubemock_http_requests_total{verb,group,resource,request_content_type,response_content_type}`:
 //!   kubemock's own (upstream has no such metric), so that a test can tell which wire format
 //!   a client spoke (client-go's typed clients protobuf, the others JSON) without a request log
@@ -171,6 +172,8 @@ pub(crate) struct Snapshot {
     pub(crate) compacted: Option<u64>,
     /// Definition writes that gave up waiting for the CustomResourceDefinitions controller.
     pub(crate) crd_sync_timeouts: u64,
+    /// Watches that fell behind the store's live events and caught up from its history.
+    pub(crate) watch_catch_ups: u64,
     /// The audit log's counters, when the server audits.
     pub(crate) audit: Option<AuditSnapshot>,
     /// The store backend's own gauges ([`kubemock_storage::Kv::gauges`]).
@@ -339,6 +342,16 @@ impl Metrics {
             "kubemock_crd_sync_timeouts_total",
             Vec::new(),
             snapshot.crd_sync_timeouts as f64,
+        );
+        out.family(
+            "kubemock_watch_catch_ups_total",
+            "Watches that fell behind the store's live events (their client read slower than the writes came) and went on from the store's history instead of ending.",
+            "counter",
+        );
+        out.sample(
+            "kubemock_watch_catch_ups_total",
+            Vec::new(),
+            snapshot.watch_catch_ups as f64,
         );
         if let Some(audit) = snapshot.audit {
             out.family(
@@ -611,6 +624,7 @@ mod tests {
             revision: Some(42),
             compacted: Some(7),
             crd_sync_timeouts: 3,
+            watch_catch_ups: 4,
             audit: None,
             store: vec![kubemock_storage::Gauge {
                 name: "kubemock_etcd_watches",
@@ -645,6 +659,7 @@ mod tests {
         assert!(text.contains("\n# TYPE kubemock_etcd_watches gauge\nkubemock_etcd_watches 2\n"));
         assert!(text.contains("\nkubemock_store_compacted_revision 7\n"));
         assert!(text.contains("\nkubemock_crd_sync_timeouts_total 3\n"));
+        assert!(text.contains("\nkubemock_watch_catch_ups_total 4\n"));
         assert!(
             text.contains("\n# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds ")
         );

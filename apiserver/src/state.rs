@@ -222,6 +222,9 @@ struct Inner {
     crd_progress_wanted: Notify,
     /// Definition writes that gave up waiting for the controller ([`CRD_SYNC_WAIT`]).
     crd_sync_timeouts: AtomicU64,
+    /// Watches that fell behind the store's live events and went on from its history
+    /// (`handlers/watch.rs`).
+    watch_catch_ups: AtomicU64,
     /// Request metrics, written by the pipeline's metrics layer, read by `/metrics`.
     metrics: Metrics,
     /// The in-flight limit's slots, taken by the pipeline's limit layer, read by `/metrics`.
@@ -279,6 +282,7 @@ impl AppState {
                 crd_progress: watch::Sender::new(0),
                 crd_progress_wanted: Notify::new(),
                 crd_sync_timeouts: AtomicU64::new(0),
+                watch_catch_ups: AtomicU64::new(0),
                 metrics: Metrics::new(),
                 in_flight,
                 service_allocator: parking_lot::RwLock::new(Arc::default()),
@@ -436,6 +440,16 @@ impl AppState {
     /// How many definition writes gave up waiting for the controller (`/metrics`).
     pub(crate) fn crd_sync_timeouts(&self) -> u64 {
         self.inner.crd_sync_timeouts.load(Ordering::Relaxed)
+    }
+
+    /// Counts a watch that fell behind the live events and catches up from history.
+    pub(crate) fn note_watch_catch_up(&self) {
+        self.inner.watch_catch_ups.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many watches caught up from history after falling behind (`/metrics`).
+    pub(crate) fn watch_catch_ups(&self) -> u64 {
+        self.inner.watch_catch_ups.load(Ordering::Relaxed)
     }
 
     /// The shutdown token.

@@ -8,3 +8,4 @@
 mod discovery;
 mod nonresource;
 mod protobuf;
+mod watch;

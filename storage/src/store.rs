@@ -40,7 +40,7 @@ use crate::kv::{
 };
 use crate::revision::{Record, RecordKind};
 use crate::tips::{Tip, Tips};
-use crate::watch::{Hub, SledWatch};
+use crate::watch::{Hub, Positions, SledWatch};
 
 /// sled's page cache defaults to 1 GiB; a test server should not reserve that much. Objects
 /// are read through the cache but the working set of a test is small.
@@ -245,6 +245,10 @@ pub(crate) struct Shared {
     /// Watchers and the published revision (`watch.rs`). Publishing and registering a watcher
     /// are serialised by this lock, so a watcher sees each event exactly once.
     pub(crate) hub: Mutex<Hub>,
+    /// Where each open watch stands (`watch.rs`): the background compactor does not compact
+    /// past the oldest for the history budget while the history is under
+    /// [`crate::compaction::WATCH_HOLD_LIMIT`] budgets. A leaf lock.
+    pub(crate) positions: Mutex<Positions>,
     /// The published revision (mirror of the hub's, for lock-free reads): what readers and
     /// watchers see. Written only with the hub lock held.
     pub(crate) published: AtomicU64,
@@ -267,6 +271,8 @@ pub(crate) struct Shared {
     /// Set by the writer when the history exceeds its budget (and the flag was clear, so it
     /// wakes the compactor once); cleared by the compactor when it starts a pass.
     pub(crate) budget_pressure: AtomicBool,
+    /// The compactor's passes for the budget so far (tests tell a held pass from none).
+    pub(crate) budget_passes: AtomicU64,
     /// The history's bytes by the revision compaction frees them at (`budget.rs`): superseded
     /// values and tombstones (live values are the data itself). Added to by the writer under
     /// the `state` write lock, reduced by compaction; a leaf lock, held for one operation.
@@ -375,6 +381,7 @@ impl SledStore {
             }),
             pending_cv: Condvar::new(),
             hub: Mutex::new(Hub::new(current)),
+            positions: Mutex::new(Positions::default()),
             published: AtomicU64::new(current),
             committed: AtomicU64::new(current),
             compacted: AtomicU64::new(compacted),
@@ -388,6 +395,7 @@ impl SledStore {
             stop: Mutex::new(false),
             stop_cv: Condvar::new(),
             budget_pressure: AtomicBool::new(false),
+            budget_passes: AtomicU64::new(0),
             ledger: Mutex::new(Ledger::new(history_budget)),
             checkpointed: AtomicU64::new(loaded.checkpoint),
             checkpoint_due: AtomicBool::new(false),
@@ -533,6 +541,13 @@ impl SledStore {
     /// counts them ([`Config::history_budget`]): at most a 64th of the budget above the truth.
     pub fn history_bytes(&self) -> u64 {
         self.shared.ledger.lock().total()
+    }
+
+    /// How many passes for the history budget the background compactor has made (each
+    /// finished, compaction included, when this counts it). Only for tests.
+    #[doc(hidden)]
+    pub fn budget_passes(&self) -> u64 {
+        self.shared.budget_passes.load(Ordering::Acquire)
     }
 
     /// [`Kv::range`], but counting `remaining` by walking the rest of the range, as the store

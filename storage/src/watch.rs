@@ -86,6 +86,37 @@ fn event_bytes(event: &Event) -> u64 {
     (event.kv.key.len() + event.kv.value.len() + prev) as u64
 }
 
+/// The open watches' positions: each the revision its watch has delivered up to, so the
+/// history after it is what the watch still reads. The background compactor keeps that
+/// history, within a limit, for the history budget (`compaction.rs`): a watch that fell
+/// behind, or ended lagged and was started again from where it stood, then catches up from
+/// history instead of finding it compacted and making its client list everything again.
+/// Written when a watch opens and drops, read by the compactor; each watch moves its own
+/// position with an atomic store.
+#[derive(Default)]
+pub(crate) struct Positions {
+    open: HashMap<u64, Arc<AtomicU64>>,
+    next_id: u64,
+}
+
+impl Positions {
+    /// The oldest position of an open watch, if any.
+    pub(crate) fn oldest(&self) -> Option<Revision> {
+        self.open
+            .values()
+            .map(|position| position.load(Ordering::Acquire))
+            .min()
+    }
+
+    fn open(&mut self, at: Revision) -> (u64, Arc<AtomicU64>) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let position = Arc::new(AtomicU64::new(at));
+        self.open.insert(id, Arc::clone(&position));
+        (id, position)
+    }
+}
+
 impl Hub {
     pub(crate) fn new(published: Revision) -> Self {
         Hub {
@@ -175,6 +206,9 @@ pub(crate) struct SledWatch {
     queued: Arc<AtomicU64>,
     /// Revision of the last event yielded (initially the start revision).
     delivered: Revision,
+    /// `delivered`, as the compactor reads it ([`Positions`]), under this id.
+    position: Arc<AtomicU64>,
+    position_id: u64,
     progress_requested: bool,
     /// Set after the final error: the stream then yields `None`.
     done: bool,
@@ -198,6 +232,7 @@ impl SledWatch {
             });
         }
         let (sender, receiver) = mpsc::channel(shared.config.watch_buffer);
+        let (position_id, position) = shared.positions.lock().open(after);
         let mut watch = SledWatch {
             shared: Arc::downgrade(shared),
             prefix,
@@ -208,6 +243,8 @@ impl SledWatch {
             end: Arc::new(AtomicU8::new(END_NONE)),
             queued: Arc::new(AtomicU64::new(0)),
             delivered: after,
+            position,
+            position_id,
             progress_requested: false,
             done: false,
         };
@@ -303,7 +340,7 @@ impl SledWatch {
         let mut idle_steps = 0;
         loop {
             if let Some(event) = self.replayed.pop_front() {
-                self.delivered = event.revision();
+                self.deliver(event.revision());
                 return Poll::Ready(Some(Ok(WatchItem::Event(event))));
             }
             match self.phase {
@@ -339,7 +376,7 @@ impl SledWatch {
                     return match self.receiver.poll_recv(cx) {
                         Poll::Ready(Some(event)) => {
                             self.queued.fetch_sub(event_bytes(&event), Ordering::AcqRel);
-                            self.delivered = event.revision();
+                            self.deliver(event.revision());
                             Poll::Ready(Some(Ok(WatchItem::Event(event))))
                         }
                         Poll::Ready(None) => {
@@ -355,6 +392,11 @@ impl SledWatch {
                 }
             }
         }
+    }
+
+    fn deliver(&mut self, revision: Revision) {
+        self.delivered = revision;
+        self.position.store(revision, Ordering::Release);
     }
 
     /// Leaves the hub (if registered).
@@ -393,5 +435,8 @@ impl Watch for SledWatch {
 impl Drop for SledWatch {
     fn drop(&mut self) {
         self.unsubscribe();
+        if let Some(shared) = self.shared.upgrade() {
+            shared.positions.lock().open.remove(&self.position_id);
+        }
     }
 }

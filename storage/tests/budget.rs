@@ -239,3 +239,95 @@ async fn durable_records_of_every_size_read_back_whole_after_reopen() {
     want.push((written[6].0.clone(), Bytes::from_static(b"small")));
     assert_eq!(got, want);
 }
+
+/// Replaces `/big` with versions `from..to` after revision `revision`; returns the last one.
+async fn replace_large_object(
+    store: &SledStore,
+    mut revision: u64,
+    versions: std::ops::Range<u64>,
+) -> u64 {
+    for version in versions {
+        let outcome = store
+            .update(
+                Bytes::from_static(b"/registry/configmaps/default/big"),
+                large_value(version),
+                Guard::ModRevision(revision),
+            )
+            .await
+            .expect("update");
+        let UpdateOutcome::Updated { kv, .. } = outcome else {
+            panic!("the guarded update applies: {outcome:?}");
+        };
+        revision = kv.mod_revision;
+    }
+    revision
+}
+
+/// Waits until the compactor has finished a pass for the budget after this call.
+async fn budget_pass(store: &SledStore, before: u64) {
+    let deadline = Instant::now() + common::WAIT;
+    while store.budget_passes() <= before {
+        assert!(Instant::now() < deadline, "no pass for the budget");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// An open watch that stands behind keeps, from the budget's compaction, the history it has
+/// still to read, while the history is under twice the budget (`compaction.rs`,
+/// `WATCH_HOLD_LIMIT`); once it has read on, the budget compacts again; past twice the budget
+/// the budget wins, and a watch still standing behind fails with `Compacted`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_watch_keeps_the_history_it_has_to_read_up_to_twice_the_budget() {
+    let store = SledStore::open(budgeted(Config::ephemeral())).expect("open");
+    let mut behind = store.watch(Bytes::new(), 0).await.expect("watch");
+    // The create and 12 updates: 10.5 MiB of history, over the 8 MiB budget and under twice it.
+    let (created, last) = rewrite_large_object(&store, 12).await;
+    assert!(store.history_bytes() > BUDGET && store.history_bytes() <= 2 * BUDGET);
+    // A pass for the budget that starts after one more write (so after all of them) leaves
+    // everything: without the hold it would compact to the fourth revision at least.
+    let passes = store.budget_passes();
+    let last = replace_large_object(&store, last, 13..14).await;
+    budget_pass(&store, passes).await;
+    assert_eq!(
+        store.compaction_point(),
+        0,
+        "nothing compacted under the watch"
+    );
+    // The watch reads all of it, in order.
+    let events = common::events_until(&mut behind, last).await;
+    common::assert_contiguous(&events, created, last);
+    // Read on, it no longer holds anything: the next pass compacts for the budget.
+    let passes = store.budget_passes();
+    let last = replace_large_object(&store, last, 14..15).await;
+    budget_pass(&store, passes).await;
+    assert!(
+        store.compaction_point() > created,
+        "compacted once the watch read on"
+    );
+    let events = common::events_until(&mut behind, last).await;
+    assert_eq!(events.len(), 1);
+    drop(behind);
+
+    // Past twice the budget, the budget wins over a watch standing behind.
+    let standing = store.compaction_point();
+    let mut stuck = store.watch(Bytes::new(), standing).await.expect("watch");
+    replace_large_object(&store, last, 15..45).await;
+    let deadline = Instant::now() + common::WAIT;
+    while store.compaction_point() <= standing || store.history_bytes() > BUDGET {
+        assert!(
+            Instant::now() < deadline,
+            "still compacted at {} with {} bytes of history",
+            store.compaction_point(),
+            store.history_bytes()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let error = loop {
+        match common::next_item(&mut stuck).await {
+            Some(Ok(WatchItem::Event(_))) => {}
+            Some(Err(err)) => break err,
+            other => panic!("the stuck watch: {other:?}"),
+        }
+    };
+    assert!(matches!(error, Error::Compacted { .. }), "{error:?}");
+}

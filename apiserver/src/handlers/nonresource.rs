@@ -95,6 +95,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
         revision: store.current_revision().await.ok(),
         compacted: store.compacted_revision().await.ok(),
         crd_sync_timeouts: state.crd_sync_timeouts(),
+        watch_catch_ups: state.watch_catch_ups(),
         store: store.gauges(),
         audit: state.config().audit.as_ref().map(|audit| {
             let counts = audit.counts();

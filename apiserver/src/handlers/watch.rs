@@ -8,8 +8,10 @@
 //!
 //! A watch runs as a tracked task feeding a small bounded channel that the response body
 //! drains. A client that stops reading stalls the task, which stops reading the store, which
-//! cuts the watcher off (writers never wait); the stream then ends and the client re-watches
-//! from its last resourceVersion, as every client does when a watch ends.
+//! cuts its live watcher off (writers never wait). The task then goes on from the store's
+//! history where it stood, as etcd does with a slow watcher; the store keeps that history for
+//! an open watch within a limit (`storage/src/compaction.rs`), and past it the client gets
+//! the ERROR 410 and lists again.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -27,6 +29,7 @@ use kubemock_storage::{
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tracing::debug;
 
 use super::get::wait_for_revision;
 use super::resource::Call;
@@ -537,7 +540,27 @@ impl Feed {
                 })) => {
                     return self.send_error(expired(requested, compacted)).await;
                 }
-                // Lagged, closed, or ended: end the stream; clients re-watch from their last
+                // This stream fell behind the store's live events (its client reads slower
+                // than they are written): it catches up from the store's history, as etcd moves
+                // a slow watcher to its unsynced set rather than cancelling it
+                // (`server/storage/mvcc/watchable_store.go`), instead of ending and making the
+                // client watch again. The old watch is dropped only once the new one is open,
+                // so the store keeps the history between (`storage/src/watch.rs`, `Positions`).
+                Some(Err(StorageError::WatcherLagged { delivered })) => {
+                    match store.watch(Bytes::from(prefix.clone()), delivered).await {
+                        Ok(resumed) => {
+                            watch = resumed;
+                            state.note_watch_catch_up();
+                            debug!(delivered, "a lagging watch catches up from history");
+                        }
+                        Err(StorageError::Compacted {
+                            requested,
+                            compacted,
+                        }) => return self.send_error(expired(requested, compacted)).await,
+                        Err(_) => return,
+                    }
+                }
+                // Closed, or ended: end the stream; clients re-watch from their last
                 // resourceVersion.
                 Some(Err(_)) | None => return,
             }
