@@ -44,22 +44,8 @@ async fn rewrite_large_object(store: &SledStore, updates: u64) -> (u64, u64) {
     else {
         panic!("/big is new");
     };
-    let mut revision = created.mod_revision;
-    for version in 1..=updates {
-        let outcome = store
-            .update(
-                key.clone(),
-                large_value(version),
-                Guard::ModRevision(revision),
-            )
-            .await
-            .expect("update");
-        let UpdateOutcome::Updated { kv, .. } = outcome else {
-            panic!("the guarded update applies: {outcome:?}");
-        };
-        revision = kv.mod_revision;
-    }
-    (created.mod_revision, revision)
+    let last = replace_large_object(store, created.mod_revision, 1..updates + 1).await;
+    (created.mod_revision, last)
 }
 
 async fn history_of_large_objects_stays_within_its_byte_budget(store: SledStore, updates: u64) {
@@ -240,7 +226,8 @@ async fn durable_records_of_every_size_read_back_whole_after_reopen() {
     assert_eq!(got, want);
 }
 
-/// Replaces `/big` with versions `from..to` after revision `revision`; returns the last one.
+/// Replaces `/big`, last written at `revision`, with each of `versions` in turn; returns the
+/// revision of the last.
 async fn replace_large_object(
     store: &SledStore,
     mut revision: u64,
