@@ -45,8 +45,9 @@ use crate::query::Query;
 use crate::registry::testing::{GROUP, VERSION};
 use crate::target::{RequestInfo, Target};
 
-/// Entries kept by default (`--request-log-size`): a long test suite's worth of requests at a
-/// few hundred bytes each (some 30 MB when full).
+/// Entries kept by default (`--request-log-size`): a long test suite's worth of requests at
+/// about 530 bytes each with their targets, some 53 MB when full (heaptrack on the 10,000-pod
+/// benchmark, 2026-11-29: 38 MB for its some 70,000 requests).
 pub const DEFAULT_REQUEST_LOG_SIZE: usize = 100_000;
 
 /// With bodies on, bytes of one request or response body kept at most; a longer body is
