@@ -544,8 +544,14 @@ impl Feed {
                 // than they are written): it catches up from the store's history, as etcd moves
                 // a slow watcher to its unsynced set rather than cancelling it
                 // (`server/storage/mvcc/watchable_store.go`), instead of ending and making the
-                // client watch again. The old watch is dropped only once the new one is open,
-                // so the store keeps the history between (`storage/src/watch.rs`, `Positions`).
+                // client watch again. kube-apiserver's watch cache ends such a watch instead
+                // (`staging/src/k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go`, "Forcing
+                // watcher close due to unresponsiveness", `apiserver_terminated_watchers_total`);
+                // its clients then watch again from the last revision they saw, which the cache
+                // no longer has when they are far behind, and list everything: at 100,000 pods
+                // that list was the costlier way (docs/benchmarks.md, "Watches that fall behind").
+                // The old watch is dropped only once the new one is open, so the store keeps the
+                // history between (`storage/src/watch.rs`, `Positions`).
                 Some(Err(StorageError::WatcherLagged { delivered })) => {
                     match store.watch(Bytes::from(prefix.clone()), delivered).await {
                         Ok(resumed) => {
