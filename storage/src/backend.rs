@@ -147,11 +147,11 @@ impl Backend {
     }
 
     /// Stores the record of `revision`.
-    pub(crate) fn insert(&self, revision: Revision, record: Vec<u8>) -> Result<()> {
+    pub(crate) fn insert(&self, revision: Revision, record: Bytes) -> Result<()> {
         match self {
-            Backend::Sled(sled) => sled.insert(revision, record),
+            Backend::Sled(sled) => sled.insert(revision, &record),
             Backend::Memory(memory) => {
-                memory.records.write().insert(revision, Bytes::from(record));
+                memory.records.write().insert(revision, record);
                 Ok(())
             }
         }
@@ -322,7 +322,7 @@ impl SledLog {
         Ok(())
     }
 
-    fn insert(&self, revision: Revision, record: Vec<u8>) -> Result<()> {
+    fn insert(&self, revision: Revision, record: &[u8]) -> Result<()> {
         let key = encode_revision(revision);
         if record.len() <= PIECE {
             self.log
@@ -642,7 +642,7 @@ mod tests {
         .expect("a sled log opens");
         assert_eq!(log.syncs(), 0);
         for revision in 1..=3 {
-            log.insert(revision, vec![1; 100]).expect("insert");
+            log.insert(revision, vec![1; 100].into()).expect("insert");
             log.flush().expect("flush");
             assert_eq!(log.syncs(), revision);
         }
@@ -651,7 +651,7 @@ mod tests {
             "sled's data file is DIR/db"
         );
         let memory = memory();
-        memory.insert(1, vec![1]).expect("insert");
+        memory.insert(1, vec![1].into()).expect("insert");
         memory.flush().expect("flush");
         assert_eq!(memory.syncs(), 0);
     }
@@ -660,7 +660,7 @@ mod tests {
     fn memory_scans_cross_chunks_and_skip_removed_records() {
         let log = memory();
         for revision in 1..=1000 {
-            log.insert(revision, revision.to_be_bytes().to_vec())
+            log.insert(revision, revision.to_be_bytes().to_vec().into())
                 .expect("insert");
         }
         let removed: Vec<Revision> = (1..=1000).filter(|r| r % 3 == 0).collect();
@@ -695,7 +695,7 @@ mod tests {
     fn memory_scan_sees_records_inserted_after_its_first_chunk() {
         let log = memory();
         for revision in 1..=300 {
-            log.insert(revision, vec![1]).expect("insert");
+            log.insert(revision, vec![1].into()).expect("insert");
         }
         let mut scan = log.scan(1, Revision::MAX);
         assert_eq!(
@@ -703,7 +703,7 @@ mod tests {
             Some(Some(1))
         );
         for revision in 301..=600 {
-            log.insert(revision, vec![1]).expect("insert");
+            log.insert(revision, vec![1].into()).expect("insert");
         }
         assert_eq!(revisions(scan), (2..=600).collect::<Vec<_>>());
     }

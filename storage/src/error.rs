@@ -64,8 +64,9 @@ pub enum Error {
         #[source]
         source: BackendError,
     },
-    /// A flush failed earlier: the store no longer accepts writes (fail-stop), because it can
-    /// no longer promise that an acknowledged write is durable.
+    /// A flush (the group commit's writing of the queued records, then the sync) failed
+    /// earlier: the store no longer accepts writes (fail-stop), because it can no longer
+    /// promise that an acknowledged write is durable.
     #[error("store stopped accepting writes after a failed flush")]
     Failed {
         /// The flush's error.
