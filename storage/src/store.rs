@@ -313,8 +313,8 @@ struct Pending {
     events: VecDeque<Arc<Event>>,
     /// Their history records, in the same order: the group commit writes them to the backend
     /// before it flushes, outside the writer's lock (see [`Shared::run_group_commit`]), and
-    /// drops them with their events once published. Until then a writer that needs one reads
-    /// it from here ([`Shared::record_for`]).
+    /// drops them with their events once flushed. Until then a writer that needs one reads it
+    /// from here ([`Shared::record_for`]).
     records: VecDeque<(Revision, Bytes)>,
     /// Set when closing: the group-commit thread drains `events` and exits.
     shutdown: bool,
@@ -1209,7 +1209,10 @@ impl Shared {
             // The records are written here rather than by each writer under its lock: there,
             // sled's insert (some 10 µs) made the writer's critical section three times as
             // long, and at 64 concurrent durable creates the API server's async workers parked
-            // on that lock some 650 times a second, each time leaving a core idle.
+            // on that lock some 650 times a second, each time leaving a core idle. The price:
+            // one batch's inserts no longer overlap the previous batch's flush, which costs
+            // writers of the store alone (no API work between writes) some 10 % at 8 writers;
+            // docs/benchmarks.md has both measurements, and a variant that gave it back.
             if let Err(err) = self
                 .write_records(target)
                 .and_then(|()| self.backend.flush())
