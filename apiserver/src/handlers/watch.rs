@@ -563,7 +563,12 @@ impl Feed {
                             requested,
                             compacted,
                         }) => return self.send_error(expired(requested, compacted)).await,
-                        Err(_) => return,
+                        // Closed, or the store failed: the stream ends, as below, and the
+                        // client watches again.
+                        Err(err) => {
+                            debug!(delivered, error = %err, "a lagging watch could not resume; it ends");
+                            return;
+                        }
                     }
                 }
                 // Closed, or ended: end the stream; clients re-watch from their last
