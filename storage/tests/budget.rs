@@ -295,12 +295,16 @@ async fn an_open_watch_keeps_the_history_it_has_to_read_up_to_twice_the_budget()
     assert_eq!(events.len(), 1);
     drop(behind);
 
-    // Past twice the budget, the budget wins over a watch standing behind.
+    // Past twice the budget, the budget wins over a watch standing behind: only the budget
+    // can compact here (the retention keeps 10,000 revisions), so a compaction past where the
+    // watch stands is the budget's. The history then need not stay under the budget: the
+    // writes go on after that pass, and the stuck watch, not read until it fails, holds again
+    // what they add up to twice the budget.
     let standing = store.compaction_point();
     let mut stuck = store.watch(Bytes::new(), standing).await.expect("watch");
     replace_large_object(&store, last, 15..45).await;
     let deadline = Instant::now() + common::WAIT;
-    while store.compaction_point() <= standing || store.history_bytes() > BUDGET {
+    while store.compaction_point() <= standing {
         assert!(
             Instant::now() < deadline,
             "still compacted at {} with {} bytes of history",
