@@ -51,9 +51,11 @@ pub(crate) async fn charge_create(
         return Ok(());
     };
     let prefix = keys::collection_prefix(&quotas, Some(namespace));
-    let item = Value::Object(object.clone());
-    let name = object::name_of(object).to_owned();
-    let forbidden = |why: String| ApiError::forbidden(resource, &name, &why, Vec::new());
+    // Built once a quota is found: most namespaces have none, and copying the object for
+    // every create cost it for nothing.
+    let mut item: Option<Value> = None;
+    let forbidden =
+        |why: String| ApiError::forbidden(resource, object::name_of(object), &why, Vec::new());
     for _ in 0..CHARGE_ATTEMPTS {
         let page = state
             .store()
@@ -71,10 +73,11 @@ pub(crate) async fn charge_create(
                 Some((kv.key.clone(), kv.mod_revision, Value::Object(value)))
             })
             .collect();
+        let item = item.get_or_insert_with(|| Value::Object(object.clone()));
         let charges = check(
             &resource.group,
             &resource.plural,
-            &item,
+            item,
             &stored.iter().map(|(_, _, q)| q).collect::<Vec<_>>(),
             crate::meta::now_unix_nanos(),
         )
