@@ -74,14 +74,32 @@ const PREPARED_SEGMENTS: LogOffset = 8;
 /// tip.
 const PREPARE_BELOW: LogOffset = 4;
 
-/// kubemock: zeroes being written past the tip by a pool thread (see `prepare_ahead`).
+/// kubemock: zeroes being written past the tip by a thread of their own (see
+/// `prepare_ahead`).
 #[derive(Debug)]
 struct Preparation {
     /// The first byte it writes: no segment at or past it is handed out until it is done.
     from: LogOffset,
     /// The end of what it writes.
     to: LogOffset,
-    done: OneShot<Result<()>>,
+    thread: std::thread::JoinHandle<std::io::Result<()>>,
+}
+
+impl Preparation {
+    /// Waits until it is done; whether it wrote and synced everything.
+    fn wait(self) -> bool {
+        match self.thread.join() {
+            Ok(Ok(())) => true,
+            Ok(Err(error)) => {
+                warn!("failed to write zeroes ahead of the log: {:?}", error);
+                false
+            }
+            Err(_) => {
+                warn!("the thread writing zeroes ahead of the log panicked");
+                false
+            }
+        }
+    }
 }
 
 /// A operation that can be applied asynchronously.
@@ -161,7 +179,7 @@ impl Drop for SegmentAccountant {
         // kubemock: no zeroes are written past the tip once the database is gone, where a
         // reopen of the same file could be using that space already.
         if let Some(preparation) = self.preparing.take() {
-            let _ = preparation.done.wait();
+            preparation.wait();
         }
         for segment in &self.segments {
             let segment_utilization = match segment {
@@ -1035,11 +1053,14 @@ impl SegmentAccountant {
     /// to commit that metadata through the file system's journal too: on ext4 on the development
     /// VM a 3 KiB write and `fdatasync` took 256-344 µs at the end of a file and 162-204 µs inside
     /// one written before (`fallocate`d space did not help, 212-280 µs: converting its unwritten
-    /// extents is metadata too). A pool thread writes the zeroes ahead and syncs them, so that
-    /// the flushes of the I/O buffers that later overwrite them neither extend the file nor
-    /// write the zeroes out themselves. Writing them on the thread that takes a segment, for the
-    /// next flush to sync, cost 8 % of the durable creates at 64 connections: that flush then
-    /// waited for megabytes of zeroes.
+    /// extents is metadata too). A thread of its own writes the zeroes ahead and syncs them, so
+    /// that the flushes of the I/O buffers that later overwrite them neither extend the file
+    /// nor write the zeroes out themselves. Writing them on the thread that takes a segment, for
+    /// the next flush to sync, cost 8 % of the durable creates at 64 connections: that flush
+    /// then waited for megabytes of zeroes. Not on sled's I/O pool either: a thread waiting
+    /// here holds the accountant's lock, every pool thread writing a buffer can be waiting
+    /// for that lock, and the zeroes would then never be written (a deadlock `.ci/run` found
+    /// in `storage/tests/budget.rs`).
     ///
     /// Zeroes are what recovery already expects of space it must not use: a zeroed segment
     /// header fails its checksum, so the segment is skipped, and a zero message kind is
@@ -1058,12 +1079,9 @@ impl SegmentAccountant {
             }
         }
         if let Some(preparation) = self.preparing.take() {
-            match preparation.done.wait() {
-                Some(Ok(())) => self.prepared_to = preparation.to,
-                Some(Err(error)) => {
-                    warn!("failed to write zeroes ahead of the log: {:?}", error)
-                }
-                None => {}
+            let to = preparation.to;
+            if preparation.wait() {
+                self.prepared_to = to;
             }
         }
         if self.prepared_to >= self.tip + segment_size * PREPARE_BELOW {
@@ -1073,19 +1091,21 @@ impl SegmentAccountant {
         let to = self.tip + segment_size * PREPARED_SEGMENTS;
         let config = self.config.clone();
         io_fail!(config, "prepare segments ahead");
-        let spawned = threadpool::spawn(move || -> Result<()> {
-            let zeroes = vec![MessageKind::Corrupted.into(); config.segment_size];
-            let mut at = from;
-            while at < to {
-                let len = std::cmp::min(to - at, segment_size);
-                pwrite_all(&config.file, &zeroes[..len as usize], at)?;
-                at += len;
-            }
-            config.file.sync_data()?;
-            Ok(())
-        });
+        // A thread of its own, which takes no lock: see above for why not sled's I/O pool.
+        let spawned = std::thread::Builder::new()
+            .name("sled-zeroes".into())
+            .spawn(move || -> std::io::Result<()> {
+                let zeroes = vec![MessageKind::Corrupted.into(); config.segment_size];
+                let mut at = from;
+                while at < to {
+                    let len = std::cmp::min(to - at, segment_size);
+                    pwrite_all(&config.file, &zeroes[..len as usize], at)?;
+                    at += len;
+                }
+                config.file.sync_data()
+            });
         match spawned {
-            Ok(done) => self.preparing = Some(Preparation { from, to, done }),
+            Ok(thread) => self.preparing = Some(Preparation { from, to, thread }),
             Err(error) => warn!(
                 "failed to start writing zeroes ahead of the log: {:?}",
                 error
@@ -1182,7 +1202,7 @@ impl SegmentAccountant {
         // kubemock: a preparation under way must not write past the truncation (see
         // `prepare_ahead`).
         if let Some(preparation) = self.preparing.take() {
-            let _ = preparation.done.wait();
+            preparation.wait();
         }
         self.prepared_to = std::cmp::min(self.prepared_to, at);
 
