@@ -178,9 +178,7 @@ impl Drop for SegmentAccountant {
     fn drop(&mut self) {
         // kubemock: no zeroes are written past the tip once the database is gone, where a
         // reopen of the same file could be using that space already.
-        if let Some(preparation) = self.preparing.take() {
-            preparation.wait();
-        }
+        self.finish_preparing();
         for segment in &self.segments {
             let segment_utilization = match segment {
                 Segment::Free(_) | Segment::Draining(_) => 0,
@@ -1078,12 +1076,7 @@ impl SegmentAccountant {
                 return Ok(());
             }
         }
-        if let Some(preparation) = self.preparing.take() {
-            let to = preparation.to;
-            if preparation.wait() {
-                self.prepared_to = to;
-            }
-        }
+        self.finish_preparing();
         if self.prepared_to >= self.tip + segment_size * PREPARE_BELOW {
             return Ok(());
         }
@@ -1112,6 +1105,17 @@ impl SegmentAccountant {
             ),
         }
         Ok(())
+    }
+
+    /// kubemock: waits for the preparation under way, if any, and counts what it wrote as
+    /// prepared.
+    fn finish_preparing(&mut self) {
+        if let Some(preparation) = self.preparing.take() {
+            let to = preparation.to;
+            if preparation.wait() {
+                self.prepared_to = to;
+            }
+        }
     }
 
     /// Returns the next offset to write a new segment in.
@@ -1201,9 +1205,7 @@ impl SegmentAccountant {
 
         // kubemock: a preparation under way must not write past the truncation (see
         // `prepare_ahead`).
-        if let Some(preparation) = self.preparing.take() {
-            preparation.wait();
-        }
+        self.finish_preparing();
         self.prepared_to = std::cmp::min(self.prepared_to, at);
 
         assert!(
