@@ -967,9 +967,34 @@ async fn secure_credentials(
 /// made the kernel zero 2 MiB pages at startup (spawn to first 200 on /readyz went from
 /// 5 ms to 8.5 ms). The `system-allocator` feature leaves it out, for heap profilers that
 /// trace the C allocator (heaptrack, valgrind; docs/benchmarks.md#controllers-at-scale-issue-23).
-#[cfg(not(feature = "system-allocator"))]
+#[cfg(all(not(feature = "system-allocator"), not(feature = "heap-count")))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The `heap-count` feature wraps the allocator in `cap::Cap` (no limit), which keeps the bytes
+/// that allocations hold now: the live heap, apart from what the allocator keeps around it
+/// (size-class rounding, partly used pages, freed memory not yet given back). `/metrics`
+/// reports it as `kubemock_heap_in_use_bytes` ([`heap_in_use`]), and the controller scale
+/// benchmark sets it beside the process's RSS.
+#[cfg(all(not(feature = "system-allocator"), feature = "heap-count"))]
+#[global_allocator]
+static ALLOCATOR: cap::Cap<mimalloc::MiMalloc> = cap::Cap::new(mimalloc::MiMalloc, usize::MAX);
+
+#[cfg(all(feature = "system-allocator", feature = "heap-count"))]
+#[global_allocator]
+static ALLOCATOR: cap::Cap<std::alloc::System> = cap::Cap::new(std::alloc::System, usize::MAX);
+
+/// What allocations hold now, when this build counts it (the `heap-count` feature).
+fn heap_in_use() -> Option<fn() -> usize> {
+    #[cfg(feature = "heap-count")]
+    {
+        Some(|| ALLOCATOR.allocated())
+    }
+    #[cfg(not(feature = "heap-count"))]
+    {
+        None
+    }
+}
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -1268,6 +1293,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             ready: Some(Arc::clone(&ready)),
             local: local_slot.clone(),
             clock: clock.clone(),
+            heap_in_use: heap_in_use(),
         },
         shutdown.clone(),
     ));

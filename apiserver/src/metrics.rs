@@ -10,7 +10,8 @@
 //! - `kubemock_store_revision`, `kubemock_store_compacted_revision`, the backend's own
 //!   gauges (`kubemock_etcd_watches`, `kubemock_etcd_watch_caches`),
 //!   `kubemock_crd_sync_timeouts_total`, `kubemock_watch_catch_ups_total`,
-//!   `process_start_time_seconds`
+//!   `process_start_time_seconds`, and `kubemock_heap_in_use_bytes` in a binary that counts
+//!   its allocations (the `heap-count` feature; [`crate::ServerConfig::heap_in_use`])
 //! - `kubemock_http_requests_total{verb,group,resource,request_content_type,response_content_type}`:
 //!   kubemock's own (upstream has no such metric), so that a test can tell which wire format
 //!   a client spoke (client-go's typed clients protobuf, the others JSON) without a request log
@@ -178,6 +179,8 @@ pub(crate) struct Snapshot {
     pub(crate) audit: Option<AuditSnapshot>,
     /// The store backend's own gauges ([`kubemock_storage::Kv::gauges`]).
     pub(crate) store: Vec<kubemock_storage::Gauge>,
+    /// The bytes the process's allocations hold, when the binary counts them.
+    pub(crate) heap_in_use: Option<u64>,
 }
 
 /// The audit log's counters (upstream's `pkg/audit/metrics.go`).
@@ -353,6 +356,14 @@ impl Metrics {
             Vec::new(),
             snapshot.watch_catch_ups as f64,
         );
+        if let Some(bytes) = snapshot.heap_in_use {
+            out.family(
+                "kubemock_heap_in_use_bytes",
+                "Bytes the process's allocations hold now (the live heap, without what the allocator keeps around it); only in a binary built to count them.",
+                "gauge",
+            );
+            out.sample("kubemock_heap_in_use_bytes", Vec::new(), bytes as f64);
+        }
         if let Some(audit) = snapshot.audit {
             out.family(
                 "apiserver_audit_event_total",
@@ -631,7 +642,25 @@ mod tests {
                 help: "h",
                 value: 2,
             }],
+            heap_in_use: None,
         }
+    }
+
+    #[test]
+    fn the_heap_gauge_is_there_only_when_the_binary_counts_its_allocations() {
+        let metrics = Metrics::new();
+        let text = metrics.render(snapshot());
+        assert!(!text.contains("kubemock_heap_in_use_bytes"), "{text}");
+        let text = metrics.render(Snapshot {
+            heap_in_use: Some(123_456_789),
+            ..snapshot()
+        });
+        assert!(
+            text.contains(
+                "\n# TYPE kubemock_heap_in_use_bytes gauge\nkubemock_heap_in_use_bytes 123456789\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

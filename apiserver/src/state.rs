@@ -103,6 +103,10 @@ pub struct ServerConfig {
     /// moves, shared with the in-process controllers. The audit log, the request log, token
     /// and certificate lifetimes stay on real time. Default: the system clock.
     pub clock: kubemock_apimachinery::clock::Clock,
+    /// The bytes the process's allocations hold now, for `/metrics`'
+    /// `kubemock_heap_in_use_bytes`: only a binary whose allocator counts them has it (the
+    /// `kubemock` binary built with its `heap-count` feature). `None` leaves the gauge out.
+    pub heap_in_use: Option<fn() -> usize>,
 }
 
 /// Which components (`controller-manager`, `scheduler`) run alongside this server, as
@@ -191,6 +195,7 @@ impl Default for ServerConfig {
             ready: None,
             local: None,
             clock: kubemock_apimachinery::clock::Clock::system(),
+            heap_in_use: None,
         }
     }
 }

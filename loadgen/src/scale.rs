@@ -3,7 +3,10 @@
 //! nodes; D Deployments of R replicas are created at once; the run ends when every Deployment
 //! reports all its replicas updated and Ready. It prints the time until every pod existed, the
 //! time until every pod was Ready, pods per second, and the server's resident memory: before
-//! the Deployments, at Ready, its peak, and the growth per pod.
+//! the Deployments, at Ready, its peak, and the growth per pod. A server built with the
+//! `heap-count` feature also reports the bytes its allocations hold (`/metrics`'
+//! `kubemock_heap_in_use_bytes`); the run prints that at Ready too, and the rest of the RSS,
+//! which is what the allocator keeps around them.
 //!
 //! Progress is read from the Deployments' own status (what `kubectl rollout status` reads), so
 //! the observer costs a few small requests per poll, not a list of every pod.
@@ -67,6 +70,9 @@ pub(crate) struct ScaleReport {
     pub(crate) rss_per_pod_kib: f64,
     /// Growth of the resident set from before the Deployments to Ready, per pod, in KiB.
     pub(crate) rss_growth_per_pod_kib: f64,
+    /// The bytes the server's allocations held at Ready, in KiB, when it counts them (a build
+    /// with the `heap-count` feature).
+    pub(crate) heap_ready_kib: Option<u64>,
     /// CPU seconds the server used from the first create until Ready.
     pub(crate) server_cpu_seconds: Option<f64>,
     /// The most nodes found not Ready at one look during the run (every [`NODE_CHECK`]; the
@@ -209,6 +215,7 @@ async fn measure(config: &ScaleConfig, server: &ServerProcess) -> anyhow::Result
     };
     let cpu_after = process_cpu(Some(pid));
     let memory = memory(pid)?;
+    let heap_ready_kib = heap_in_use(&client, &base).await?.map(|bytes| bytes / 1024);
     let ready = ready_nodes(&client, &base).await?;
     nodes_not_ready_max = nodes_not_ready_max.max(config.nodes.saturating_sub(ready));
     let ready_seconds = ready_at.as_secs_f64();
@@ -226,6 +233,7 @@ async fn measure(config: &ScaleConfig, server: &ServerProcess) -> anyhow::Result
         rss_peak_kib: memory.peak_kib,
         rss_per_pod_kib: memory.rss_kib as f64 / pods_f,
         rss_growth_per_pod_kib: memory.rss_kib.saturating_sub(rss_before_kib) as f64 / pods_f,
+        heap_ready_kib,
         server_cpu_seconds: cpu_between(cpu_before, cpu_after),
         nodes_not_ready_max,
     })
@@ -326,6 +334,30 @@ fn tally(deployments: &[Value]) -> (usize, usize) {
     (created, ready)
 }
 
+/// The bytes the server's allocations hold now, from its `/metrics`, if it counts them.
+async fn heap_in_use(client: &reqwest::Client, base: &str) -> anyhow::Result<Option<u64>> {
+    let text = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .context("reading /metrics")?
+        .error_for_status()
+        .context("reading /metrics")?
+        .text()
+        .await
+        .context("reading /metrics")?;
+    Ok(heap_gauge(&text))
+}
+
+/// `kubemock_heap_in_use_bytes` in a Prometheus text exposition, if it is there.
+fn heap_gauge(text: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let value = line.strip_prefix("kubemock_heap_in_use_bytes ")?;
+        // The server writes whole numbers; a float is read as one too.
+        value.trim().parse::<f64>().ok().map(|bytes| bytes as u64)
+    })
+}
+
 /// A process's resident set now and at its peak, in KiB.
 struct Memory {
     rss_kib: u64,
@@ -378,6 +410,19 @@ pub(crate) fn write_report(
         report.rss_growth_per_pod_kib,
         mib(report.rss_peak_kib)
     )?;
+    if let Some(heap_kib) = report.heap_ready_kib {
+        let pods = report.pods.max(1) as f64;
+        let beyond_kib = report.rss_ready_kib.saturating_sub(heap_kib);
+        writeln!(
+            out,
+            "  heap in use at Ready: {:.0} MiB ({:.1} KiB per pod); the RSS beyond it (kept by \
+             the allocator): {:.0} MiB ({:.1} KiB per pod)",
+            mib(heap_kib),
+            heap_kib as f64 / pods,
+            mib(beyond_kib),
+            beyond_kib as f64 / pods
+        )?;
+    }
     if let Some(cpu) = report.server_cpu_seconds {
         writeln!(out, "  server CPU until Ready: {cpu:.1} s")?;
     }
@@ -401,6 +446,49 @@ mod tests {
         let memory = parse_memory(status).expect("both fields");
         assert_eq!((memory.rss_kib, memory.peak_kib), (1024, 2048));
         assert!(parse_memory("Name:\tx\nVmRSS:\t 1 kB\n").is_none());
+    }
+
+    #[test]
+    fn the_heap_gauge_is_read_when_the_server_has_it() {
+        let text = "# HELP kubemock_watch_catch_ups_total w\nkubemock_watch_catch_ups_total 4\n\
+             # TYPE kubemock_heap_in_use_bytes gauge\nkubemock_heap_in_use_bytes 3221225472\n";
+        assert_eq!(heap_gauge(text), Some(3 << 30));
+        assert_eq!(heap_gauge("kubemock_watch_catch_ups_total 4\n"), None);
+    }
+
+    #[test]
+    fn the_report_sets_the_heap_beside_the_rss_when_there_is_one() {
+        let mut report = ScaleReport {
+            nodes: 1,
+            deployments: 1,
+            replicas: 1024,
+            pods: 1024,
+            created_seconds: 1.0,
+            ready_seconds: 2.0,
+            pods_per_second: 512.0,
+            rss_before_kib: 1024,
+            rss_ready_kib: 40 * 1024,
+            rss_peak_kib: 50 * 1024,
+            rss_per_pod_kib: 40.0,
+            rss_growth_per_pod_kib: 39.0,
+            heap_ready_kib: None,
+            server_cpu_seconds: None,
+            nodes_not_ready_max: 0,
+        };
+        let mut text = Vec::new();
+        write_report(&mut text, &report).expect("written");
+        assert!(!String::from_utf8_lossy(&text).contains("heap"));
+        report.heap_ready_kib = Some(30 * 1024);
+        let mut text = Vec::new();
+        write_report(&mut text, &report).expect("written");
+        let text = String::from_utf8_lossy(&text);
+        assert!(
+            text.contains(
+                "heap in use at Ready: 30 MiB (30.0 KiB per pod); the RSS beyond it (kept by the \
+                 allocator): 10 MiB (10.0 KiB per pod)"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

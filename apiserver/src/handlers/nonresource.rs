@@ -97,6 +97,10 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
         crd_sync_timeouts: state.crd_sync_timeouts(),
         watch_catch_ups: state.watch_catch_ups(),
         store: store.gauges(),
+        heap_in_use: state
+            .config()
+            .heap_in_use
+            .map(|in_use| u64::try_from(in_use()).unwrap_or(u64::MAX)),
         audit: state.config().audit.as_ref().map(|audit| {
             let counts = audit.counts();
             let load = |counter: &std::sync::atomic::AtomicU64| {
