@@ -8,7 +8,9 @@
 //! - `apiserver_longrunning_requests` (gauge: watches open now)
 //! - `apiserver_current_inflight_requests{request_kind}` (`readOnly`, `mutating`)
 //! - `kubemock_store_revision`, `kubemock_store_compacted_revision`, the backend's own
-//!   gauges (`kubemock_etcd_watches`, `kubemock_etcd_watch_caches`),
+//!   gauges (the embedded store's `kubemock_store_live_bytes` and
+//!   `kubemock_store_history_bytes`; etcd's `kubemock_etcd_watches`,
+//!   `kubemock_etcd_watch_caches`),
 //!   `kubemock_crd_sync_timeouts_total`, `kubemock_watch_catch_ups_total`,
 //!   `process_start_time_seconds`, and `kubemock_heap_in_use_bytes` in a binary that counts
 //!   its allocations (the `heap-count` feature; [`crate::ServerConfig::heap_in_use`])

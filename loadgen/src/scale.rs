@@ -6,7 +6,9 @@
 //! the Deployments, at Ready, its peak, and the growth per pod. A server built with the
 //! `heap-count` feature also reports the bytes its allocations hold (`/metrics`'
 //! `kubemock_heap_in_use_bytes`); the run prints that at Ready too, and the rest of the RSS,
-//! which is what the allocator keeps around them.
+//! which is what the allocator keeps around them. And it prints what the store holds at Ready
+//! (`kubemock_store_live_bytes`, `kubemock_store_history_bytes`): the records of the current
+//! objects, and history.
 //!
 //! Progress is read from the Deployments' own status (what `kubectl rollout status` reads), so
 //! the observer costs a few small requests per poll, not a list of every pod.
@@ -73,6 +75,10 @@ pub(crate) struct ScaleReport {
     /// The bytes the server's allocations held at Ready, in KiB, when it counts them (a build
     /// with the `heap-count` feature).
     pub(crate) heap_ready_kib: Option<u64>,
+    /// The store's records of the current objects at Ready, in KiB (its `/metrics`).
+    pub(crate) store_live_ready_kib: Option<u64>,
+    /// The store's history at Ready, in KiB (its `/metrics`).
+    pub(crate) store_history_ready_kib: Option<u64>,
     /// CPU seconds the server used from the first create until Ready.
     pub(crate) server_cpu_seconds: Option<f64>,
     /// The most nodes found not Ready at one look during the run (every [`NODE_CHECK`]; the
@@ -215,7 +221,8 @@ async fn measure(config: &ScaleConfig, server: &ServerProcess) -> anyhow::Result
     };
     let cpu_after = process_cpu(Some(pid));
     let memory = memory(pid)?;
-    let heap_ready_kib = heap_in_use(&client, &base).await?.map(|bytes| bytes / 1024);
+    let gauges = server_gauges(&client, &base).await?;
+    let kib = |name: &str| gauge(&gauges, name).map(|bytes| bytes / 1024);
     let ready = ready_nodes(&client, &base).await?;
     nodes_not_ready_max = nodes_not_ready_max.max(config.nodes.saturating_sub(ready));
     let ready_seconds = ready_at.as_secs_f64();
@@ -233,7 +240,9 @@ async fn measure(config: &ScaleConfig, server: &ServerProcess) -> anyhow::Result
         rss_peak_kib: memory.peak_kib,
         rss_per_pod_kib: memory.rss_kib as f64 / pods_f,
         rss_growth_per_pod_kib: memory.rss_kib.saturating_sub(rss_before_kib) as f64 / pods_f,
-        heap_ready_kib,
+        heap_ready_kib: kib("kubemock_heap_in_use_bytes"),
+        store_live_ready_kib: kib("kubemock_store_live_bytes"),
+        store_history_ready_kib: kib("kubemock_store_history_bytes"),
         server_cpu_seconds: cpu_between(cpu_before, cpu_after),
         nodes_not_ready_max,
     })
@@ -334,9 +343,9 @@ fn tally(deployments: &[Value]) -> (usize, usize) {
     (created, ready)
 }
 
-/// The bytes the server's allocations hold now, from its `/metrics`, if it counts them.
-async fn heap_in_use(client: &reqwest::Client, base: &str) -> anyhow::Result<Option<u64>> {
-    let text = client
+/// The server's `/metrics`, as text.
+async fn server_gauges(client: &reqwest::Client, base: &str) -> anyhow::Result<String> {
+    client
         .get(format!("{base}/metrics"))
         .send()
         .await
@@ -345,14 +354,13 @@ async fn heap_in_use(client: &reqwest::Client, base: &str) -> anyhow::Result<Opt
         .context("reading /metrics")?
         .text()
         .await
-        .context("reading /metrics")?;
-    Ok(heap_gauge(&text))
+        .context("reading /metrics")
 }
 
-/// `kubemock_heap_in_use_bytes` in a Prometheus text exposition, if it is there.
-fn heap_gauge(text: &str) -> Option<u64> {
+/// The value of the unlabelled gauge `name` in a Prometheus text exposition, if it is there.
+fn gauge(text: &str, name: &str) -> Option<u64> {
     text.lines().find_map(|line| {
-        let value = line.strip_prefix("kubemock_heap_in_use_bytes ")?;
+        let value = line.strip_prefix(name)?.strip_prefix(' ')?;
         // The server writes whole numbers; a float is read as one too.
         value.trim().parse::<f64>().ok().map(|bytes| bytes as u64)
     })
@@ -423,6 +431,20 @@ pub(crate) fn write_report(
             beyond_kib as f64 / pods
         )?;
     }
+    if let (Some(live_kib), Some(history_kib)) =
+        (report.store_live_ready_kib, report.store_history_ready_kib)
+    {
+        let pods = report.pods.max(1) as f64;
+        writeln!(
+            out,
+            "  store at Ready: records of the current objects {:.0} MiB ({:.1} KiB per pod), \
+             history {:.0} MiB ({:.1} KiB per pod)",
+            mib(live_kib),
+            live_kib as f64 / pods,
+            mib(history_kib),
+            history_kib as f64 / pods
+        )?;
+    }
     if let Some(cpu) = report.server_cpu_seconds {
         writeln!(out, "  server CPU until Ready: {cpu:.1} s")?;
     }
@@ -449,15 +471,17 @@ mod tests {
     }
 
     #[test]
-    fn the_heap_gauge_is_read_when_the_server_has_it() {
+    fn gauges_are_read_by_name_when_the_server_has_them() {
         let text = "# HELP kubemock_watch_catch_ups_total w\nkubemock_watch_catch_ups_total 4\n\
-             # TYPE kubemock_heap_in_use_bytes gauge\nkubemock_heap_in_use_bytes 3221225472\n";
-        assert_eq!(heap_gauge(text), Some(3 << 30));
-        assert_eq!(heap_gauge("kubemock_watch_catch_ups_total 4\n"), None);
+             # TYPE kubemock_heap_in_use_bytes gauge\nkubemock_heap_in_use_bytes 3221225472\n\
+             kubemock_store_live_bytes_other 1\nkubemock_store_live_bytes 2048\n";
+        assert_eq!(gauge(text, "kubemock_heap_in_use_bytes"), Some(3 << 30));
+        assert_eq!(gauge(text, "kubemock_store_live_bytes"), Some(2048));
+        assert_eq!(gauge(text, "kubemock_store_history_bytes"), None);
     }
 
     #[test]
-    fn the_report_sets_the_heap_beside_the_rss_when_there_is_one() {
+    fn the_report_sets_the_heap_and_the_store_beside_the_rss_when_there_are_some() {
         let mut report = ScaleReport {
             nodes: 1,
             deployments: 1,
@@ -472,13 +496,18 @@ mod tests {
             rss_per_pod_kib: 40.0,
             rss_growth_per_pod_kib: 39.0,
             heap_ready_kib: None,
+            store_live_ready_kib: None,
+            store_history_ready_kib: None,
             server_cpu_seconds: None,
             nodes_not_ready_max: 0,
         };
         let mut text = Vec::new();
         write_report(&mut text, &report).expect("written");
-        assert!(!String::from_utf8_lossy(&text).contains("heap"));
+        let text = String::from_utf8_lossy(&text);
+        assert!(!text.contains("heap") && !text.contains("store"), "{text}");
         report.heap_ready_kib = Some(30 * 1024);
+        report.store_live_ready_kib = Some(8 * 1024);
+        report.store_history_ready_kib = Some(2 * 1024);
         let mut text = Vec::new();
         write_report(&mut text, &report).expect("written");
         let text = String::from_utf8_lossy(&text);
@@ -486,6 +515,13 @@ mod tests {
             text.contains(
                 "heap in use at Ready: 30 MiB (30.0 KiB per pod); the RSS beyond it (kept by the \
                  allocator): 10 MiB (10.0 KiB per pod)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "store at Ready: records of the current objects 8 MiB (8.0 KiB per pod), history 2 \
+                 MiB (2.0 KiB per pod)"
             ),
             "{text}"
         );

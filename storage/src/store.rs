@@ -279,6 +279,10 @@ pub(crate) struct Shared {
     /// values and tombstones (live values are the data itself). Added to by the writer under
     /// the `state` write lock, reduced by compaction; a leaf lock, held for one operation.
     pub(crate) ledger: Mutex<Ledger>,
+    /// Bytes of the records of the keys' current values: what the store holds for the objects
+    /// that exist now, beside the history the `ledger` counts (`/metrics`). Written by the
+    /// writer under the `state` write lock, and once at open.
+    live_bytes: AtomicU64,
     /// The revision of the last checkpoint of the index (durable only; `checkpoint.rs`).
     /// Written by whoever writes a checkpoint, under the `compaction` lock.
     pub(crate) checkpointed: AtomicU64,
@@ -405,6 +409,7 @@ impl SledStore {
             budget_pressure: AtomicBool::new(false),
             budget_passes: AtomicU64::new(0),
             ledger: Mutex::new(Ledger::new(history_budget)),
+            live_bytes: AtomicU64::new(0),
             checkpointed: AtomicU64::new(loaded.checkpoint),
             checkpoint_due: AtomicBool::new(false),
             checkpoint_stale: AtomicBool::new(false),
@@ -456,13 +461,18 @@ impl SledStore {
                 }
                 // (Sized first, so that a million entries are not copied as it grows.)
                 let mut history = Vec::with_capacity(entries.saturating_sub(index.key_count()));
+                let mut live = 0;
                 for (_, entries) in index.iter() {
                     history_of(entries, &mut history);
+                    live += entries
+                        .last()
+                        .filter(|entry| entry.is_live())
+                        .map_or(0, |entry| entry.size);
                 }
                 let recorded = thread.is_none_or(|thread| thread.join().is_ok());
-                recorded.then_some(history)
+                recorded.then_some((history, live))
             });
-            let Some(history) = history else {
+            let Some((history, live)) = history else {
                 return Err(Error::Backend {
                     op: "record the keys' latest changes at open",
                     source: BackendError(Arc::new(std::io::Error::other("the thread panicked"))),
@@ -472,6 +482,7 @@ impl SledStore {
             shared
                 .checkpoint_entries
                 .store(entries as u64, Ordering::Release);
+            shared.live_bytes.store(live, Ordering::Release);
             let ledger = Ledger::from_history(history_budget, history);
             // Reopened with a smaller budget: the compactor's first pass is for it.
             if ledger.total() > history_budget {
@@ -549,6 +560,12 @@ impl SledStore {
     /// counts them ([`Config::history_budget`]): at most a 64th of the budget above the truth.
     pub fn history_bytes(&self) -> u64 {
         self.shared.ledger.lock().total()
+    }
+
+    /// Bytes of the records of the keys' current values (each key's latest change, when it is
+    /// not a delete): what the store holds for the objects that exist now, apart from history.
+    pub fn live_bytes(&self) -> u64 {
+        self.shared.live_bytes.load(Ordering::Relaxed)
     }
 
     /// How many passes for the history budget the background compactor has made (each
@@ -976,14 +993,14 @@ impl Shared {
         };
         let size = record.len() as u64;
         // The value this change replaced, and a tombstone itself, are history from now on.
-        let superseded = prev
+        let replaced = prev
             .as_ref()
             .and_then(|_| state.index.latest(&key))
-            .map_or(0, |replaced| replaced.size)
-            + match kind {
-                EventKind::Put => 0,
-                EventKind::Delete => size,
-            };
+            .map_or(0, |replaced| replaced.size);
+        let (superseded, live) = match kind {
+            EventKind::Put => (replaced, size),
+            EventKind::Delete => (replaced + size, 0),
+        };
         let record = Bytes::from(record);
         if !self.durable {
             self.backend.insert(revision, record.clone())?;
@@ -1001,6 +1018,12 @@ impl Shared {
             return Err(Error::IndexMismatch { revision });
         }
         self.note_history(revision, superseded);
+        // The only writer of the count holds the `state` write lock: no update is lost.
+        let live_bytes = self.live_bytes.load(Ordering::Relaxed);
+        self.live_bytes.store(
+            (live_bytes + live).saturating_sub(replaced),
+            Ordering::Relaxed,
+        );
         // Before the change is published (below, or by the group commit): see `tips.rs`.
         self.tips.record(&key, Tip::of(entry));
         let event = Arc::new(Event {
@@ -1407,6 +1430,21 @@ impl Kv for SledStore {
 
     fn revision_now(&self) -> Option<Revision> {
         Some(self.revision())
+    }
+
+    fn gauges(&self) -> Vec<crate::Gauge> {
+        vec![
+            crate::Gauge {
+                name: "kubemock_store_live_bytes",
+                help: "Bytes of the store's records of the current objects (each key's latest value), apart from history.",
+                value: self.live_bytes(),
+            },
+            crate::Gauge {
+                name: "kubemock_store_history_bytes",
+                help: "Bytes of history (superseded values and tombstones) the store holds, as its history budget counts them; compaction frees them.",
+                value: self.history_bytes(),
+            },
+        ]
     }
 
     fn sole_writer(&self) -> bool {

@@ -226,6 +226,87 @@ async fn durable_records_of_every_size_read_back_whole_after_reopen() {
     assert_eq!(got, want);
 }
 
+#[tokio::test]
+async fn live_and_history_bytes_follow_every_change_and_survive_a_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = || Config::durable(dir.path()).compaction_interval(None);
+    let gauges = |store: &SledStore| {
+        let gauges = store.gauges();
+        let value = |name: &str| {
+            gauges
+                .iter()
+                .find(|gauge| gauge.name == name)
+                .map(|gauge| gauge.value)
+        };
+        (
+            value("kubemock_store_live_bytes"),
+            value("kubemock_store_history_bytes"),
+        )
+    };
+    let (a, b) = (Bytes::from_static(b"/k/a"), Bytes::from_static(b"/k/b"));
+    let (live, history) = {
+        let store = SledStore::open(config()).expect("open");
+        assert_eq!((store.live_bytes(), store.history_bytes()), (0, 0));
+        store
+            .create(a.clone(), Bytes::from(vec![b'a'; 100]))
+            .await
+            .expect("create a");
+        let one = store.live_bytes();
+        // A record is its key, its value and a header of fixed length.
+        assert!(one > 104, "{one}");
+        store
+            .create(b.clone(), Bytes::from(vec![b'b'; 10]))
+            .await
+            .expect("create b");
+        assert_eq!(store.live_bytes(), 2 * one - 90);
+        assert_eq!(store.history_bytes(), 0);
+        // The replaced value becomes history; the new one is live.
+        store
+            .update(
+                a.clone(),
+                Bytes::from(vec![b'A'; 150]),
+                Guard::Unconditional,
+            )
+            .await
+            .expect("update a");
+        assert_eq!(store.live_bytes(), 2 * one - 90 + 50);
+        assert_eq!(store.history_bytes(), one);
+        // A delete moves the value to history, and its tombstone is history too.
+        store
+            .delete(b.clone(), Guard::Unconditional)
+            .await
+            .expect("delete b");
+        assert_eq!(store.live_bytes(), one + 50);
+        let tombstone = store.history_bytes() - one - (one - 90);
+        assert!(tombstone > 4 && tombstone < one, "{tombstone}");
+        assert_eq!(
+            gauges(&store),
+            (Some(store.live_bytes()), Some(store.history_bytes()))
+        );
+        // Compaction frees history, never the live records.
+        let revision = store.revision();
+        assert_eq!(store.compact(revision).await.expect("compact"), revision);
+        assert_eq!(store.live_bytes(), one + 50);
+        assert_eq!(store.history_bytes(), 0);
+        store
+            .update(
+                a.clone(),
+                Bytes::from(vec![b'a'; 100]),
+                Guard::Unconditional,
+            )
+            .await
+            .expect("update a again");
+        let counts = (store.live_bytes(), store.history_bytes());
+        assert_eq!(counts, (one, one + 50));
+        store.close();
+        counts
+    };
+    // Counted again at open, from the index.
+    let store = SledStore::open(config()).expect("reopen");
+    assert_eq!((store.live_bytes(), store.history_bytes()), (live, history));
+    assert_eq!(gauges(&store), (Some(live), Some(history)));
+}
+
 /// Replaces `/big`, last written at `revision`, with each of `versions` in turn; returns the
 /// revision of the last.
 async fn replace_large_object(
