@@ -221,8 +221,8 @@ async fn measure(config: &ScaleConfig, server: &ServerProcess) -> anyhow::Result
     };
     let cpu_after = process_cpu(Some(pid));
     let memory = memory(pid)?;
-    let gauges = server_gauges(&client, &base).await?;
-    let kib = |name: &str| gauge(&gauges, name).map(|bytes| bytes / 1024);
+    let metrics = metrics_text(&client, &base).await?;
+    let kib = |name: &str| gauge(&metrics, name).map(|bytes| bytes / 1024);
     let ready = ready_nodes(&client, &base).await?;
     nodes_not_ready_max = nodes_not_ready_max.max(config.nodes.saturating_sub(ready));
     let ready_seconds = ready_at.as_secs_f64();
@@ -344,7 +344,7 @@ fn tally(deployments: &[Value]) -> (usize, usize) {
 }
 
 /// The server's `/metrics`, as text.
-async fn server_gauges(client: &reqwest::Client, base: &str) -> anyhow::Result<String> {
+async fn metrics_text(client: &reqwest::Client, base: &str) -> anyhow::Result<String> {
     client
         .get(format!("{base}/metrics"))
         .send()
@@ -418,31 +418,30 @@ pub(crate) fn write_report(
         report.rss_growth_per_pod_kib,
         mib(report.rss_peak_kib)
     )?;
+    let per_pod = |kib: u64| kib as f64 / report.pods.max(1) as f64;
     if let Some(heap_kib) = report.heap_ready_kib {
-        let pods = report.pods.max(1) as f64;
         let beyond_kib = report.rss_ready_kib.saturating_sub(heap_kib);
         writeln!(
             out,
             "  heap in use at Ready: {:.0} MiB ({:.1} KiB per pod); the RSS beyond it (kept by \
              the allocator): {:.0} MiB ({:.1} KiB per pod)",
             mib(heap_kib),
-            heap_kib as f64 / pods,
+            per_pod(heap_kib),
             mib(beyond_kib),
-            beyond_kib as f64 / pods
+            per_pod(beyond_kib)
         )?;
     }
     if let (Some(live_kib), Some(history_kib)) =
         (report.store_live_ready_kib, report.store_history_ready_kib)
     {
-        let pods = report.pods.max(1) as f64;
         writeln!(
             out,
             "  store at Ready: records of the current objects {:.0} MiB ({:.1} KiB per pod), \
              history {:.0} MiB ({:.1} KiB per pod)",
             mib(live_kib),
-            live_kib as f64 / pods,
+            per_pod(live_kib),
             mib(history_kib),
-            history_kib as f64 / pods
+            per_pod(history_kib)
         )?;
     }
     if let Some(cpu) = report.server_cpu_seconds {
