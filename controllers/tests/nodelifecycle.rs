@@ -14,7 +14,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kubemock_client::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kubemock_client::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
 use kubemock_controllers::ManagerConfig;
 use kubemock_controllers::clock::FakeClock;
 use kubemock_controllers::kubelet::node::DOWN_ANNOTATION;
@@ -296,6 +298,65 @@ async fn a_node_that_goes_down_is_tainted_its_pods_evicted_and_replaced_and_it_c
                 .then_some(())
         })
         .await;
+    }
+    cluster.stop().await;
+}
+
+/// A kubelet whose status post fails still renews its Lease (upstream's kubelet posts its
+/// status and renews its Lease in two loops: `pkg/kubelet/kubelet_node_status.go` and
+/// `component-helpers/apimachinery/lease/controller.go`). Every status write is refused with
+/// a conflict here (a Fault), and the status falls due when the clock passes the 5 minutes of
+/// `nodeStatusReportFrequency`: the Leases are renewed at the new time all the same, and the
+/// node lifecycle controller does not find the nodes silent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_status_post_does_not_stop_the_lease_renewals() {
+    let clock = FakeClock::new(kubemock_apimachinery::time::whole_seconds(Timestamp::now()));
+    let cluster = Cluster::start_with(ManagerConfig::default().with_clock(clock.clone())).await;
+    let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), "kube-node-lease");
+    let nodes: Api<Node> = Api::all(cluster.client.clone());
+    wait_for("three node leases", || async {
+        let list = leases.list(&ListParams::default()).await.expect("leases");
+        (list.items.len() == 3).then_some(())
+    })
+    .await;
+
+    let faults = ApiResource::new("testing.kubemock.dev", "v1", "Fault", "faults", false);
+    let mut fault = DynamicObject::new("node-status-conflicts", &faults);
+    fault.data.insert(
+        "spec".to_owned(),
+        json!({"match": {"verbs": ["update"], "resource": "nodes", "subresource": "status"},
+            "action": {"status": {"code": 409}}}),
+    );
+    Api::<DynamicObject>::dynamic(cluster.client.clone(), &faults, None)
+        .create(&PostParams::default(), &fault)
+        .await
+        .expect("create the fault");
+
+    // Past the status report frequency, in steps shorter than the grace period, as time goes.
+    for _ in 0..7 {
+        clock.advance(Duration::from_secs(45));
+        let now = clock.now();
+        wait_for("the leases renewed at the new time", || async {
+            let list = leases.list(&ListParams::default()).await.expect("leases");
+            list.items
+                .iter()
+                .all(|l| renew_time(l).is_some_and(|t| t >= now))
+                .then_some(())
+        })
+        .await;
+    }
+    for node in nodes
+        .list(&ListParams::default())
+        .await
+        .expect("nodes")
+        .items
+    {
+        assert_eq!(
+            ready(&node).map(|(status, _, _)| status).as_deref(),
+            Some("True"),
+            "{:?}",
+            node.metadata.name
+        );
     }
     cluster.stop().await;
 }

@@ -57,11 +57,13 @@ pub const SIMULATED_ANNOTATION: &str = "kubemock.dev/simulated";
 const REGISTER_RETRY: Duration = Duration::from_millis(500);
 /// Concurrent pod syncs.
 const WORKERS: usize = 4;
-/// Concurrent node heartbeats. Each real kubelet renews its own Lease, so a thousand nodes
-/// renew a hundred Leases a second whatever the load; two workers (the runtime's default)
-/// doing that one request after the other fell behind once a busy server answered in more
-/// than 20 ms, and the node lifecycle controller found the nodes silent (issue 23's 100k
-/// run). Idle workers cost nothing.
+/// Concurrent node heartbeats, at least: one per simulated node beyond that. Each real kubelet
+/// renews its own Lease, so a thousand nodes renew a hundred Leases a second whatever the
+/// load, and no node's renewal waits for another's. Two workers (the runtime's default) doing
+/// that one request after the other fell behind once a busy server answered in more than
+/// 20 ms, and the node lifecycle controller found the nodes silent (issue 23's 100k run); 32
+/// fell behind the same way once an overloaded server took over 320 ms (a thousand nodes
+/// need a hundred renewals a second). Idle workers cost nothing.
 const NODE_WORKERS: usize = 32;
 
 /// How the simulated nodes behave.
@@ -249,8 +251,8 @@ impl Kubelet {
         // (sync_node requeues itself), and at once when a fake clock moves.
         let node_ctx = ctx.clone();
         let node_store = self.nodes.store();
-        let mut node_controller =
-            Controller::new("kubelet-nodes", self.nodes.clone()).workers(NODE_WORKERS);
+        let mut node_controller = Controller::new("kubelet-nodes", self.nodes.clone())
+            .workers(NODE_WORKERS.max(self.config.nodes));
         if stages_served {
             node_controller = node_controller.watches(&self.stages, move |_| {
                 node_store.list().iter().map(|n| n.key()).collect()
@@ -362,9 +364,10 @@ async fn sync_node(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
     let now = ctx.config.clock.now();
     // Stages for Node drive the node's status; the kubelet only renews its Lease.
     if ctx.stages.drives("Node") {
-        let action = stages::sync_node(&ctx, &key, &node).await?;
+        // (Renewed whatever the Stage's write gave, as below.)
+        let action = stages::sync_node(&ctx, &key, &node).await;
         renew_lease(&ctx, &node, now).await?;
-        return Ok(match action {
+        return Ok(match action? {
             Action::RequeueAfter(after) => Action::RequeueAfter(after.min(LEASE_RENEW)),
             _ => Action::RequeueAfter(LEASE_RENEW),
         });
@@ -384,7 +387,15 @@ async fn sync_node(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
         {
             Ok(_) => tracing::debug!(node = %key.name, "simulated node posted its status"),
             Err(err) if err.is_not_found() => return Ok(Action::AwaitChange),
-            Err(err) => return Err(err.into()),
+            Err(err) => {
+                // The Lease is renewed all the same: upstream's kubelet posts its status and
+                // renews its Lease in two loops, so one failing never silences the other. Here
+                // a status write that conflicted (the node lifecycle controller wrote the node,
+                // and this cache had not seen it yet) skipped the renewal, and each retry
+                // waited longer (the queue's backoff) while the node stayed silent.
+                renew_lease(&ctx, &node, now).await?;
+                return Err(err.into());
+            }
         }
     }
     renew_lease(&ctx, &node, now).await?;
