@@ -28,6 +28,18 @@ fn renew_time(lease: &Lease) -> Option<Timestamp> {
     lease.spec.as_ref()?.renew_time.as_ref().map(|t| t.0)
 }
 
+/// Waits until every Lease was renewed at `since` or later.
+async fn leases_renewed_since(leases: &Api<Lease>, since: Timestamp) {
+    wait_for("the leases renewed at the new time", || async {
+        let list = leases.list(&ListParams::default()).await.expect("leases");
+        list.items
+            .iter()
+            .all(|l| renew_time(l).is_some_and(|t| t >= since))
+            .then_some(())
+    })
+    .await;
+}
+
 fn ready(node: &Node) -> Option<(String, Option<String>, Option<String>)> {
     node.status
         .as_ref()?
@@ -108,18 +120,7 @@ async fn a_node_that_goes_down_is_tainted_its_pods_evicted_and_replaced_and_it_c
     // Renewed every 10 s of the clock.
     clock.advance(Duration::from_secs(10));
 
-    let renewed_at = clock.now();
-    wait_for("the leases renewed at the new time", || async {
-        let list = leases
-            .list(&ListParams::default())
-            .await
-            .expect("leases")
-            .items;
-        list.iter()
-            .all(|l| renew_time(l).is_some_and(|t| t >= renewed_at))
-            .then_some(())
-    })
-    .await;
+    leases_renewed_since(&leases, clock.now()).await;
 
     // Three replicas, one per node (the scheduler spreads them).
     let deployment: Deployment = serde_json::from_value(json!({
@@ -335,15 +336,7 @@ async fn a_failing_status_post_does_not_stop_the_lease_renewals() {
     // Past the status report frequency, in steps shorter than the grace period, as time goes.
     for _ in 0..7 {
         clock.advance(Duration::from_secs(45));
-        let now = clock.now();
-        wait_for("the leases renewed at the new time", || async {
-            let list = leases.list(&ListParams::default()).await.expect("leases");
-            list.items
-                .iter()
-                .all(|l| renew_time(l).is_some_and(|t| t >= now))
-                .then_some(())
-        })
-        .await;
+        leases_renewed_since(&leases, clock.now()).await;
     }
     for node in nodes
         .list(&ListParams::default())
