@@ -189,6 +189,9 @@ pub(crate) struct Inner {
     pub(crate) caches: cache::Caches,
     /// Open etcd watches ([`watch::EtcdWatch`]s alive).
     pub(crate) etcd_watches: AtomicUsize,
+    /// What a compaction must bring up to its point first, one per open etcd watch (dead
+    /// entries are dropped as new ones come).
+    pub(crate) marks: parking_lot::Mutex<Vec<std::sync::Weak<watch::Mark>>>,
 }
 
 impl EtcdStore {
@@ -217,6 +220,7 @@ impl EtcdStore {
                 stop.clone(),
             ),
             etcd_watches: AtomicUsize::new(0),
+            marks: parking_lot::Mutex::new(Vec::new()),
         });
         let store = EtcdStore {
             inner,
@@ -364,6 +368,8 @@ impl Inner {
         if at <= known {
             return Ok(known);
         }
+        // Past `at`, the open watches could no longer prove their progress answers.
+        watch::freshen(self, at).await;
         match self
             .client
             .compact(proto::CompactionRequest {

@@ -16,9 +16,20 @@
 //! [`VERIFY_WINDOW`] revisions at a time; when they find a change, the request is sent again
 //! shortly (its events are on their way). A verified progress also moves D, so the windows
 //! stay short.
+//!
+//! Compaction takes the history those reads need. So before this store compacts to C, every
+//! open watch whose D is below C is brought to C first ([`freshen`]): the same reads prove
+//! that nothing changed in (D, C], or, when something did, the compaction waits (at most
+//! [`FRESHEN_WAIT`]) for those events to arrive. A watch whose window still reaches below the
+//! compaction point (another server compacted, or its events never came) can no longer prove
+//! an answer, and etcd's alone cannot be believed: it ends with `Compacted`, as etcd ends a
+//! watcher that fell behind compaction, and its consumer lists again. Believing it instead
+//! lost events: a key created and deleted below the compaction point, in flight when etcd
+//! answered.
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -26,6 +37,7 @@ use bytes::Bytes;
 use futures_core::Stream;
 use kubemock_storage::{Error, Event, EventKind, Result, Revision, Watch, WatchItem};
 use parking_lot::Mutex;
+use tokio::sync::Notify;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 use tracing::debug;
@@ -42,6 +54,91 @@ const PROGRESS_RETRY: Duration = Duration::from_millis(20);
 const VERIFY_WINDOW: u64 = 100;
 /// A key nobody writes, watched from revision 1 to learn the compaction point.
 const PROBE_KEY: &[u8] = b"\0kubemock/compaction-probe";
+/// How long a compaction waits for a watch's pending events before compacting anyway (the
+/// watch then ends `Compacted` at its next progress answer). etcd syncs a watcher that
+/// replays history every 100 ms.
+pub(crate) const FRESHEN_WAIT: Duration = Duration::from_secs(2);
+
+/// What a compaction needs to know of an open watch: its range, and the revision up to which
+/// every change under it has reached the consumer (D in the module comment). The watch's task
+/// moves it with events and verified progress; [`freshen`] moves it over a quiet window.
+pub(crate) struct Mark {
+    key: Bytes,
+    range_end: Bytes,
+    received: AtomicU64,
+    /// Notified when the task moves `received` (a freshen waiting for pending events).
+    moved: Notify,
+}
+
+impl Mark {
+    fn received(&self) -> Revision {
+        self.received.load(Ordering::Acquire)
+    }
+
+    fn advance(&self, to: Revision) {
+        self.received.fetch_max(to, Ordering::AcqRel);
+    }
+
+    /// Moves `received` to `target` as far as reads prove nothing changed; when something did,
+    /// waits for the task to receive it, until `deadline`. Gives up (the watch will end
+    /// `Compacted` if it needs that history) on a failed read or at the deadline.
+    async fn freshen(&self, inner: &Inner, target: Revision, deadline: tokio::time::Instant) {
+        loop {
+            // Registered before `received` is read: an event arriving during the reads wakes
+            // the wait below.
+            let moved = self.moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
+            let since = self.received();
+            if since >= target {
+                return;
+            }
+            let end = target.min(since + VERIFY_WINDOW);
+            match unchanged(inner, &self.key, &self.range_end, since, end).await {
+                Ok(true) => self.advance(end),
+                Ok(false) => {
+                    if tokio::time::timeout_at(deadline, moved).await.is_err() {
+                        debug!(
+                            key = %String::from_utf8_lossy(&self.key),
+                            received = since,
+                            target,
+                            "watch not caught up before compaction"
+                        );
+                        return;
+                    }
+                }
+                Err(err) => {
+                    debug!(error = %err, "cannot bring a watch up to the compaction point");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Brings every open watch of this store up to `target` before it is compacted to it (see
+/// the module comment).
+pub(crate) async fn freshen(inner: &Inner, target: Revision) {
+    let behind: Vec<Arc<Mark>> = {
+        let mut marks = inner.marks.lock();
+        marks.retain(|mark| mark.strong_count() > 0);
+        marks
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .filter(|mark| mark.received() < target)
+            .collect()
+    };
+    if behind.is_empty() {
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + FRESHEN_WAIT;
+    futures_util::future::join_all(
+        behind
+            .iter()
+            .map(|mark| mark.freshen(inner, target, deadline)),
+    )
+    .await;
+}
 
 /// What the task leaves for the stream when it ends.
 #[derive(Default)]
@@ -212,16 +309,25 @@ impl EtcdWatch {
         let (item_sender, items) = mpsc::channel(inner.watch_buffer);
         let (progress, progress_wanted) = mpsc::channel(1);
         let ending = Arc::new(Ending::default());
+        let mark = Arc::new(Mark {
+            key,
+            range_end,
+            received: AtomicU64::new(after),
+            moved: Notify::new(),
+        });
+        {
+            let mut marks = inner.marks.lock();
+            marks.retain(|mark| mark.strong_count() > 0);
+            marks.push(Arc::downgrade(&mark));
+        }
         let task = tokio::spawn(
             Follower {
                 inner: Arc::clone(inner),
-                key,
-                range_end,
+                mark,
                 stream,
                 requests,
                 items: item_sender,
                 progress_wanted,
-                received: after,
                 ending: Arc::clone(&ending),
             }
             .run(),
@@ -257,14 +363,13 @@ fn cancellation(inner: &Inner, response: &proto::WatchResponse, received: Revisi
 /// The task that follows one etcd watch.
 struct Follower {
     inner: Arc<Inner>,
-    key: Bytes,
-    range_end: Bytes,
+    /// The range, and the revision every change up to which is queued (initially the start
+    /// revision), shared with compactions.
+    mark: Arc<Mark>,
     stream: tonic::Streaming<proto::WatchResponse>,
     requests: mpsc::Sender<proto::WatchRequest>,
     items: mpsc::Sender<Result<WatchItem>>,
     progress_wanted: mpsc::Receiver<()>,
-    /// Revision of the last event queued (initially the start revision).
-    received: Revision,
     ending: Arc<Ending>,
 }
 
@@ -313,17 +418,20 @@ impl Follower {
                         Err(status) => return Err(Stop::Error(failure(status).into_error())),
                     };
                     if response.canceled {
-                        return Err(Stop::Error(cancellation(&self.inner, &response, self.received)));
+                        let received = self.mark.received();
+                        return Err(Stop::Error(cancellation(&self.inner, &response, received)));
                     }
                     if !response.events.is_empty() {
                         for event in response.events {
                             let event = self.event(event).map_err(Stop::Error)?;
-                            self.received = event.revision();
+                            let revision = event.revision();
                             self.queue(WatchItem::Event(Arc::new(event)))?;
+                            self.mark.advance(revision);
                         }
+                        self.mark.moved.notify_waiters();
                     } else if wanted && !response.created {
                         let at = header_revision(response.header.as_ref());
-                        let before = self.received;
+                        let before = self.mark.received();
                         let reached = self.verify_progress(at).await.map_err(Stop::Error)?;
                         if reached {
                             wanted = false;
@@ -331,8 +439,9 @@ impl Follower {
                             retry = true;
                         }
                         // Also a partial advance: a consumer waiting for less gets it now.
-                        if reached || self.received > before {
-                            self.queue(WatchItem::Progress(self.received))?;
+                        let received = self.mark.received();
+                        if reached || received > before {
+                            self.queue(WatchItem::Progress(received))?;
                         }
                     }
                 }
@@ -356,7 +465,7 @@ impl Follower {
         match self.items.try_send(Ok(item)) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(_)) => {
-                debug!(received = self.received, "etcd watcher lagged");
+                debug!(received = self.mark.received(), "etcd watcher lagged");
                 Err(Stop::Quiet)
             }
             Err(TrySendError::Closed(_)) => Err(Stop::Quiet),
@@ -387,90 +496,110 @@ impl Follower {
     }
 
     /// Moves `received` as far towards `at` as reads prove that nothing under the prefix
-    /// changed (see the module comment); returns whether it reached `at`.
+    /// changed (see the module comment); returns whether it reached `at`. Fails `Compacted`
+    /// when the reads need history that is gone.
     async fn verify_progress(&mut self, at: Revision) -> Result<bool> {
-        while self.received < at {
-            let since = self.received;
+        loop {
+            let since = self.mark.received();
+            if since >= at {
+                return Ok(true);
+            }
             let end = at.min(since + VERIFY_WINDOW);
-            match self.unchanged(since, end).await {
-                Ok(true) => self.received = end,
+            match unchanged(
+                &self.inner,
+                &self.mark.key,
+                &self.mark.range_end,
+                since,
+                end,
+            )
+            .await
+            {
+                Ok(true) => self.mark.advance(end),
                 Ok(false) => return Ok(false),
-                // The snapshot at `since` is gone (a quiet watcher whose last event was
-                // compacted): nothing left to compare with, etcd's answer is all there is.
+                // A compaction brought this watch past `since` meanwhile: go on from there.
+                Err(Error::Compacted { .. }) if self.mark.received() > since => {}
+                // Nothing left to compare with, and etcd's answer alone cannot be believed.
                 Err(Error::Compacted { .. }) => {
-                    self.received = at;
-                    return Ok(true);
+                    let known = self.inner.compacted.load(Ordering::Acquire);
+                    return Err(Error::Compacted {
+                        requested: since,
+                        compacted: known.max(since + 1),
+                    });
                 }
                 Err(err) => return Err(err),
             }
         }
-        Ok(true)
     }
+}
 
-    /// Whether no key under the prefix changed in `(since, end]`: none has a mod revision in
-    /// it at `end` (the last change of a key that still exists), and the number of keys is the
-    /// same at every revision of it (the last change of a key that no longer exists, a
-    /// delete, lowers it). One transaction of count-only reads.
-    async fn unchanged(&self, since: Revision, end: Revision) -> Result<bool> {
-        let read = |at: Revision, count_only: bool, min_mod: Revision| proto::RequestOp {
-            request: Some(proto::request_op::Request::RequestRange(
-                proto::RangeRequest {
-                    key: self.key.clone(),
-                    range_end: self.range_end.clone(),
-                    // The store's revision 0 is etcd's first revision (no key); see `read_at`.
-                    revision: etcd_revision(at.max(1)),
-                    count_only,
-                    keys_only: !count_only,
-                    limit: i64::from(!count_only),
-                    min_mod_revision: etcd_revision(min_mod),
-                    ..Default::default()
-                },
-            )),
-        };
-        let mut reads = vec![read(end, false, since + 1)];
-        reads.extend((since..=end).map(|at| read(at, true, 0)));
-        let response = self
-            .inner
-            .client
-            .txn_failure(proto::TxnRequest {
-                compare: Vec::new(),
-                success: reads,
-                failure: Vec::new(),
-            })
-            .await
-            .map_err(|failure| match failure {
-                // A compacted snapshot fails the whole transaction.
-                Failure::Compacted => Error::Compacted {
-                    requested: since,
-                    compacted: since + 1,
-                },
-                other => other.into_error(),
-            })?;
-        let mut ranges = response.responses.into_iter().map(|op| match op.response {
-            Some(proto::response_op::Response::ResponseRange(range)) => Ok(range),
-            _ => Err(crate::client::backend(
-                "etcd answered a read transaction without its reads".to_owned(),
-            )),
-        });
-        let Some(written) = ranges.next() else {
-            return Err(crate::client::backend(
-                "etcd answered a read transaction without its reads".to_owned(),
-            ));
-        };
-        if !written?.kvs.is_empty() {
+/// Whether no key in `[key, range_end)` changed in `(since, end]`: none has a mod revision in
+/// it at `end` (the last change of a key that still exists), and the number of keys is the
+/// same at every revision of it (the last change of a key that no longer exists, a delete,
+/// lowers it). One transaction of count-only reads.
+async fn unchanged(
+    inner: &Inner,
+    key: &Bytes,
+    range_end: &Bytes,
+    since: Revision,
+    end: Revision,
+) -> Result<bool> {
+    let read = |at: Revision, count_only: bool, min_mod: Revision| proto::RequestOp {
+        request: Some(proto::request_op::Request::RequestRange(
+            proto::RangeRequest {
+                key: key.clone(),
+                range_end: range_end.clone(),
+                // The store's revision 0 is etcd's first revision (no key); see `read_at`.
+                revision: etcd_revision(at.max(1)),
+                count_only,
+                keys_only: !count_only,
+                limit: i64::from(!count_only),
+                min_mod_revision: etcd_revision(min_mod),
+                ..Default::default()
+            },
+        )),
+    };
+    let mut reads = vec![read(end, false, since + 1)];
+    reads.extend((since..=end).map(|at| read(at, true, 0)));
+    let response = inner
+        .client
+        .txn_failure(proto::TxnRequest {
+            compare: Vec::new(),
+            success: reads,
+            failure: Vec::new(),
+        })
+        .await
+        .map_err(|failure| match failure {
+            // A compacted snapshot fails the whole transaction.
+            Failure::Compacted => Error::Compacted {
+                requested: since,
+                compacted: since + 1,
+            },
+            other => other.into_error(),
+        })?;
+    let mut ranges = response.responses.into_iter().map(|op| match op.response {
+        Some(proto::response_op::Response::ResponseRange(range)) => Ok(range),
+        _ => Err(crate::client::backend(
+            "etcd answered a read transaction without its reads".to_owned(),
+        )),
+    });
+    let Some(written) = ranges.next() else {
+        return Err(crate::client::backend(
+            "etcd answered a read transaction without its reads".to_owned(),
+        ));
+    };
+    if !written?.kvs.is_empty() {
+        return Ok(false);
+    }
+    let mut counts = ranges.map(|range| range.map(|range| range.count));
+    let Some(first) = counts.next().transpose()? else {
+        return Ok(true);
+    };
+    for count in counts {
+        if count? != first {
             return Ok(false);
         }
-        let mut counts = ranges.map(|range| range.map(|range| range.count));
-        let Some(first) = counts.next().transpose()? else {
-            return Ok(true);
-        };
-        for count in counts {
-            if count? != first {
-                return Ok(false);
-            }
-        }
-        Ok(true)
     }
+    Ok(true)
 }
 
 /// The receiving end of a watch, direct or through a cache: the items its task sends, and the
