@@ -14,8 +14,13 @@
 //! `queue ⊆ dirty`, `queue ∩ processing = ∅`, and an item in `dirty ∩ processing` is queued
 //! again by `done`.
 //!
-//! No background task: delayed items are promoted by whichever `get` finds them due, and a
-//! waiting `get` sleeps until the earliest due time.
+//! No background task: delayed items are promoted by whichever `get` finds them due. Of the
+//! idle getters, one at a time watches the timer (sleeps until the earliest due time); the
+//! others wait to be handed an item. So a due item wakes one getter, and a delayed add wakes
+//! the watcher only when it is the new earliest, as client-go's delaying queue wakes its one
+//! `waitingLoop` goroutine (`util/workqueue/delaying_queue.go`). Every idle getter sleeping
+//! until the earliest due time, and every delayed add waking them all, cost a controller with
+//! a thousand workers (one per simulated node) some 100,000 wake-ups a second.
 
 pub mod rate_limit;
 
@@ -76,6 +81,8 @@ struct State<T> {
     waiting_index: HashMap<T, (Instant, u64)>,
     /// Sequence of the next delayed entry (ties keep insertion order).
     next_seq: u64,
+    /// An idle getter sleeps until the earliest due time (there is at most one).
+    timer_watched: bool,
     shutting_down: bool,
     metrics: Metrics,
 }
@@ -112,11 +119,43 @@ impl<T: QueueItem> State<T> {
 
 struct Inner<T> {
     state: Mutex<State<T>>,
-    /// Wakes a waiting `get` (one per add; all on shutdown or a new earliest due time).
+    /// Wakes a waiting `get` (one per add, or to watch the timer; all on shutdown).
     ready: Notify,
+    /// Wakes the getter watching the timer: an earlier due time came.
+    timer: Notify,
     /// Wakes `shutdown_with_drain` when the last item in flight is done.
     drained: Notify,
     limiter: Box<dyn RateLimiter<T>>,
+}
+
+/// A getter's watch of the timer: ended when it wakes; if its `get` is dropped while it
+/// watches, another idle getter takes the watch over.
+struct TimerWatch<'a, T> {
+    inner: &'a Inner<T>,
+    ended: bool,
+}
+
+impl<T> TimerWatch<'_, T> {
+    fn end(mut self) {
+        self.ended = true;
+        self.inner.state.lock().timer_watched = false;
+    }
+}
+
+impl<T> Drop for TimerWatch<'_, T> {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let waiting = {
+            let mut state = self.inner.state.lock();
+            state.timer_watched = false;
+            !state.waiting.is_empty()
+        };
+        if waiting {
+            self.inner.ready.notify_one();
+        }
+    }
 }
 
 /// A deduplicating, delaying, rate-limited work queue. Cheap to clone.
@@ -168,10 +207,12 @@ impl<T: QueueItem> WorkQueue<T> {
                     waiting: BTreeMap::new(),
                     waiting_index: HashMap::new(),
                     next_seq: 0,
+                    timer_watched: false,
                     shutting_down: false,
                     metrics: Metrics::default(),
                 }),
                 ready: Notify::new(),
+                timer: Notify::new(),
                 drained: Notify::new(),
                 limiter: Box::new(limiter),
             }),
@@ -192,7 +233,7 @@ impl<T: QueueItem> WorkQueue<T> {
             return self.add(item);
         }
         let due = Instant::now() + delay;
-        {
+        let watched = {
             let mut state = self.inner.state.lock();
             if state.shutting_down {
                 return;
@@ -205,11 +246,21 @@ impl<T: QueueItem> WorkQueue<T> {
             }
             let seq = state.next_seq;
             state.next_seq += 1;
+            let earliest = state
+                .waiting
+                .first_key_value()
+                .is_none_or(|(first, _)| (due, seq) < *first);
             state.waiting.insert((due, seq), item.clone());
             state.waiting_index.insert(item, (due, seq));
+            state.timer_watched.then_some(earliest)
+        };
+        match watched {
+            // The watcher sleeps until a later time: it wakes to sleep until this one.
+            Some(true) => self.inner.timer.notify_one(),
+            Some(false) => {}
+            // Nobody watches the timer: an idle getter (if any) starts to.
+            None => self.inner.ready.notify_one(),
         }
-        // Waiting getters recompute their wake-up time.
-        self.inner.ready.notify_waiters();
     }
 
     /// Queues `item` to be handed out once `window` has passed, unless it is queued already
@@ -260,10 +311,12 @@ impl<T: QueueItem> WorkQueue<T> {
                         state.metrics.queue_latency_count += 1;
                         state.metrics.queue_latency_total += now.saturating_duration_since(queued);
                     }
-                    let more = !state.queue.is_empty();
+                    // Pass the baton: another getter may take the next item, or watch the
+                    // timer in this one's place.
+                    let wake = !state.queue.is_empty()
+                        || (!state.waiting.is_empty() && !state.timer_watched);
                     drop(state);
-                    if more {
-                        // Pass the baton: another getter may take the next item.
+                    if wake {
                         self.inner.ready.notify_one();
                     }
                     return Some(item);
@@ -271,14 +324,26 @@ impl<T: QueueItem> WorkQueue<T> {
                 if state.shutting_down {
                     return None;
                 }
-                state.waiting.first_key_value().map(|((due, _), _)| *due)
+                let earliest = state.waiting.first_key_value().map(|((due, _), _)| *due);
+                let watch = earliest.filter(|_| !state.timer_watched);
+                if watch.is_some() {
+                    state.timer_watched = true;
+                }
+                watch
             };
             match next_due {
                 Some(due) => {
+                    let watch = TimerWatch {
+                        inner: &self.inner,
+                        ended: false,
+                    };
+                    let earlier = self.inner.timer.notified();
                     tokio::select! {
-                        _ = &mut notified => {}
-                        _ = tokio::time::sleep_until(due) => {}
+                        () = &mut notified => {}
+                        () = earlier => {}
+                        () = tokio::time::sleep_until(due) => {}
                     }
+                    watch.end();
                 }
                 None => notified.await,
             }
@@ -463,6 +528,71 @@ mod tests {
         queue.add_after("early", Duration::from_secs(1));
         assert_eq!(getter.await.expect("joins"), Some("early"));
         assert_eq!(start.elapsed(), Duration::from_secs(1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_getter_dropped_while_it_watches_the_timer_hands_the_watch_over() {
+        let queue = WorkQueue::new();
+        let watcher = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.get().await }
+        });
+        tokio::task::yield_now().await;
+        let start = Instant::now();
+        // The idle getter is woken to watch the timer for it.
+        queue.add_after("a", Duration::from_secs(10));
+        tokio::task::yield_now().await;
+        assert!(queue.inner.state.lock().timer_watched);
+        let other = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.get().await }
+        });
+        tokio::task::yield_now().await;
+        watcher.abort();
+        assert!(watcher.await.is_err(), "aborted");
+        assert_eq!(other.await.expect("joins"), Some("a"));
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn many_idle_getters_take_delayed_items_at_their_due_times_once_each() {
+        let queue: WorkQueue<u64> = WorkQueue::new();
+        let start = Instant::now();
+        let (sender, mut received) = tokio::sync::mpsc::channel(256);
+        let mut getters = Vec::new();
+        for _ in 0..50 {
+            let queue = queue.clone();
+            let sender = sender.clone();
+            getters.push(tokio::spawn(async move {
+                while let Some(item) = queue.get().await {
+                    let _ = sender.send((item, start.elapsed())).await;
+                    queue.done(&item);
+                }
+            }));
+        }
+        drop(sender);
+        tokio::task::yield_now().await;
+        // Added out of order, some due at the same time, one moved earlier.
+        for item in (0..200u64).rev() {
+            queue.add_after(item, Duration::from_millis(100 + item / 2 * 10));
+        }
+        queue.add_after(199, Duration::from_millis(5));
+        let mut seen = HashMap::new();
+        while seen.len() < 200 {
+            let (item, at) = tokio::time::timeout(Duration::from_secs(60), received.recv())
+                .await
+                .expect("every item in time")
+                .expect("getters alive");
+            assert!(seen.insert(item, at).is_none(), "{item} handed out twice");
+        }
+        for (item, at) in seen {
+            let due = if item == 199 { 5 } else { 100 + item / 2 * 10 };
+            assert_eq!(at, Duration::from_millis(due), "item {item}");
+        }
+        queue.shutdown();
+        for getter in getters {
+            getter.await.expect("getter");
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -57,14 +57,15 @@ pub const SIMULATED_ANNOTATION: &str = "kubemock.dev/simulated";
 const REGISTER_RETRY: Duration = Duration::from_millis(500);
 /// Concurrent pod syncs.
 const WORKERS: usize = 4;
-/// Concurrent node heartbeats. Each real kubelet renews its own Lease, so a thousand nodes
-/// renew a hundred Leases a second whatever the load; two workers (the runtime's default)
-/// doing that one request after the other fell behind once a busy server answered in more
-/// than 20 ms, and the node lifecycle controller found the nodes silent (issue 23's 100k
-/// run). 32 keep up while the server answers within 320 ms. Not one per node: an idle worker
-/// is woken by every delayed add to the queue (`WorkQueue::add_after` wakes every waiting
-/// getter), and each heartbeat ends with one, so a thousand workers took some 5 % more of the
-/// 100,000-pod run's CPU (docs/benchmarks.md, 2026-11-30).
+/// Concurrent node heartbeats, at least: one per simulated node beyond that. Each real kubelet
+/// renews its own Lease, so a thousand nodes renew a hundred Leases a second whatever the
+/// load, and no node's renewal waits for another's. Two workers (the runtime's default) doing
+/// that one request after the other fell behind once a busy server answered in more than
+/// 20 ms, and the node lifecycle controller found the nodes silent (issue 23's 100k run); 32
+/// fell behind the same way once an overloaded server took over 320 ms. Idle workers cost
+/// nothing: of them, only the one watching the queue's timer wakes for a due heartbeat
+/// (`WorkQueue::get`). Before the queue worked that way, every delayed add woke every idle
+/// worker, and a thousand workers cost some 5 % more of the 100,000-pod run's CPU.
 const NODE_WORKERS: usize = 32;
 
 /// How the simulated nodes behave.
@@ -252,8 +253,8 @@ impl Kubelet {
         // (sync_node requeues itself), and at once when a fake clock moves.
         let node_ctx = ctx.clone();
         let node_store = self.nodes.store();
-        let mut node_controller =
-            Controller::new("kubelet-nodes", self.nodes.clone()).workers(NODE_WORKERS);
+        let mut node_controller = Controller::new("kubelet-nodes", self.nodes.clone())
+            .workers(NODE_WORKERS.max(self.config.nodes));
         if stages_served {
             node_controller = node_controller.watches(&self.stages, move |_| {
                 node_store.list().iter().map(|n| n.key()).collect()
