@@ -140,6 +140,10 @@ struct ControllersScaleArgs {
     /// An extra argument for `kubemock serve` (repeatable).
     #[arg(long = "serve-arg", allow_hyphen_values = true)]
     serve_args: Vec<String>,
+    /// Keep the server's log (its stderr) of the run in this file (with `--issue23`, one per
+    /// shape: `PATH.10000`, `PATH.100000`), to explain a slow run.
+    #[arg(long)]
+    server_log: Option<PathBuf>,
     /// Also write the report as JSON to this file (`-` for stdout, after the text).
     #[arg(long)]
     json: Option<PathBuf>,
@@ -396,6 +400,7 @@ async fn run(command: Command, client_threads: usize) -> anyhow::Result<()> {
                 replicas: args.replicas,
                 timeout: Duration::from_secs(args.timeout),
                 serve_args: args.serve_args,
+                server_log: args.server_log,
             };
             let reports = if args.issue23 {
                 scale::run_issue23(&config).await?

@@ -47,6 +47,8 @@ pub(crate) struct ScaleConfig {
     pub(crate) timeout: Duration,
     /// Extra arguments for `kubemock serve`.
     pub(crate) serve_args: Vec<String>,
+    /// Where to keep the server's log (its stderr) of the run, if anywhere.
+    pub(crate) server_log: Option<PathBuf>,
 }
 
 /// What one run measured.
@@ -84,7 +86,14 @@ pub(crate) struct ScaleReport {
     /// The most nodes found not Ready at one look during the run (every [`NODE_CHECK`]; the
     /// simulated nodes must stay Ready under any load).
     pub(crate) nodes_not_ready_max: usize,
+    /// How many times the node lifecycle controller marked a node Unknown (its log line
+    /// [`MARKED_UNKNOWN`]): every silence, also one shorter than [`NODE_CHECK`].
+    pub(crate) nodes_marked_unknown: usize,
 }
+
+/// What the node lifecycle controller logs when a node's kubelet went silent
+/// (`controllers/src/nodelifecycle/mod.rs`).
+const MARKED_UNKNOWN: &str = "node stopped posting status; marked Unknown";
 
 /// Issue 23's two shapes, each on a fresh server: 10,000 pods (one Deployment on 100 nodes),
 /// then 100,000 pods (100 Deployments of 1,000 on 1,000 nodes).
@@ -95,6 +104,12 @@ pub(crate) async fn run_issue23(config: &ScaleConfig) -> anyhow::Result<Vec<Scal
             nodes,
             deployments,
             replicas,
+            // One log per shape: `PATH.10000` and `PATH.100000`.
+            server_log: config.server_log.as_ref().map(|path| {
+                let mut path = path.clone().into_os_string();
+                path.push(format!(".{}", deployments * replicas));
+                PathBuf::from(path)
+            }),
             ..config.clone()
         };
         eprintln!("controllers-scale: {deployments} x {replicas} pods on {nodes} nodes ...");
@@ -138,10 +153,12 @@ pub(crate) fn write_goals(
         large.rss_per_pod_kib
     )?;
     let not_ready = small.nodes_not_ready_max.max(large.nodes_not_ready_max);
+    let marked = small.nodes_marked_unknown + large.nodes_marked_unknown;
     writeln!(
         out,
-        "  {} every simulated node stayed Ready: {not_ready} seen not Ready",
-        verdict(not_ready == 0)
+        "  {} every simulated node stayed Ready: {not_ready} seen not Ready, {marked} marked \
+         Unknown",
+        verdict(not_ready == 0 && marked == 0)
     )
 }
 
@@ -225,6 +242,12 @@ async fn measure(config: &ScaleConfig, server: &ServerProcess) -> anyhow::Result
     let kib = |name: &str| gauge(&metrics, name).map(|bytes| bytes / 1024);
     let ready = ready_nodes(&client, &base).await?;
     nodes_not_ready_max = nodes_not_ready_max.max(config.nodes.saturating_sub(ready));
+    let log = std::fs::read_to_string(server.log_path()).context("reading the server's log")?;
+    let nodes_marked_unknown = log.matches(MARKED_UNKNOWN).count();
+    if let Some(path) = &config.server_log {
+        std::fs::write(path, &log)
+            .with_context(|| format!("writing the server's log to {}", path.display()))?;
+    }
     let ready_seconds = ready_at.as_secs_f64();
     let pods_f = pods as f64;
     Ok(ScaleReport {
@@ -245,6 +268,7 @@ async fn measure(config: &ScaleConfig, server: &ServerProcess) -> anyhow::Result
         store_history_ready_kib: kib("kubemock_store_history_bytes"),
         server_cpu_seconds: cpu_between(cpu_before, cpu_after),
         nodes_not_ready_max,
+        nodes_marked_unknown,
     })
 }
 
@@ -453,6 +477,11 @@ pub(crate) fn write_report(
         NODE_CHECK.as_secs(),
         report.nodes_not_ready_max
     )?;
+    writeln!(
+        out,
+        "  nodes marked Unknown by the node lifecycle controller (its log): {}",
+        report.nodes_marked_unknown
+    )?;
     Ok(())
 }
 
@@ -499,11 +528,16 @@ mod tests {
             store_history_ready_kib: None,
             server_cpu_seconds: None,
             nodes_not_ready_max: 0,
+            nodes_marked_unknown: 3,
         };
         let mut text = Vec::new();
         write_report(&mut text, &report).expect("written");
         let text = String::from_utf8_lossy(&text);
         assert!(!text.contains("heap") && !text.contains("store"), "{text}");
+        assert!(
+            text.contains("nodes marked Unknown by the node lifecycle controller (its log): 3"),
+            "{text}"
+        );
         report.heap_ready_kib = Some(30 * 1024);
         report.store_live_ready_kib = Some(8 * 1024);
         report.store_history_ready_kib = Some(2 * 1024);
@@ -524,6 +558,14 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_marked_unknown_line_is_the_node_lifecycle_controllers() {
+        let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../controllers/src/nodelifecycle/mod.rs");
+        let source = std::fs::read_to_string(&source).expect("the controller's source");
+        assert!(source.contains(MARKED_UNKNOWN));
     }
 
     #[test]

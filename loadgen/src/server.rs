@@ -164,6 +164,11 @@ impl ServerProcess {
         format!("{state}; its stderr ends:\n{}", self.log_tail())
     }
 
+    /// The file the server's stderr goes to.
+    pub(crate) fn log_path(&self) -> &Path {
+        self.log.path()
+    }
+
     /// The end of the server's stderr, for error messages.
     pub(crate) fn log_tail(&self) -> String {
         tail(self.log.path())
