@@ -184,7 +184,7 @@ impl Shared {
                     // where the watch stands: each compaction walks the whole index, and one
                     // every `WATCH_HOLD_RETRY` behind a watch that moved a little each time
                     // doubled the 100,000-pod benchmark's CPU.
-                    let oldest = self.positions.lock().oldest();
+                    let oldest = self.positions.lock().oldest(current);
                     if history <= budget.saturating_mul(WATCH_HOLD_LIMIT)
                         && let Some(oldest) = oldest.filter(|oldest| *oldest < by_budget)
                     {

@@ -21,7 +21,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
@@ -86,32 +86,57 @@ fn event_bytes(event: &Event) -> u64 {
     (event.kv.key.len() + event.kv.value.len() + prev) as u64
 }
 
-/// The open watches' positions: each the revision its watch has delivered up to, so the
-/// history after it is what the watch still reads. The background compactor keeps that
-/// history, within a limit, for the history budget (`compaction.rs`): a watch that fell
-/// behind, or ended lagged and was started again from where it stood, then catches up from
-/// history instead of finding it compacted and making its client list everything again.
-/// Written when a watch opens and drops, read by the compactor; each watch moves its own
-/// position with an atomic store.
+/// The open watches' positions: each the revision up to which its watch has been given
+/// everything, so the history after it is what the watch still reads. The background
+/// compactor keeps that history, within a limit, for the history budget (`compaction.rs`): a
+/// watch that fell behind, or ended lagged and was started again from where it stood, then
+/// catches up from history instead of finding it compacted and making its client list
+/// everything again. Written when a watch opens and drops, read by the compactor; each watch
+/// moves its own position with atomic stores.
 #[derive(Default)]
 pub(crate) struct Positions {
-    open: HashMap<u64, Arc<AtomicU64>>,
+    open: HashMap<u64, Arc<Position>>,
     next_id: u64,
 }
 
+/// One open watch's position.
+pub(crate) struct Position {
+    /// The revision of the last event it yielded (its start revision before any).
+    delivered: AtomicU64,
+    /// It is registered with the hub: it reads no history any more, only its channel.
+    live: AtomicBool,
+    /// Bytes in its channel ([`Subscriber::queued`]).
+    queued: Arc<AtomicU64>,
+}
+
 impl Positions {
-    /// The oldest position of an open watch, if any.
-    pub(crate) fn oldest(&self) -> Option<Revision> {
+    /// The oldest position of an open watch, if any, `published` being the revision the
+    /// store has published. A live watch with nothing queued has been given everything up to
+    /// it: a watch of a prefix nobody writes (Namespaces, definitions) would otherwise stand
+    /// at its start for good, and keep twice the budget of other keys' history.
+    pub(crate) fn oldest(&self, published: Revision) -> Option<Revision> {
         self.open
             .values()
-            .map(|position| position.load(Ordering::Acquire))
+            .map(|position| {
+                let caught_up = position.live.load(Ordering::Acquire)
+                    && position.queued.load(Ordering::Acquire) == 0;
+                if caught_up {
+                    published
+                } else {
+                    position.delivered.load(Ordering::Acquire)
+                }
+            })
             .min()
     }
 
-    fn open(&mut self, at: Revision) -> (u64, Arc<AtomicU64>) {
+    fn open(&mut self, at: Revision, queued: &Arc<AtomicU64>) -> (u64, Arc<Position>) {
         let id = self.next_id;
         self.next_id += 1;
-        let position = Arc::new(AtomicU64::new(at));
+        let position = Arc::new(Position {
+            delivered: AtomicU64::new(at),
+            live: AtomicBool::new(false),
+            queued: Arc::clone(queued),
+        });
         self.open.insert(id, Arc::clone(&position));
         (id, position)
     }
@@ -206,8 +231,9 @@ pub(crate) struct SledWatch {
     queued: Arc<AtomicU64>,
     /// Revision of the last event yielded (initially the start revision).
     delivered: Revision,
-    /// `delivered`, as the compactor reads it ([`Positions`]), under this id.
-    position: Arc<AtomicU64>,
+    /// `delivered`, and whether the watch is live, as the compactor reads them
+    /// ([`Positions`]), under this id.
+    position: Arc<Position>,
     position_id: u64,
     progress_requested: bool,
     /// Set after the final error: the stream then yields `None`.
@@ -232,7 +258,8 @@ impl SledWatch {
             });
         }
         let (sender, receiver) = mpsc::channel(shared.config.watch_buffer);
-        let (position_id, position) = shared.positions.lock().open(after);
+        let queued = Arc::new(AtomicU64::new(0));
+        let (position_id, position) = shared.positions.lock().open(after, &queued);
         let mut watch = SledWatch {
             shared: Arc::downgrade(shared),
             prefix,
@@ -241,7 +268,7 @@ impl SledWatch {
             receiver,
             sender: Some(sender),
             end: Arc::new(AtomicU8::new(END_NONE)),
-            queued: Arc::new(AtomicU64::new(0)),
+            queued,
             delivered: after,
             position,
             position_id,
@@ -277,6 +304,7 @@ impl SledWatch {
             },
         );
         self.phase = Phase::Live { id };
+        self.position.live.store(true, Ordering::Release);
         Ok(true)
     }
 
@@ -396,7 +424,7 @@ impl SledWatch {
 
     fn deliver(&mut self, revision: Revision) {
         self.delivered = revision;
-        self.position.store(revision, Ordering::Release);
+        self.position.delivered.store(revision, Ordering::Release);
     }
 
     /// Leaves the hub (if registered).

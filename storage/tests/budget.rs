@@ -340,6 +340,48 @@ async fn budget_pass(store: &SledStore, before: u64) {
     }
 }
 
+/// A live watch of a prefix nobody writes (Namespaces, definitions: every server has some)
+/// has been given everything up to the published revision, however old its last event: it
+/// holds none of the other keys' history from the budget. Its position used to stay at its
+/// start for good, so the history of the 100,000-pod benchmark stayed at twice the budget
+/// (505-509 MiB for a minute after Ready, against a 256 MiB budget).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_live_watch_holds_no_history_from_the_budget() {
+    let store = SledStore::open(budgeted(Config::ephemeral())).expect("open");
+    let mut quiet = store
+        .watch(Bytes::from_static(b"/registry/namespaces/"), 0)
+        .await
+        .expect("watch");
+    // The create and 12 updates: 10.5 MiB of history, over the 8 MiB budget and under twice it.
+    let (created, last) = rewrite_large_object(&store, 12).await;
+    assert!(store.history_bytes() > BUDGET && store.history_bytes() <= 2 * BUDGET);
+    let passes = store.budget_passes();
+    let last = replace_large_object(&store, last, 13..14).await;
+    budget_pass(&store, passes).await;
+    assert!(
+        store.compaction_point() > created,
+        "compacted for the budget despite the quiet watch: {}",
+        store.compaction_point()
+    );
+    // The quiet watch goes on: its progress is the latest revision, and a namespace created
+    // now is its next event.
+    let events = common::events_until(&mut quiet, last).await;
+    assert!(events.is_empty());
+    let CreateOutcome::Created(namespace) = store
+        .create(
+            Bytes::from_static(b"/registry/namespaces/quiet"),
+            Bytes::from_static(b"{}"),
+        )
+        .await
+        .expect("create")
+    else {
+        panic!("the namespace is new");
+    };
+    let events = common::events_until(&mut quiet, namespace.mod_revision).await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kv, namespace);
+}
+
 /// An open watch that stands behind keeps, from the budget's compaction, the history it has
 /// still to read, while the history is under twice the budget (`compaction.rs`,
 /// `WATCH_HOLD_LIMIT`); once it has read on, the budget compacts again; past twice the budget
