@@ -49,6 +49,15 @@ use crate::{Inner, etcd_revision, header_revision, prefix_end, proto, revision};
 const REQUEST_QUEUE: usize = 4;
 /// How soon a progress request is sent again when etcd's answer could not be believed yet.
 const PROGRESS_RETRY: Duration = Duration::from_millis(20);
+/// How soon a progress request is sent again when etcd has not answered it. etcd with the fix
+/// of etcd-io/etcd#15220 (3.4.31, 3.5.13, 3.6) drops a request it cannot answer yet: while a
+/// watcher replays history, and while the store's revision is below the watcher's start
+/// (`storage/mvcc/watchable_store.go`, `progressIfSync`), so a watch started at the current
+/// revision hears nothing until the next write anywhere. Upstream's watch cache asks again
+/// every 100 ms while it waits (`apiserver/pkg/storage/cacher/progress/watch_progress.go`);
+/// so does this, after answering itself when nothing was written since the watch's last
+/// event (a read of the current revision).
+const PROGRESS_RESEND: Duration = Duration::from_millis(100);
 /// Revisions one progress check covers at most: one read per revision in one transaction,
 /// within etcd's default `--max-txn-ops` (128).
 const VERIFY_WINDOW: u64 = 100;
@@ -392,7 +401,8 @@ impl Follower {
     async fn follow(&mut self) -> Result<(), Stop> {
         // A progress request is outstanding (asked by the consumer, not yet answered).
         let mut wanted = false;
-        let mut retry = false;
+        // While it is: when to ask etcd again.
+        let mut ask_again = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 () = self.items.closed() => return Err(Stop::Quiet),
@@ -402,10 +412,20 @@ impl Follower {
                     }
                     wanted = true;
                     self.ask_progress()?;
+                    ask_again = tokio::time::Instant::now() + PROGRESS_RESEND;
                 }
-                () = tokio::time::sleep(PROGRESS_RETRY), if retry => {
-                    retry = false;
-                    self.ask_progress()?;
+                () = tokio::time::sleep_until(ask_again), if wanted => {
+                    let received = self.mark.received();
+                    let current = self.inner.current_revision().await.map_err(Stop::Error)?;
+                    if current <= received {
+                        // Nothing written since: everything up to the current revision is
+                        // here, whatever etcd says.
+                        wanted = false;
+                        self.queue(WatchItem::Progress(received))?;
+                    } else {
+                        self.ask_progress()?;
+                        ask_again = tokio::time::Instant::now() + PROGRESS_RESEND;
+                    }
                 }
                 message = self.stream.message() => {
                     let response = match message {
@@ -436,7 +456,7 @@ impl Follower {
                         if reached {
                             wanted = false;
                         } else {
-                            retry = true;
+                            ask_again = tokio::time::Instant::now() + PROGRESS_RETRY;
                         }
                         // Also a partial advance: a consumer waiting for less gets it now.
                         let received = self.mark.received();
