@@ -192,6 +192,31 @@ pub(crate) struct Inner {
     /// What a compaction must bring up to its point first, one per open etcd watch (dead
     /// entries are dropped as new ones come).
     pub(crate) marks: parking_lot::Mutex<Vec<std::sync::Weak<watch::Mark>>>,
+    /// etcd answers progress requests after every event it covers ([`ordered_progress`]), so
+    /// its answers need no reads to be believed (`watch.rs`).
+    pub(crate) ordered_progress: bool,
+}
+
+/// Whether etcd `version` has the fix of etcd-io/etcd#15220 (3.4.31, 3.5.13, 3.6 and later),
+/// as upstream's check has it (`apiserver/pkg/storage/feature/feature_support_checker.go`:
+/// 3.4.31+ and 3.5.13+ support `RequestWatchProgress`). Anything unparsable is taken as
+/// without it.
+pub(crate) fn ordered_progress(version: &str) -> bool {
+    let mut parts = version
+        .trim_start_matches('v')
+        .split(['.', '-', '+'])
+        .map(|part| part.parse::<u64>().ok());
+    let (Some(Some(major)), Some(Some(minor)), Some(Some(patch))) =
+        (parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    match (major, minor) {
+        (3, 4) => patch >= 31,
+        (3, 5) => patch >= 13,
+        (3, minor) => minor >= 6,
+        (major, _) => major > 3,
+    }
 }
 
 impl EtcdStore {
@@ -221,6 +246,9 @@ impl EtcdStore {
             ),
             etcd_watches: AtomicUsize::new(0),
             marks: parking_lot::Mutex::new(Vec::new()),
+            // One member's version stands for the cluster only when there is one member: a
+            // cluster being upgraded mixes versions (upstream's check asks every endpoint).
+            ordered_progress: config.endpoints.len() == 1 && ordered_progress(&status.version),
         });
         let store = EtcdStore {
             inner,
@@ -243,6 +271,12 @@ impl EtcdStore {
     /// The etcd key of `key`.
     fn full(&self, key: &[u8]) -> Bytes {
         self.inner.full(key)
+    }
+
+    /// Whether this store believes etcd's progress answers as they come: a single etcd with
+    /// the fix of etcd-io/etcd#15220. Otherwise reads prove them (docs/etcd.md).
+    pub fn progress_is_ordered(&self) -> bool {
+        self.inner.ordered_progress
     }
 
     /// How many etcd watches this store holds now: with the watch cache, one per resource
@@ -368,7 +402,9 @@ impl Inner {
         if at <= known {
             return Ok(known);
         }
-        // Past `at`, the open watches could no longer prove their progress answers.
+        // Past `at`, the open watches could no longer prove their progress answers. With an
+        // etcd whose answers need no proof, it still spares a watch that is replaying history
+        // being cancelled as compacted (etcd cancels a replaying watcher behind compaction).
         watch::freshen(self, at).await;
         match self
             .client
@@ -800,6 +836,20 @@ async fn run_compactor(inner: Weak<Inner>, interval: Duration, retention: Retent
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_is_ordered_from_the_fixed_versions_on() {
+        for fixed in [
+            "3.4.31", "3.4.40", "3.5.13", "3.5.21", "3.6.0", "3.6.16", "v3.7.3", "4.0.0",
+        ] {
+            assert!(ordered_progress(fixed), "{fixed}");
+        }
+        for buggy in [
+            "3.4.23", "3.4.30", "3.5.0", "3.5.12", "3.3.27", "2.3.8", "", "3.x.1", "3.5",
+        ] {
+            assert!(!ordered_progress(buggy), "{buggy}");
+        }
+    }
 
     #[test]
     fn prefix_end_is_etcds() {

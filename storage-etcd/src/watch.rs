@@ -4,7 +4,9 @@
 //! ends with [`Error::WatcherLagged`], as the sled store's does, and the consumer resumes from
 //! its last revision.
 //!
-//! Progress: [`Watch::request_progress`] sends etcd's `WatchProgressRequest`. etcd before the
+//! Progress: [`Watch::request_progress`] sends etcd's `WatchProgressRequest`. A single etcd
+//! with the fix of etcd-io/etcd#15220 answers after every event the answer covers
+//! (`Inner::ordered_progress`): its answer is believed as it comes. etcd before the
 //! fix of etcd-io/etcd#15220 (#15237, backported to 3.4 and 3.5; Debian's 3.4.23 has the bug)
 //! answers it out of band, possibly before events it has not sent this watcher yet (always so
 //! for a watcher still replaying history). So an answer at revision R is believed only as far
@@ -452,7 +454,13 @@ impl Follower {
                     } else if wanted && !response.created {
                         let at = header_revision(response.header.as_ref());
                         let before = self.mark.received();
-                        let reached = self.verify_progress(at).await.map_err(Stop::Error)?;
+                        let reached = if self.inner.ordered_progress {
+                            // Sent after every event it covers (etcd with the fix).
+                            self.mark.advance(at);
+                            true
+                        } else {
+                            self.verify_progress(at).await.map_err(Stop::Error)?
+                        };
                         if reached {
                             wanted = false;
                         } else {
