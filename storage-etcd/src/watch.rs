@@ -418,8 +418,10 @@ impl Follower {
                 }
                 () = tokio::time::sleep_until(ask_again), if wanted => {
                     let received = self.mark.received();
-                    let current = self.inner.current_revision().await.map_err(Stop::Error)?;
-                    if current <= received {
+                    // A failed read only means asking etcd again: the stream itself reports
+                    // an etcd that is gone.
+                    let current = self.inner.current_revision().await.ok();
+                    if current.is_some_and(|current| current <= received) {
                         // Nothing written since: everything up to the current revision is
                         // here, whatever etcd says.
                         wanted = false;
