@@ -90,28 +90,42 @@ impl Mark {
         self.received.fetch_max(to, Ordering::AcqRel);
     }
 
+    /// Moves `received` towards `target` as far as reads prove that nothing under the range
+    /// changed (see the module comment), a window at a time; returns whether it reached
+    /// `target` (`false`: a change is on its way). A read that finds its history compacted
+    /// after a concurrent move (a freshen, or the task's own events) goes on from there.
+    async fn prove_up_to(&self, inner: &Inner, target: Revision) -> Result<bool> {
+        loop {
+            let since = self.received();
+            if since >= target {
+                return Ok(true);
+            }
+            let end = target.min(since + VERIFY_WINDOW);
+            match unchanged(inner, &self.key, &self.range_end, since, end).await {
+                Ok(true) => self.advance(end),
+                Ok(false) => return Ok(false),
+                Err(Error::Compacted { .. }) if self.received() > since => {}
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
     /// Moves `received` to `target` as far as reads prove nothing changed; when something did,
     /// waits for the task to receive it, until `deadline`. Gives up (the watch will end
     /// `Compacted` if it needs that history) on a failed read or at the deadline.
     async fn freshen(&self, inner: &Inner, target: Revision, deadline: tokio::time::Instant) {
         loop {
-            // Registered before `received` is read: an event arriving during the reads wakes
-            // the wait below.
+            // Registered before the reads: an event arriving during them wakes the wait below.
             let moved = self.moved.notified();
             tokio::pin!(moved);
             moved.as_mut().enable();
-            let since = self.received();
-            if since >= target {
-                return;
-            }
-            let end = target.min(since + VERIFY_WINDOW);
-            match unchanged(inner, &self.key, &self.range_end, since, end).await {
-                Ok(true) => self.advance(end),
+            match self.prove_up_to(inner, target).await {
+                Ok(true) => return,
                 Ok(false) => {
                     if tokio::time::timeout_at(deadline, moved).await.is_err() {
                         debug!(
                             key = %String::from_utf8_lossy(&self.key),
-                            received = since,
+                            received = self.received(),
                             target,
                             "watch not caught up before compaction"
                         );
@@ -529,35 +543,17 @@ impl Follower {
     /// changed (see the module comment); returns whether it reached `at`. Fails `Compacted`
     /// when the reads need history that is gone.
     async fn verify_progress(&mut self, at: Revision) -> Result<bool> {
-        loop {
-            let since = self.mark.received();
-            if since >= at {
-                return Ok(true);
+        match self.mark.prove_up_to(&self.inner, at).await {
+            // Nothing left to compare with, and etcd's answer alone cannot be believed.
+            Err(Error::Compacted { .. }) => {
+                let since = self.mark.received();
+                let known = self.inner.compacted.load(Ordering::Acquire);
+                Err(Error::Compacted {
+                    requested: since,
+                    compacted: known.max(since + 1),
+                })
             }
-            let end = at.min(since + VERIFY_WINDOW);
-            match unchanged(
-                &self.inner,
-                &self.mark.key,
-                &self.mark.range_end,
-                since,
-                end,
-            )
-            .await
-            {
-                Ok(true) => self.mark.advance(end),
-                Ok(false) => return Ok(false),
-                // A compaction brought this watch past `since` meanwhile: go on from there.
-                Err(Error::Compacted { .. }) if self.mark.received() > since => {}
-                // Nothing left to compare with, and etcd's answer alone cannot be believed.
-                Err(Error::Compacted { .. }) => {
-                    let known = self.inner.compacted.load(Ordering::Acquire);
-                    return Err(Error::Compacted {
-                        requested: since,
-                        compacted: known.max(since + 1),
-                    });
-                }
-                Err(err) => return Err(err),
-            }
+            other => other,
         }
     }
 }
