@@ -10,6 +10,10 @@
 //!   random pick among 10,000 keys with 1 KiB values).
 //! - `range_100k/full` and `range_100k/page_500_middle`: a whole-prefix range of 100,000 keys
 //!   with ~100 byte values, and a page of 500 keys starting in the middle of them.
+//! - `pod_4KiB/{create,get_of_10k,page_500}` (issue 23's memory: values that compress, which
+//!   the store keeps LZ4-compressed): creates by one writer (ephemeral) of pod-like JSON values
+//!   of about 4 KiB, distinct per key, with managed fields as the API server writes them; a get
+//!   of one of 10,000 such keys; a page of 500 of them.
 //! - `watch_fan_out/1000_watchers`: one update, from the call until all 1,000 live watchers of
 //!   its prefix have received its event (ephemeral store, so no flush is included).
 //! - `reopen/100k_keys/{checkpoint,full_log}`: opening a durable data directory holding 100,000
@@ -224,6 +228,89 @@ fn bench_get(c: &mut Criterion) {
                 black_box(response)
             }
         });
+    });
+    group.finish();
+    store.close();
+}
+
+/// A pod as the API server stores it, in shape (about 4 KiB of JSON, managed fields included),
+/// distinct per `n`.
+fn pod_json(n: u64) -> Bytes {
+    let mut json = format!(
+        r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"web-{n:06}","namespace":"default","uid":"{n:08x}-7c15-4f4a-9e37-79b97f4a7c15","resourceVersion":"{n}","labels":{{"app":"web","pod-template-hash":"{n:x}"}},"ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-5d8f","uid":"0b6f7e52-2d8a-4d55-9c2c-{n:012}","controller":true,"blockOwnerDeletion":true}}],"managedFields":["#
+    );
+    for manager in ["kube-controller-manager", "kube-scheduler", "kubelet"] {
+        json.push_str(&format!(
+            r#"{{"manager":"{manager}","operation":"Update","apiVersion":"v1","time":"2026-11-30T06:{:02}:{:02}Z","fieldsType":"FieldsV1","fieldsV1":{{"f:metadata":{{"f:labels":{{".":{{}},"f:app":{{}},"f:pod-template-hash":{{}}}}}},"f:spec":{{"f:containers":{{"k:{{\"name\":\"web\"}}":{{".":{{}},"f:image":{{}},"f:name":{{}},"f:resources":{{}}}}}},"f:dnsPolicy":{{}},"f:restartPolicy":{{}}}},"f:status":{{"f:conditions":{{"k:{{\"type\":\"Ready\"}}":{{".":{{}},"f:lastTransitionTime":{{}},"f:status":{{}},"f:type":{{}}}}}},"f:phase":{{}},"f:podIP":{{}}}}}}}},"#,
+            n % 60,
+            (n / 60) % 60
+        ));
+    }
+    json.push_str(&format!(
+        r#"{{}}],"creationTimestamp":"2026-11-30T06:00:00Z"}},"spec":{{"nodeName":"kubemock-node-{}","containers":[{{"name":"web","image":"nginx:1.27","resources":{{}},"terminationMessagePath":"/dev/termination-log","imagePullPolicy":"IfNotPresent","volumeMounts":[{{"name":"kube-api-access-{n:05x}","readOnly":true,"mountPath":"/var/run/secrets/kubernetes.io/serviceaccount"}}]}}],"restartPolicy":"Always","dnsPolicy":"ClusterFirst","serviceAccountName":"default","tolerations":[{{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}},{{"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}}]}},"status":{{"phase":"Running","podIP":"10.0.{}.{}","conditions":["#,
+        n % 1000,
+        (n / 256) % 256,
+        n % 256
+    ));
+    for condition in ["PodScheduled", "Initialized", "ContainersReady", "Ready"] {
+        json.push_str(&format!(
+            r#"{{"type":"{condition}","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-11-30T06:00:{:02}Z"}},"#,
+            n % 60
+        ));
+    }
+    json.push_str(r#"{}]}}"#);
+    Bytes::from(json)
+}
+
+fn bench_pods(c: &mut Criterion) {
+    let rt = runtime();
+    let store = ephemeral();
+    let prefix = "/registry/pods/default/web-";
+    let keys = keys(prefix, GET_KEYS);
+    rt.block_on(async {
+        for (n, key) in (0..).zip(&keys) {
+            store
+                .create(key.clone(), pod_json(n))
+                .await
+                .expect("preload a pod");
+        }
+    });
+    let values: Vec<Bytes> = (0..PUT_BATCH).map(pod_json).collect();
+    let mut group = c.benchmark_group("pod_4KiB");
+    let mut next = 0u64;
+    group.throughput(Throughput::Elements(PUT_BATCH));
+    group.bench_function("create", |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let first = next;
+            next += iters * PUT_BATCH;
+            let (store, values) = (&store, &values);
+            async move {
+                let start = Instant::now();
+                for n in first..first + iters * PUT_BATCH {
+                    let key = Bytes::from(format!("/registry/pods/bench/web-{n:012}"));
+                    let value = values[(n % PUT_BATCH) as usize].clone();
+                    black_box(store.create(key, value).await.expect("create"));
+                }
+                start.elapsed()
+            }
+        });
+    });
+    group.throughput(Throughput::Elements(1));
+    let mut rng = fastrand::Rng::with_seed(SEED);
+    group.bench_function("get_of_10k", |b| {
+        b.to_async(&rt).iter(|| {
+            let key = keys[rng.usize(..keys.len())].clone();
+            let store = &store;
+            async move { black_box(store.get(&key, None).await.expect("get")) }
+        });
+    });
+    let page = RangeRequest::prefix(prefix)
+        .start_after(keys[GET_KEYS / 2 - 1].clone())
+        .limit(PAGE);
+    group.throughput(Throughput::Elements(PAGE as u64));
+    group.bench_function("page_500", |b| {
+        b.to_async(&rt)
+            .iter(|| async { black_box(store.range(page.clone()).await.expect("range")) });
     });
     group.finish();
     store.close();
@@ -485,6 +572,7 @@ criterion_group!(
     benches,
     bench_puts,
     bench_get,
+    bench_pods,
     bench_range,
     bench_watch_fan_out,
     bench_reopen

@@ -40,7 +40,7 @@ use crate::kv::{
     CreateOutcome, DeleteOutcome, Event, EventKind, GetResponse, Guard, KeyValue, Kv, RangeRequest,
     RangeResponse, UpdateOutcome, WatchStream,
 };
-use crate::revision::{Record, RecordKind};
+use crate::revision::{Packed, Record, RecordKind, Value, pack};
 use crate::tips::{Tip, Tips};
 use crate::watch::{Hub, Positions, SledWatch};
 
@@ -341,6 +341,9 @@ struct Durability {
 enum Change {
     Put {
         value: Bytes,
+        /// The value compressed for its record ([`pack`], before the writer's lock), if that
+        /// pays.
+        packed: Option<Packed>,
         /// `None` for a new generation (the create's own revision).
         create_revision: Option<Revision>,
         version: u64,
@@ -793,7 +796,7 @@ impl Shared {
             });
         }
         Ok(KeyValue {
-            value: raw.slice_ref(record.value),
+            value: record.value_bytes(&raw, entry.mod_revision)?,
             key,
             create_revision: entry.create_revision,
             mod_revision: entry.mod_revision,
@@ -820,7 +823,7 @@ impl Shared {
         }
         Ok(Some(KeyValue {
             key: raw.slice_ref(prev.key),
-            value: raw.slice_ref(prev.value),
+            value: prev.value_bytes(&raw, record.prev_revision)?,
             create_revision: prev.create_revision,
             mod_revision: record.prev_revision,
             version: prev.version,
@@ -843,7 +846,7 @@ impl Shared {
                 kind: EventKind::Put,
                 kv: KeyValue {
                     key,
-                    value: raw.slice_ref(record.value),
+                    value: record.value_bytes(raw, revision)?,
                     create_revision: record.create_revision,
                     mod_revision: revision,
                     version: record.version,
@@ -952,6 +955,7 @@ impl Shared {
         let (record, kv, kind) = match change {
             Change::Put {
                 value,
+                packed,
                 create_revision,
                 version,
             } => {
@@ -962,7 +966,9 @@ impl Shared {
                     create_revision,
                     version,
                     prev_revision: prev.as_ref().map_or(0, |p| p.mod_revision),
-                    value: &value,
+                    value: packed
+                        .as_ref()
+                        .map_or(Value::Plain(&value), Packed::as_value),
                 }
                 .encode();
                 let kv = KeyValue {
@@ -981,7 +987,7 @@ impl Shared {
                     create_revision: 0,
                     version: 0,
                     prev_revision: prev.as_ref().map_or(0, |p| p.mod_revision),
-                    value: &[],
+                    value: Value::Plain(&[]),
                 }
                 .encode();
                 (
@@ -1078,6 +1084,7 @@ impl Shared {
     }
 
     fn create(&self, key: Bytes, value: Bytes) -> Result<(CreateOutcome, Revision)> {
+        let packed = pack(&value);
         let mut state = self.state.write();
         self.check_writable_locked()?;
         if let Some(current) = self.current_locked(&state, &key)? {
@@ -1085,6 +1092,7 @@ impl Shared {
         }
         let change = Change::Put {
             value,
+            packed,
             create_revision: None,
             version: 1,
         };
@@ -1113,6 +1121,7 @@ impl Shared {
     }
 
     fn update(&self, key: Bytes, value: Bytes, guard: Guard) -> Result<(UpdateOutcome, Revision)> {
+        let packed = pack(&value);
         let mut state = self.state.write();
         self.check_writable_locked()?;
         let current = match self.guarded_locked(&state, &key, guard)? {
@@ -1124,6 +1133,7 @@ impl Shared {
         };
         let change = Change::Put {
             value,
+            packed,
             create_revision: Some(current.create_revision),
             version: current.version + 1,
         };
