@@ -81,7 +81,12 @@ pub async fn run<K, S, F>(
         match next {
             Some(Ok(event)) => on_changes(&mut writer, event),
             Some(Err(err)) => {
-                tracing::warn!(error = %err, "watch failed; retrying after a backoff");
+                // Which type: a watch that fell behind says only its revisions.
+                tracing::warn!(
+                    error = %err,
+                    kind = std::any::type_name::<K>(),
+                    "watch failed; retrying after a backoff"
+                );
             }
             None => break,
         }

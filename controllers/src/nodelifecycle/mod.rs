@@ -256,7 +256,14 @@ async fn sync(key: ObjectKey, ctx: Arc<Context>) -> Result<Action> {
             Err(err) if err.is_not_found() => return Ok(Action::AwaitChange),
             Err(err) => return Err(err.into()),
         };
-        tracing::info!(node = %key.name, "node stopped posting status; marked Unknown");
+        // What the controller last saw, for a run that wants to know why: its informer's
+        // Lease (a lagging watch shows an old renewal) and its last probe.
+        tracing::info!(
+            node = %key.name,
+            probe = %health.probe,
+            lease_renewed = ?health.lease.as_ref().map(|renewed| renewed.0),
+            "node stopped posting status; marked Unknown"
+        );
     }
     let ready = health::ready_status(&node).map(str::to_owned);
     if previously_ready && ready.as_deref() != Some("True") {
