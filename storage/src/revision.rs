@@ -367,15 +367,7 @@ mod tests {
     fn corrupt_compressed_values_are_errors_not_panics() {
         let value = pod_json();
         let packed = pack(&value).unwrap();
-        let good = Record {
-            kind: RecordKind::Put,
-            key: b"key",
-            create_revision: 1,
-            version: 1,
-            prev_revision: 0,
-            value: packed.as_value(),
-        }
-        .encode();
+        let good = first_put(packed.as_value()).encode();
         let value_at = HEADER_LEN + 3;
         let read = |bytes: Vec<u8>| {
             let raw = Bytes::from(bytes);
@@ -427,17 +419,21 @@ mod tests {
         assert_eq!(decoded, revisions);
     }
 
-    #[test]
-    fn malformed_records_are_corrupt_not_panics() {
-        let good = Record {
+    /// The record of the create of `key` at revision 1.
+    fn first_put(value: Value<'_>) -> Record<'_> {
+        Record {
             kind: RecordKind::Put,
             key: b"key",
             create_revision: 1,
             version: 1,
             prev_revision: 0,
-            value: Value::Plain(b"value"),
+            value,
         }
-        .encode();
+    }
+
+    #[test]
+    fn malformed_records_are_corrupt_not_panics() {
+        let good = first_put(Value::Plain(b"value")).encode();
         // Every truncation and a few bit flips must decode to an error or a valid record.
         for len in 0..good.len() {
             let _ = Record::decode(&good[..len], 1);
